@@ -1,0 +1,5 @@
+/* Subcommands of the npullm CLI; each lives in its own cmd_*.c file. */
+#ifndef NPL_COMMANDS_H
+#define NPL_COMMANDS_H
+int npl_cmd_inspect(int argc, char **argv);
+#endif
