@@ -1,0 +1,63 @@
+/* Row kernels the CPU ops are made of (norms, activations, RoPE, attention).
+ * Pure functions over plain arrays, no graph types, so that the CPU backend,
+ * vnpu and tests share them. Each has a generic C version (the reference the
+ * tests exercise) and, where it pays, AVX2 / AVX-512 versions chosen at run
+ * time through npl_nn_kernels_get(). Work splitting: functions taking
+ * (ith, nth) do the ith of nth equal shares and may be called from nth
+ * threads at once. */
+#ifndef NPL_NN_KERNELS_H
+#define NPL_NN_KERNELS_H
+#include <stdint.h>
+#include "cpu/kernels/vec_dot.h"
+
+/* Attention over an f16 KV cache.
+ *   q   [n_q][n_head][hd] f32 (row stride q_stride floats between positions)
+ *   kc  [n_ctx][n_kv][hd] f16 (cache rows already written for every position used)
+ *   vc  [n_ctx][n_kv][hd] f16
+ *   out [n_q][n_head][hd] f32 (row stride out_stride)
+ *   pos [n_q]: absolute position of each query; -1 marks a padding row whose
+ *       output is set to 0.
+ * Query at position p attends cache positions j with j <= p and, if window > 0,
+ * p - j < window. Scores s = scale * q.k; if softcap > 0, s = softcap*tanh(s/softcap).
+ * Heads are grouped: head h reads kv head h / (n_head / n_kv).
+ * Computed with an online softmax (never materializes n_q x n_ctx scores); cost
+ * follows the attended range, not n_ctx. Work split over (query, head) pairs. */
+typedef struct {
+    const float *q; int64_t q_stride;
+    const uint16_t *kc, *vc;
+    float *out; int64_t out_stride;
+    const int32_t *pos;
+    int n_q, n_head, n_kv, hd;
+    float scale, softcap;
+    int window;
+} npl_attn_args;
+
+typedef struct {
+    /* y[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]  (w may be NULL: no weight) */
+    void (*rms_norm)(const float *x, const float *w, float *y, int n, float eps);
+    /* y = silu(g) * u ; silu(x) = x / (1 + exp(-x)) */
+    void (*swiglu)(const float *g, const float *u, float *y, int n);
+    /* y = gelu_tanh(g) * u ; gelu_tanh(x) = 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))) */
+    void (*geglu)(const float *g, const float *u, float *y, int n);
+    /* y = x + b */
+    void (*add)(const float *x, const float *b, float *y, int n);
+    /* y = x * s */
+    void (*scale)(const float *x, float s, float *y, int n);
+    /* in-place softmax over n values */
+    void (*softmax)(float *x, int n);
+    void (*attention)(const npl_attn_args *a, int ith, int nth);
+} npl_nn_kernels;
+
+const npl_nn_kernels *npl_nn_kernels_get(npl_isa want);
+
+/* RoPE in place on one position's heads: x [n_heads][hd], rotating the first
+ * n_rot dims of each head. neox=0: pairs (2i, 2i+1); neox=1: pairs (i, i+n_rot/2).
+ * theta_i = pos * freq_scale * base^(-2i/n_rot). Generic only (cheap). */
+void npl_rope(float *x, int n_heads, int hd, int n_rot, int32_t pos, float base,
+              float freq_scale, int neox);
+
+/* f32 <-> f16 rows (F16C/AVX-512 where present, picked at run time). */
+void npl_f32_to_f16_row(const float *x, uint16_t *y, int64_t n);
+void npl_f16_to_f32_row(const uint16_t *x, float *y, int64_t n);
+
+#endif
