@@ -1,0 +1,105 @@
+/* On-disk quantization blocks, bit-exact with llama.cpp's ggml-common.h.
+ * Half-precision fields are raw IEEE binary16 bits (uint16_t); every struct
+ * is checked against the byte size GGUF files rely on. */
+#ifndef NPL_QUANT_BLOCKS_H
+#define NPL_QUANT_BLOCKS_H
+#include <stdint.h>
+
+#define QK4_0 32
+#define QK4_1 32
+#define QK5_0 32
+#define QK5_1 32
+#define QK8_0 32
+#define QK8_1 32
+#define QK_K 256
+#define K_SCALE_SIZE 12
+
+typedef uint16_t npl_half;
+
+typedef struct {
+    npl_half d;           /* scale */
+    uint8_t qs[QK4_0 / 2]; /* nibbles: low = x[j], high = x[j+16] */
+} block_q4_0;
+_Static_assert(sizeof(block_q4_0) == 2 + QK4_0 / 2, "block_q4_0 size");
+
+typedef struct {
+    npl_half d, m;        /* scale, min */
+    uint8_t qs[QK4_1 / 2];
+} block_q4_1;
+_Static_assert(sizeof(block_q4_1) == 4 + QK4_1 / 2, "block_q4_1 size");
+
+typedef struct {
+    npl_half d;
+    uint8_t qh[4];        /* 5th bit of each of the 32 quants, little-endian u32 */
+    uint8_t qs[QK5_0 / 2];
+} block_q5_0;
+_Static_assert(sizeof(block_q5_0) == 2 + 4 + QK5_0 / 2, "block_q5_0 size");
+
+typedef struct {
+    npl_half d, m;
+    uint8_t qh[4];
+    uint8_t qs[QK5_1 / 2];
+} block_q5_1;
+_Static_assert(sizeof(block_q5_1) == 4 + 4 + QK5_1 / 2, "block_q5_1 size");
+
+typedef struct {
+    npl_half d;
+    int8_t qs[QK8_0];
+} block_q8_0;
+_Static_assert(sizeof(block_q8_0) == 2 + QK8_0, "block_q8_0 size");
+
+typedef struct {
+    npl_half d;           /* scale */
+    npl_half s;           /* d * sum(qs) */
+    int8_t qs[QK8_1];
+} block_q8_1;
+_Static_assert(sizeof(block_q8_1) == 4 + QK8_1, "block_q8_1 size");
+
+/* K-quants: super-blocks of 256 with 16 or 8 sub-blocks. */
+typedef struct {
+    uint8_t scales[QK_K / 16]; /* low nibble scale, high nibble min */
+    uint8_t qs[QK_K / 4];      /* 2-bit quants */
+    npl_half d, dmin;
+} block_q2_K;
+_Static_assert(sizeof(block_q2_K) == 2 * 2 + QK_K / 16 + QK_K / 4, "block_q2_K size");
+
+typedef struct {
+    uint8_t hmask[QK_K / 8];   /* high bit */
+    uint8_t qs[QK_K / 4];      /* low 2 bits */
+    uint8_t scales[12];        /* 16 6-bit scales */
+    npl_half d;
+} block_q3_K;
+_Static_assert(sizeof(block_q3_K) == 2 + QK_K / 4 + QK_K / 8 + 12, "block_q3_K size");
+
+typedef struct {
+    npl_half d, dmin;
+    uint8_t scales[K_SCALE_SIZE]; /* 8 6-bit scales and 8 6-bit mins */
+    uint8_t qs[QK_K / 2];
+} block_q4_K;
+_Static_assert(sizeof(block_q4_K) == 2 * 2 + K_SCALE_SIZE + QK_K / 2, "block_q4_K size");
+
+typedef struct {
+    npl_half d, dmin;
+    uint8_t scales[K_SCALE_SIZE];
+    uint8_t qh[QK_K / 8];
+    uint8_t qs[QK_K / 2];
+} block_q5_K;
+_Static_assert(sizeof(block_q5_K) == 2 * 2 + K_SCALE_SIZE + QK_K / 2 + QK_K / 8, "block_q5_K size");
+
+typedef struct {
+    uint8_t ql[QK_K / 2];      /* low 4 bits */
+    uint8_t qh[QK_K / 4];      /* high 2 bits */
+    int8_t scales[QK_K / 16];
+    npl_half d;
+} block_q6_K;
+_Static_assert(sizeof(block_q6_K) == 2 + QK_K / 16 + 3 * QK_K / 4, "block_q6_K size");
+
+/* Activation type for K-quant dot products; never stored in files. */
+typedef struct {
+    float d;
+    int8_t qs[QK_K];
+    int16_t bsums[QK_K / 16];  /* sums of groups of 16 quants */
+} block_q8_K;
+_Static_assert(sizeof(block_q8_K) == 4 + QK_K + QK_K / 16 * 2, "block_q8_K size");
+
+#endif
