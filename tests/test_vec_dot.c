@@ -1,0 +1,173 @@
+/* Every vec_dot kernel of every ISA table this CPU can run (generic always)
+ * against a double-precision dot of the dequantized rows, and the ISA
+ * kernels against the generic ones. Also activation quantizers: identical
+ * bytes on every ISA. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/dtype.h"
+#include "core/quant_blocks.h"
+#include "cpu/kernels/vec_dot.h"
+
+static uint64_t rng_next(uint64_t *s) {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+static float rng_unit(uint64_t *s) { return (float)((rng_next(s) >> 11) * 0x1p-53 * 2.0 - 1.0); }
+
+/* q8_1 carries s = d * sum(qs) rounded to f16, and llama.cpp's q4_1 / q5_1
+ * dots take the min term from it: m * s, not m * d * sum(qs). Returns what
+ * that rounding adds to the exact dot of the dequantized rows. */
+static double q8_1_s_rounding(int type, const void *xq, const void *yq, int n) {
+    if (type != NPL_TYPE_Q4_1 && type != NPL_TYPE_Q5_1) return 0;
+    const block_q8_1 *y = yq;
+    double adj = 0;
+    for (int i = 0; i < n / QK8_1; i++) {
+        /* both block types start with d, m */
+        const uint16_t *dm = (const uint16_t *)((const uint8_t *)xq +
+                                                (size_t)i * (type == NPL_TYPE_Q4_1 ? sizeof(block_q4_1) : sizeof(block_q5_1)));
+        int sum = 0;
+        for (int j = 0; j < QK8_1; j++) sum += y[i].qs[j];
+        adj += (double)npl_f16_to_f32(dm[1]) *
+               ((double)npl_f16_to_f32(y[i].s) - (double)npl_f16_to_f32(y[i].d) * sum);
+    }
+    return adj;
+}
+
+static const int types[] = {NPL_TYPE_F32,  NPL_TYPE_F16,  NPL_TYPE_BF16, NPL_TYPE_Q4_0, NPL_TYPE_Q4_1,
+                            NPL_TYPE_Q5_0, NPL_TYPE_Q5_1, NPL_TYPE_Q8_0, NPL_TYPE_Q8_1, NPL_TYPE_Q2_K,
+                            NPL_TYPE_Q3_K, NPL_TYPE_Q4_K, NPL_TYPE_Q5_K, NPL_TYPE_Q6_K, NPL_TYPE_Q8_K};
+#define N_TYPES (int)(sizeof types / sizeof types[0])
+/* 640 is Gemma 3 270M's width (not a K-quant multiple); the odd sizes only
+ * apply to the plain float types and exercise their tails */
+static const int sizes[] = {256, 512, 2048, 640, 32, 96, 7, 77, 1000};
+
+enum { MAXN = 2048 };
+
+typedef struct {
+    float x[MAXN], y[MAXN], xd[MAXN], yd[MAXN];
+    uint8_t xq[MAXN * 4], yq[MAXN * 4], yq2[MAXN * 4];
+} bufs;
+
+/* Weights a bit heavier-tailed than activations, with some sign skew so
+ * the dot is not all cancellation. */
+static void fill(bufs *b, int n, uint64_t *s) {
+    for (int i = 0; i < n; i++) {
+        b->x[i] = rng_unit(s) * (rng_next(s) % 16 == 0 ? 3.0f : 1.0f);
+        b->y[i] = rng_unit(s) + 0.25f * b->x[i];
+    }
+}
+
+static void run_isa(const npl_kernels *k, const npl_kernels *gen, bufs *b) {
+    uint64_t s = 2024;
+    for (int ti = 0; ti < N_TYPES; ti++) {
+        const int type = types[ti];
+        const npl_type_traits *t = npl_type_get(type);
+        const npl_type_traits *vt = npl_type_get(t->vec_dot_type);
+        CHECK(k->vec_dot[type] != NULL);
+        CHECK(k->quantize_row[t->vec_dot_type] != NULL);
+        if (!k->vec_dot[type] || !k->quantize_row[t->vec_dot_type]) continue;
+        for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+            const int n = sizes[si];
+            if (n % t->block_size || n % vt->block_size) continue;
+            for (int rep = 0; rep < 4; rep++) {
+                fill(b, n, &s);
+                t->from_float(b->x, b->xq, n);
+                k->quantize_row[t->vec_dot_type](b->y, b->yq, n);
+                /* activation quantization is bit-identical on every ISA */
+                gen->quantize_row[t->vec_dot_type](b->y, b->yq2, n);
+                size_t ybytes;
+                npl_row_size(t->vec_dot_type, n, &ybytes);
+                CHECK(memcmp(b->yq, b->yq2, ybytes) == 0);
+
+                t->to_float(b->xq, b->xd, n);
+                vt->to_float(b->yq, b->yd, n);
+                double ref = 0, mag = 0;
+                for (int i = 0; i < n; i++) {
+                    ref += (double)b->xd[i] * b->yd[i];
+                    mag += fabs((double)b->xd[i] * b->yd[i]);
+                }
+                ref += q8_1_s_rounding(type, b->xq, b->yq, n);
+                float got = NAN, g = NAN;
+                k->vec_dot[type](n, &got, b->xq, b->yq);
+                gen->vec_dot[type](n, &g, b->xq, b->yq);
+                /* integer block sums are exact; what is left is f32
+                 * accumulation and scale products */
+                const double tol = 2e-6 * mag + 1e-30;
+                if (!(fabs(got - ref) <= tol))
+                    fprintf(stderr, "%s %s n=%d: %.9g vs ref %.9g (mag %g)\n", npl_isa_name(k->isa), t->name, n,
+                            got, ref, mag);
+                CHECK(fabs(got - ref) <= tol);
+                CHECK(fabs(got - g) <= 1e-5 * fabs(g) + 1e-6 * mag);
+            }
+        }
+        /* zero rows: zero scales, exact zero, no NaN */
+        memset(b->x, 0, sizeof b->x);
+        t->from_float(b->x, b->xq, 512);
+        k->quantize_row[t->vec_dot_type](b->x, b->yq, 512);
+        float z = NAN;
+        k->vec_dot[type](512, &z, b->xq, b->yq);
+        CHECK(z == 0.0f);
+    }
+}
+
+/* Extreme but valid quants: every weight at its most negative or positive
+ * code and activations at +-127, where int16 pair sums come closest to
+ * saturating. */
+static void run_extremes(const npl_kernels *k, const npl_kernels *gen, bufs *b) {
+    for (int ti = 0; ti < N_TYPES; ti++) {
+        const int type = types[ti];
+        const npl_type_traits *t = npl_type_get(type);
+        const npl_type_traits *vt = npl_type_get(t->vec_dot_type);
+        const int n = 512;
+        for (int sign = -1; sign <= 1; sign += 2) {
+            for (int i = 0; i < n; i++) {
+                b->x[i] = (float)sign * (i % 7 == 0 ? -1.0f : 1.0f);
+                b->y[i] = (i % 3 == 0 ? -1.0f : 1.0f) * (float)sign;
+            }
+            t->from_float(b->x, b->xq, n);
+            k->quantize_row[t->vec_dot_type](b->y, b->yq, n);
+            t->to_float(b->xq, b->xd, n);
+            vt->to_float(b->yq, b->yd, n);
+            double ref = 0, mag = 0;
+            for (int i = 0; i < n; i++) {
+                ref += (double)b->xd[i] * b->yd[i];
+                mag += fabs((double)b->xd[i] * b->yd[i]);
+            }
+            ref += q8_1_s_rounding(type, b->xq, b->yq, n);
+            float got = NAN, g = NAN;
+            k->vec_dot[type](n, &got, b->xq, b->yq);
+            gen->vec_dot[type](n, &g, b->xq, b->yq);
+            CHECK_NEAR(got, ref, 2e-6 * mag);
+            CHECK_NEAR(got, g, 2e-6 * mag);
+        }
+    }
+}
+
+int main(void) {
+    bufs *b = calloc(1, sizeof *b);
+    if (!b) return 1;
+    const npl_isa best = npl_cpu_best_isa();
+    printf("best isa: %s\n", npl_isa_name(best));
+    const npl_kernels *gen = npl_kernels_get(NPL_ISA_GENERIC);
+    CHECK(gen && gen->isa == NPL_ISA_GENERIC);
+    for (int isa = NPL_ISA_GENERIC; isa <= NPL_ISA_AMX; isa++) {
+        const npl_kernels *k = npl_kernels_get((npl_isa)isa);
+        CHECK(k != NULL);
+        /* never above what the CPU has */
+        CHECK((int)k->isa == (isa <= (int)best ? isa : (int)best));
+        if (isa > (int)best) continue;
+        printf("testing %s\n", npl_isa_name(k->isa));
+        run_isa(k, gen, b);
+        run_extremes(k, gen, b);
+    }
+    CHECK(npl_kernels_get((npl_isa)-3)->isa == NPL_ISA_GENERIC);
+    CHECK(strcmp(npl_isa_name(NPL_ISA_AVX512), "avx512") == 0);
+    free(b);
+    TEST_MAIN_END();
+}
