@@ -2,4 +2,6 @@
 #ifndef NPL_COMMANDS_H
 #define NPL_COMMANDS_H
 int npl_cmd_inspect(int argc, char **argv);
+int npl_cmd_eval_logits(int argc, char **argv);
+int npl_cmd_bench(int argc, char **argv);
 #endif

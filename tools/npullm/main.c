@@ -12,6 +12,8 @@ typedef struct {
 
 static const npl_command commands[] = {
     {"inspect", npl_cmd_inspect, "print a GGUF file's metadata and tensor table"},
+    {"bench", npl_cmd_bench, "prefill and decode throughput (llama-bench style) and memory"},
+    {"eval-logits", npl_cmd_eval_logits, "teacher-forced logits of token ids, for comparison with llama.cpp"},
 };
 
 static void usage(FILE *out) {

@@ -1,0 +1,220 @@
+/* CPU executions of every op (see ops.h for their meaning). Each splits its
+ * rows over the thread pool; the heavy lifting is in src/cpu/kernels. */
+#include "cpu/cpu_backend.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static int64_t n_rows(const npl_tensor *t) { return t->shape.ne[1] * t->shape.ne[2] * t->shape.ne[3]; }
+static const npl_cpu_ctx *cpu(const npl_exec_ctx *c) { return c->backend_ctx; }
+
+/* Run body(c, row) for every row, rows split evenly across the pool. */
+typedef void (*row_fn)(const npl_exec_ctx *c, int64_t row);
+typedef struct {
+    const npl_exec_ctx *c;
+    row_fn fn;
+    int64_t rows;
+} rows_job;
+static void rows_worker(void *arg, int ith, int nth) {
+    rows_job *j = arg;
+    int64_t per = (j->rows + nth - 1) / nth, r0 = per * ith, r1 = r0 + per < j->rows ? r0 + per : j->rows;
+    for (int64_t r = r0; r < r1; r++) j->fn(j->c, r);
+}
+static void for_rows(const npl_exec_ctx *c, int64_t rows, row_fn fn) {
+    rows_job j = {c, fn, rows};
+    if (rows < 4) rows_worker(&j, 0, 1); /* not worth waking workers */
+    else npl_pool_run(c->pool, rows_worker, &j);
+}
+
+/* ---- get_rows ---- */
+static void get_rows_row(const npl_exec_ctx *c, int64_t r) {
+    const npl_tensor *tab = &c->src[0];
+    int32_t id = ((const int32_t *)c->src[1].data)[r];
+    size_t rb;
+    npl_row_size(tab->type, tab->shape.ne[0], &rb);
+    npl_type_get(tab->type)->to_float((const char *)tab->data + (size_t)id * rb,
+                                      (float *)c->dst.data + r * tab->shape.ne[0], tab->shape.ne[0]);
+}
+static int exec_get_rows(npl_exec_ctx *c) {
+    const npl_type_traits *t = npl_type_get(c->src[0].type);
+    if (!t || !t->to_float || c->src[1].type != NPL_TYPE_I32) {
+        snprintf(c->err, c->errlen, "get_rows: unsupported table type %s", npl_type_name(c->src[0].type));
+        return -1;
+    }
+    int64_t n = c->src[1].shape.ne[0], limit = n_rows(&c->src[0]);
+    const int32_t *ids = c->src[1].data;
+    for (int64_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= limit) {
+            snprintf(c->err, c->errlen, "get_rows: id %d at %lld out of range [0, %lld)", ids[i], (long long)i, (long long)limit);
+            return -1;
+        }
+    for_rows(c, n, get_rows_row);
+    return 0;
+}
+
+/* ---- rms_norm ---- */
+static void rms_norm_row(const npl_exec_ctx *c, int64_t r) {
+    int64_t n = c->src[0].shape.ne[0];
+    cpu(c)->nn->rms_norm((const float *)c->src[0].data + r * n, c->n_src > 1 ? c->src[1].data : NULL,
+                         (float *)c->dst.data + r * n, (int)n, c->node->fp[0]);
+}
+static int exec_rms_norm(npl_exec_ctx *c) {
+    if (c->src[0].type != NPL_TYPE_F32 || (c->n_src > 1 && c->src[1].type != NPL_TYPE_F32)) {
+        snprintf(c->err, c->errlen, "rms_norm: f32 only");
+        return -1;
+    }
+    for_rows(c, n_rows(&c->src[0]), rms_norm_row);
+    return 0;
+}
+
+/* ---- matmul ---- */
+static size_t scratch_matmul(const npl_exec_ctx *c) { return npl_cpu_matmul_scratch(&c->src[0], &c->src[1]); }
+static int exec_matmul(npl_exec_ctx *c) {
+    return npl_cpu_matmul(cpu(c), c->pool, &c->src[0], &c->src[1], &c->dst, c->scratch, c->err, c->errlen);
+}
+
+/* ---- elementwise ---- */
+static void add_row(const npl_exec_ctx *c, int64_t r) {
+    int64_t n = c->src[0].shape.ne[0], rb = n_rows(&c->src[1]) == 1 ? 0 : r;
+    cpu(c)->nn->add((const float *)c->src[0].data + r * n, (const float *)c->src[1].data + rb * n,
+                    (float *)c->dst.data + r * n, (int)n);
+}
+static void mul_row(const npl_exec_ctx *c, int64_t r) {
+    int64_t n = c->src[0].shape.ne[0], rb = n_rows(&c->src[1]) == 1 ? 0 : r;
+    const float *a = (const float *)c->src[0].data + r * n, *b = (const float *)c->src[1].data + rb * n;
+    float *y = (float *)c->dst.data + r * n;
+    for (int64_t i = 0; i < n; i++) y[i] = a[i] * b[i];
+}
+static void scale_row(const npl_exec_ctx *c, int64_t r) {
+    int64_t n = c->src[0].shape.ne[0];
+    cpu(c)->nn->scale((const float *)c->src[0].data + r * n, c->node->fp[0], (float *)c->dst.data + r * n, (int)n);
+}
+static void softcap_row(const npl_exec_ctx *c, int64_t r) {
+    int64_t n = c->src[0].shape.ne[0];
+    const float *x = (const float *)c->src[0].data + r * n;
+    float *y = (float *)c->dst.data + r * n, cap = c->node->fp[0];
+    for (int64_t i = 0; i < n; i++) y[i] = cap * tanhf(x[i] / cap);
+}
+static void swiglu_row(const npl_exec_ctx *c, int64_t r) {
+    int64_t n = c->src[0].shape.ne[0];
+    cpu(c)->nn->swiglu((const float *)c->src[0].data + r * n, (const float *)c->src[1].data + r * n,
+                       (float *)c->dst.data + r * n, (int)n);
+}
+static void geglu_row(const npl_exec_ctx *c, int64_t r) {
+    int64_t n = c->src[0].shape.ne[0];
+    cpu(c)->nn->geglu((const float *)c->src[0].data + r * n, (const float *)c->src[1].data + r * n,
+                      (float *)c->dst.data + r * n, (int)n);
+}
+static int all_f32(npl_exec_ctx *c) {
+    for (int i = 0; i < c->n_src; i++)
+        if (c->src[i].type != NPL_TYPE_F32) {
+            snprintf(c->err, c->errlen, "%s: input %d is %s, expects f32", npl_op_name(c->node->op), i,
+                     npl_type_name(c->src[i].type));
+            return 0;
+        }
+    return 1;
+}
+#define ELEMENTWISE(name, fn)                                   \
+    static int exec_##name(npl_exec_ctx *c) {                   \
+        if (!all_f32(c)) return -1;                             \
+        for_rows(c, n_rows(&c->src[0]), fn);                    \
+        return 0;                                               \
+    }
+ELEMENTWISE(add, add_row)
+ELEMENTWISE(mul, mul_row)
+ELEMENTWISE(scale, scale_row)
+ELEMENTWISE(softcap, softcap_row)
+ELEMENTWISE(swiglu, swiglu_row)
+ELEMENTWISE(geglu, geglu_row)
+
+/* ---- rope: x [hd, heads, seq] ---- */
+static void rope_row(const npl_exec_ctx *c, int64_t s) {
+    const npl_tensor *x = &c->src[0];
+    int64_t hd = x->shape.ne[0], heads = x->shape.ne[1];
+    const float *src = (const float *)x->data + s * hd * heads;
+    float *dst = (float *)c->dst.data + s * hd * heads;
+    memcpy(dst, src, (size_t)(hd * heads) * sizeof(float));
+    int32_t pos = ((const int32_t *)c->src[1].data)[s];
+    if (pos < 0) return; /* padding row */
+    npl_rope(dst, (int)heads, (int)hd, c->node->ip[0], pos, c->node->fp[0], c->node->fp[1], c->node->ip[1]);
+}
+static int exec_rope(npl_exec_ctx *c) {
+    if (c->src[0].type != NPL_TYPE_F32 || c->src[1].type != NPL_TYPE_I32) {
+        snprintf(c->err, c->errlen, "rope: expects f32 x and i32 positions");
+        return -1;
+    }
+    for_rows(c, c->src[0].shape.ne[2], rope_row);
+    return 0;
+}
+
+/* ---- attention: write k/v rows into the caches, then attend ---- */
+typedef struct {
+    npl_exec_ctx *c;
+    npl_attn_args a;
+} attn_job;
+static void attn_worker(void *arg, int ith, int nth) {
+    attn_job *j = arg;
+    cpu(j->c)->nn->attention(&j->a, ith, nth);
+}
+static int exec_attention(npl_exec_ctx *c) {
+    const npl_tensor *q = &c->src[0], *k = &c->src[1], *v = &c->src[2], *kc = &c->src[3], *vc = &c->src[4];
+    const int32_t *pos = c->src[5].data;
+    int64_t hd = q->shape.ne[0], nh = q->shape.ne[1], nkv = k->shape.ne[1], seq = q->shape.ne[2];
+    int64_t n_ctx = kc->shape.ne[1], row = hd * nkv;
+    if (kc->type != NPL_TYPE_F16 || vc->type != NPL_TYPE_F16 || q->type != NPL_TYPE_F32 ||
+        c->src[5].type != NPL_TYPE_I32) {
+        snprintf(c->err, c->errlen, "attention: expects f32 q/k/v, f16 caches, i32 positions");
+        return -1;
+    }
+    for (int64_t s = 0; s < seq; s++) {
+        if (pos[s] < 0) continue;
+        if (pos[s] >= n_ctx) {
+            snprintf(c->err, c->errlen, "attention: position %d outside the cache of %lld", pos[s], (long long)n_ctx);
+            return -1;
+        }
+        npl_f32_to_f16_row((const float *)k->data + s * row, (uint16_t *)kc->data + (int64_t)pos[s] * row, row);
+        npl_f32_to_f16_row((const float *)v->data + s * row, (uint16_t *)vc->data + (int64_t)pos[s] * row, row);
+    }
+    attn_job j = {.c = c};
+    j.a.q = q->data;
+    j.a.q_stride = hd * nh;
+    j.a.kc = kc->data;
+    j.a.vc = vc->data;
+    j.a.out = c->dst.data;
+    j.a.out_stride = hd * nh;
+    j.a.pos = pos;
+    j.a.n_q = (int)seq;
+    j.a.n_head = (int)nh;
+    j.a.n_kv = (int)nkv;
+    j.a.hd = (int)hd;
+    j.a.scale = c->node->fp[0];
+    j.a.softcap = c->node->fp[1];
+    j.a.window = c->node->ip[0];
+    npl_pool_run(c->pool, attn_worker, &j);
+    return 0;
+}
+
+static int exec_reshape(npl_exec_ctx *c) { (void)c; return 0; } /* a view: the session aliases it */
+
+void npl_cpu_backend_init(npl_backend *be, npl_cpu_ctx *ctx, npl_isa isa) {
+    memset(be, 0, sizeof(*be));
+    ctx->k = npl_kernels_get(isa);
+    ctx->nn = npl_nn_kernels_get(isa);
+    ctx->isa = ctx->k->isa;
+    be->name = "cpu";
+    be->ctx = ctx;
+    be->ops[NPL_OP_GET_ROWS].exec = exec_get_rows;
+    be->ops[NPL_OP_RMS_NORM].exec = exec_rms_norm;
+    be->ops[NPL_OP_MATMUL].exec = exec_matmul;
+    be->ops[NPL_OP_MATMUL].scratch = scratch_matmul;
+    be->ops[NPL_OP_ADD].exec = exec_add;
+    be->ops[NPL_OP_MUL].exec = exec_mul;
+    be->ops[NPL_OP_SCALE].exec = exec_scale;
+    be->ops[NPL_OP_SOFTCAP].exec = exec_softcap;
+    be->ops[NPL_OP_SWIGLU].exec = exec_swiglu;
+    be->ops[NPL_OP_GEGLU].exec = exec_geglu;
+    be->ops[NPL_OP_ROPE].exec = exec_rope;
+    be->ops[NPL_OP_ATTENTION].exec = exec_attention;
+    be->ops[NPL_OP_RESHAPE].exec = exec_reshape;
+}

@@ -1,0 +1,23 @@
+/* The CPU backend: executions for every op, kernels chosen at run time. */
+#ifndef NPL_CPU_BACKEND_H
+#define NPL_CPU_BACKEND_H
+#include "core/backend.h"
+#include "cpu/kernels/nn_kernels.h"
+#include "cpu/kernels/vec_dot.h"
+
+typedef struct {
+    npl_isa isa;
+    const npl_kernels *k;
+    const npl_nn_kernels *nn;
+} npl_cpu_ctx;
+
+/* Fills `be` with the CPU executions using kernels for `isa` (clamped to what
+ * this CPU has); `ctx` must outlive the backend. */
+void npl_cpu_backend_init(npl_backend *be, npl_cpu_ctx *ctx, npl_isa isa);
+
+/* Exposed for reuse (vnpu fallbacks, tests): y[n, m] = w[k, n] . x[k, m]. */
+int npl_cpu_matmul(const npl_cpu_ctx *cc, npl_pool *pool, const npl_tensor *w, const npl_tensor *x,
+                   npl_tensor *y, void *scratch, char *err, size_t errlen);
+size_t npl_cpu_matmul_scratch(const npl_tensor *w, const npl_tensor *x);
+
+#endif

@@ -1,0 +1,40 @@
+/* Runner: a loaded model ready to run forwards — the mapped GGUF, the graph,
+ * one session, the KV cache (owned once, shared by prefill and decode) and
+ * the thread pool. The engine, perplexity, bench and eval-logits sit on it. */
+#ifndef NPL_RUNNER_H
+#define NPL_RUNNER_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/session.h"
+#include "cpu/cpu_backend.h"
+#include "models/model.h"
+
+typedef struct {
+    int n_ctx;            /* 0: the model's, capped at 4096 */
+    int n_threads;        /* 0: one per core */
+    int isa;              /* -1: best this CPU has; else an npl_isa to cap at */
+    size_t kv_budget;     /* max bytes for the KV cache; 0: 4 GiB */
+} npl_runner_params;
+
+typedef struct npl_runner npl_runner;
+
+npl_runner_params npl_runner_default_params(void);
+npl_runner *npl_runner_open(const char *path, const npl_runner_params *p, char *err, size_t errlen);
+void npl_runner_close(npl_runner *r);
+
+const npl_hparams *npl_runner_hparams(const npl_runner *r);
+const npl_gguf *npl_runner_gguf(const npl_runner *r);
+int npl_runner_n_ctx(const npl_runner *r);
+const char *npl_runner_isa(const npl_runner *r);
+
+/* Runs n tokens at positions pos0..pos0+n-1 (their K/V rows are written into
+ * the cache), and returns logits for the last n_out positions:
+ * [n_out][n_vocab], valid until the next call. n_out in 1..n. */
+const float *npl_runner_forward(npl_runner *r, const int32_t *tokens, int n, int pos0, int n_out,
+                                char *err, size_t errlen);
+/* Same with explicit positions (-1 = padding) and output rows. */
+const float *npl_runner_forward_ex(npl_runner *r, const int32_t *tokens, const int32_t *pos, int n,
+                                   const int32_t *out_rows, int n_out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,125 @@
+/* Building blocks shared by the architecture builders: checked weight lookup,
+ * attention, feed-forward and the output tail. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "models/model.h"
+
+static int mb_fail(npl_mb *b, const char *fmt, ...) {
+    if (!b->failed) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(b->err, b->errlen, fmt, ap);
+        va_end(ap);
+        b->failed = 1;
+    }
+    return -1;
+}
+
+int npl_mb_weight(npl_mb *b, int n_dims, int64_t ne0, int64_t ne1, int optional, const char *fmt, int il) {
+    if (b->failed) return -1;
+    char name[96];
+    snprintf(name, sizeof(name), fmt, il);
+    const npl_gguf_tensor *t = npl_gguf_find_tensor(b->f, name);
+    if (!t) return optional ? -1 : mb_fail(b, "%s: tensor %s: missing", npl_gguf_path(b->f), name);
+    int64_t want[2] = {ne0, n_dims > 1 ? ne1 : 1};
+    int dims = t->n_dims;
+    while (dims > 1 && t->ne[dims - 1] == 1) dims--;
+    if (dims > n_dims || t->ne[0] != want[0] || t->ne[1] != want[1])
+        return mb_fail(b, "%s: tensor %s: shape [%lld, %lld] contradicts the hyperparameters (expected [%lld, %lld])",
+                       npl_gguf_path(b->f), name, (long long)t->ne[0], (long long)t->ne[1], (long long)want[0],
+                       (long long)want[1]);
+    int64_t ne[2] = {want[0], want[1]};
+    int id = npl_weight(b->g, name, (npl_type)t->type, n_dims, ne, t->data);
+    if (id < 0) return mb_fail(b, "%s: tensor %s: %s", npl_gguf_path(b->f), name, npl_graph_error(b->g));
+    return id;
+}
+
+int npl_mb_attention(npl_mb *b, int il, int x, const npl_mb_attn *a) {
+    const npl_hparams *hp = b->hp;
+    npl_graph *g = b->g;
+    int64_t hd = hp->head_dim;
+    int q = npl_matmul(g, a->wq, x); /* [hd*n_head, seq] */
+    int k = npl_matmul(g, a->wk, x); /* [hd*n_kv, seq] */
+    int v = npl_matmul(g, a->wv, x);
+    if (a->bq >= 0) q = npl_add(g, q, a->bq);
+    if (a->bk >= 0) k = npl_add(g, k, a->bk);
+    if (a->bv >= 0) v = npl_add(g, v, a->bv);
+    int64_t qs[3] = {hd, hp->n_head, -1}, ks[3] = {hd, hp->n_head_kv, -1};
+    q = npl_reshape(g, q, 3, qs); /* [hd, n_head, seq] */
+    k = npl_reshape(g, k, 3, ks);
+    v = npl_reshape(g, v, 3, ks);
+    if (a->q_norm >= 0) q = npl_rms_norm(g, q, a->q_norm, hp->norm_eps);
+    if (a->k_norm >= 0) k = npl_rms_norm(g, k, a->k_norm, hp->norm_eps);
+    q = npl_apply_rope(g, q, b->pos, hp->n_rot, hp->rope_neox, a->rope_base, a->rope_freq_scale);
+    k = npl_apply_rope(g, k, b->pos, hp->n_rot, hp->rope_neox, a->rope_base, a->rope_freq_scale);
+    char name[32];
+    int64_t cs[2] = {hd * hp->n_head_kv, b->n_ctx};
+    snprintf(name, sizeof(name), "kcache.%d", il);
+    int kc = npl_state(g, name, NPL_TYPE_F16, 2, cs);
+    snprintf(name, sizeof(name), "vcache.%d", il);
+    int vc = npl_state(g, name, NPL_TYPE_F16, 2, cs);
+    int o = npl_attention(g, q, k, v, kc, vc, b->pos, hp->attn_scale, a->window, 0.0f); /* [hd*n_head, seq] */
+    return npl_matmul(g, a->wo, o);
+}
+
+int npl_mb_ffn(npl_mb *b, int x, int gate, int up, int down, int gelu) {
+    int gt = npl_matmul(b->g, gate, x), u = npl_matmul(b->g, up, x);
+    int h = gelu ? npl_geglu(b->g, gt, u) : npl_swiglu(b->g, gt, u);
+    return npl_matmul(b->g, down, h);
+}
+
+int npl_mb_output(npl_mb *b, int x, npl_model_graph *out) {
+    const npl_hparams *hp = b->hp;
+    int64_t one = NPL_DIM_SEQ;
+    out->out_rows = npl_input(b->g, "out_rows", NPL_TYPE_I32, 1, &one);
+    x = npl_get_rows(b->g, x, out->out_rows); /* only the rows whose logits are wanted */
+    int norm = npl_mb_weight(b, 1, hp->n_embd, 1, 0, "output_norm.weight", 0);
+    x = npl_rms_norm(b->g, x, norm, hp->norm_eps);
+    int w = npl_mb_weight(b, 2, hp->n_embd, hp->n_vocab, 1, "output.weight", 0);
+    if (w < 0 && !b->failed) w = npl_graph_find(b->g, "token_embd.weight"); /* tied embedding */
+    int logits = npl_matmul(b->g, w, x);
+    if (hp->final_softcap > 0) logits = npl_softcap(b->g, logits, hp->final_softcap);
+    if (logits >= 0) npl_graph_set_name(b->g, logits, "logits");
+    out->logits = logits;
+    return logits;
+}
+
+int npl_model_build(const npl_gguf *f, const npl_hparams *hp, int n_ctx, npl_model_graph *out, char *err,
+                    size_t errlen) {
+    memset(out, 0, sizeof(*out));
+    if (n_ctx <= 0) {
+        snprintf(err, errlen, "context length %d must be positive", n_ctx);
+        return -1;
+    }
+    npl_mb b = {.f = f, .hp = hp, .err = err, .errlen = errlen, .n_ctx = n_ctx};
+    b.g = npl_graph_new();
+    if (!b.g) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int64_t seq = NPL_DIM_SEQ;
+    b.tokens = npl_input(b.g, "tokens", NPL_TYPE_I32, 1, &seq);
+    b.pos = npl_input(b.g, "pos", NPL_TYPE_I32, 1, &seq);
+    out->g = b.g;
+    out->tokens = b.tokens;
+    out->pos = b.pos;
+    out->n_ctx = n_ctx;
+    int rc;
+    switch (hp->arch) {
+    case NPL_ARCH_LLAMA:
+    case NPL_ARCH_QWEN2: rc = npl_build_llama(&b, out); break;
+    case NPL_ARCH_QWEN3: rc = npl_build_qwen3(&b, out); break;
+    case NPL_ARCH_GEMMA3: rc = npl_build_gemma3(&b, out); break;
+    default: rc = mb_fail(&b, "%s: architecture not supported", npl_gguf_path(f));
+    }
+    if (!b.failed && npl_graph_error(b.g)) mb_fail(&b, "%s: building graph: %s", npl_gguf_path(f), npl_graph_error(b.g));
+    if (b.failed || rc < 0 || out->logits < 0) {
+        if (!b.failed) snprintf(err, errlen, "%s: building graph failed", npl_gguf_path(f));
+        npl_graph_free(b.g);
+        memset(out, 0, sizeof(*out));
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,147 @@
+/* Hyperparameters from GGUF metadata, validated before any graph is built. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "models/model.h"
+
+static const struct {
+    const char *name;
+    npl_arch arch;
+} arch_names[] = {
+    {"llama", NPL_ARCH_LLAMA}, {"qwen2", NPL_ARCH_QWEN2}, {"qwen3", NPL_ARCH_QWEN3}, {"gemma3", NPL_ARCH_GEMMA3},
+};
+
+const char *npl_arch_supported_list(void) { return "llama, qwen2, qwen3, gemma3"; }
+
+int npl_hparams_layer_is_swa(const npl_hparams *hp, int il) {
+    return hp->n_swa > 0 && hp->swa_pattern > 0 && (il + 1) % hp->swa_pattern != 0;
+}
+
+typedef struct {
+    const npl_gguf *f;
+    const char *arch;
+    char *err;
+    size_t errlen;
+    int failed;
+} reader;
+
+static void fail(reader *r, const char *key, const char *what) {
+    if (r->failed) return;
+    snprintf(r->err, r->errlen, "%s: %s: %s", npl_gguf_path(r->f), key, what);
+    r->failed = 1;
+}
+
+/* Integer `arch.suffix`, required unless def >= 0; must lie in [lo, hi]. */
+static int get_int(reader *r, const char *suffix, int64_t def, int64_t lo, int64_t hi) {
+    char key[128];
+    snprintf(key, sizeof(key), "%s.%s", r->arch, suffix);
+    int64_t v;
+    int rc = npl_gguf_get_i64(r->f, key, &v);
+    if (rc == -1) {
+        if (def < 0) fail(r, key, "missing");
+        return (int)def;
+    }
+    if (rc != 0) {
+        fail(r, key, "not an integer");
+        return 0;
+    }
+    if (v < lo || v > hi) {
+        char what[96];
+        snprintf(what, sizeof(what), "%lld out of range [%lld, %lld]", (long long)v, (long long)lo, (long long)hi);
+        fail(r, key, what);
+        return 0;
+    }
+    return (int)v;
+}
+
+static float get_float(reader *r, const char *suffix, float def, int required) {
+    char key[128];
+    snprintf(key, sizeof(key), "%s.%s", r->arch, suffix);
+    float v;
+    int rc = npl_gguf_get_f32(r->f, key, &v);
+    if (rc == -1) {
+        if (required) fail(r, key, "missing");
+        return def;
+    }
+    if (rc != 0 || !isfinite(v)) {
+        fail(r, key, rc ? "not a float" : "not finite");
+        return def;
+    }
+    return v;
+}
+
+int npl_hparams_load(const npl_gguf *f, npl_hparams *hp, char *err, size_t errlen) {
+    memset(hp, 0, sizeof(*hp));
+    npl_gguf_str a;
+    if (npl_gguf_get_str(f, "general.architecture", &a) != 0) {
+        snprintf(err, errlen, "%s: general.architecture: missing or not a string", npl_gguf_path(f));
+        return -1;
+    }
+    int found = 0;
+    for (size_t i = 0; i < sizeof(arch_names) / sizeof(arch_names[0]); i++)
+        if (a.len == strlen(arch_names[i].name) && !memcmp(a.ptr, arch_names[i].name, a.len)) {
+            hp->arch = arch_names[i].arch;
+            snprintf(hp->arch_name, sizeof(hp->arch_name), "%s", arch_names[i].name);
+            found = 1;
+        }
+    if (!found) {
+        snprintf(err, errlen, "%s: general.architecture: '%.*s' is not supported (supported: %s)", npl_gguf_path(f),
+                 (int)(a.len > 64 ? 64 : a.len), a.ptr, npl_arch_supported_list());
+        return -1;
+    }
+    reader r = {f, hp->arch_name, err, errlen, 0};
+    const int64_t BIG = 1 << 24;
+    hp->n_ctx_train = get_int(&r, "context_length", -1, 1, BIG);
+    hp->n_embd = get_int(&r, "embedding_length", -1, 1, BIG);
+    hp->n_layer = get_int(&r, "block_count", -1, 1, 4096);
+    hp->n_ff = get_int(&r, "feed_forward_length", -1, 1, BIG);
+    hp->n_head = get_int(&r, "attention.head_count", -1, 1, 4096);
+    hp->n_head_kv = get_int(&r, "attention.head_count_kv", hp->n_head, 1, 4096);
+    if (r.failed) return -1;
+    if (hp->n_head % hp->n_head_kv) {
+        char key[128];
+        snprintf(key, sizeof(key), "%s.attention.head_count_kv", hp->arch_name);
+        char what[96];
+        snprintf(what, sizeof(what), "%d heads are not a multiple of %d kv heads", hp->n_head, hp->n_head_kv);
+        fail(&r, key, what);
+        return -1;
+    }
+    int def_hd = hp->n_embd % hp->n_head == 0 ? hp->n_embd / hp->n_head : -1;
+    hp->head_dim = get_int(&r, "attention.key_length", def_hd, 2, 1024);
+    int vlen = get_int(&r, "attention.value_length", hp->head_dim, 2, 1024);
+    if (!r.failed && vlen != hp->head_dim) fail(&r, "attention.value_length", "differs from key_length (unsupported)");
+    hp->n_rot = get_int(&r, "rope.dimension_count", hp->head_dim, 2, hp->head_dim);
+    if (!r.failed && (hp->n_rot & 1)) fail(&r, "rope.dimension_count", "must be even");
+    hp->norm_eps = get_float(&r, "attention.layer_norm_rms_epsilon", 1e-5f, 1);
+    hp->rope_base = get_float(&r, "rope.freq_base", 10000.0f, 0);
+    float scaling = get_float(&r, "rope.scaling.factor", 1.0f, 0);
+    hp->rope_freq_scale = scaling > 0 ? 1.0f / scaling : 1.0f;
+    hp->final_softcap = get_float(&r, "final_logit_softcapping", 0.0f, 0);
+    hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
+    hp->embd_scale = 1.0f;
+    hp->rope_neox = hp->arch != NPL_ARCH_LLAMA;
+    hp->rope_base_swa = hp->rope_base;
+    if (hp->arch == NPL_ARCH_GEMMA3) {
+        /* as llama.cpp: 5 local layers to 1 global, local RoPE base fixed at 10k */
+        hp->n_swa = get_int(&r, "attention.sliding_window", 0, 0, BIG);
+        hp->swa_pattern = 6;
+        hp->rope_base_swa = 10000.0f;
+        hp->embd_scale = sqrtf((float)hp->n_embd);
+        if (hp->n_layer == 62) hp->attn_scale = 1.0f / sqrtf((float)hp->n_embd / hp->n_head); /* 27B */
+    }
+    if (!(hp->norm_eps > 0) || !(hp->rope_base > 0)) fail(&r, "attention.layer_norm_rms_epsilon", "must be positive");
+    if (r.failed) return -1;
+    const npl_gguf_tensor *emb = npl_gguf_find_tensor(f, "token_embd.weight");
+    if (!emb) {
+        snprintf(err, errlen, "%s: tensor token_embd.weight: missing", npl_gguf_path(f));
+        return -1;
+    }
+    if (emb->n_dims != 2 || emb->ne[0] != hp->n_embd || emb->ne[1] > INT32_MAX) {
+        snprintf(err, errlen, "%s: tensor token_embd.weight: shape [%lld, %lld] does not match n_embd %d",
+                 npl_gguf_path(f), (long long)emb->ne[0], (long long)emb->ne[1], hp->n_embd);
+        return -1;
+    }
+    hp->n_vocab = (int)emb->ne[1];
+    return 0;
+}

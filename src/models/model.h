@@ -1,0 +1,78 @@
+/* Model: hyperparameters read from GGUF metadata and the forward graph built
+ * by the architecture's builder (one file per architecture). The graph has
+ *   inputs  "tokens"   i32 [seq]      token ids
+ *           "pos"      i32 [seq]      absolute positions, -1 = padding row
+ *           "out_rows" i32 [n_out]    rows of the sequence whose logits are wanted
+ *   states  "kcache.L", "vcache.L"    f16 [head_dim * n_head_kv, n_ctx] per layer
+ *   output  "logits"   f32 [n_vocab, n_out] */
+#ifndef NPL_MODEL_H
+#define NPL_MODEL_H
+#include <stddef.h>
+
+#include "core/graph.h"
+#include "format/gguf.h"
+
+typedef enum { NPL_ARCH_LLAMA, NPL_ARCH_QWEN2, NPL_ARCH_QWEN3, NPL_ARCH_GEMMA3, NPL_ARCH_COUNT } npl_arch;
+
+typedef struct {
+    npl_arch arch;
+    char arch_name[32];
+    int n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_rot;
+    float norm_eps;
+    float rope_base, rope_base_swa, rope_freq_scale;
+    int rope_neox;
+    int n_swa;           /* sliding window (0 = none) */
+    int swa_pattern;     /* every swa_pattern-th layer is global (gemma3: 6) */
+    float attn_scale;    /* multiplies q.k */
+    float final_softcap; /* 0 = none */
+    float embd_scale;    /* 1 or sqrt(n_embd) */
+} npl_hparams;
+
+typedef struct {
+    npl_graph *g;
+    int tokens, pos, out_rows, logits;
+    int n_ctx;
+} npl_model_graph;
+
+/* Reads and validates hyperparameters; errors name the file and the key. */
+int npl_hparams_load(const npl_gguf *f, npl_hparams *hp, char *err, size_t errlen);
+const char *npl_arch_supported_list(void);
+int npl_hparams_layer_is_swa(const npl_hparams *hp, int il);
+
+/* Builds the forward graph for a KV cache of n_ctx positions. Weights point
+ * into the mapped file (no copy). Returns 0 or -1 with err. */
+int npl_model_build(const npl_gguf *f, const npl_hparams *hp, int n_ctx, npl_model_graph *out,
+                    char *err, size_t errlen);
+
+/* ---- shared by the architecture builders (models/common.c) ---- */
+typedef struct {
+    const npl_gguf *f;
+    const npl_hparams *hp;
+    npl_graph *g;
+    int tokens, pos, n_ctx;
+    char *err;
+    size_t errlen;
+    int failed;
+} npl_mb;
+
+/* Weight node for tensor `name` (printf-style with the layer), checked to have
+ * exactly the given dims; optional weights return -1 without error when absent. */
+int npl_mb_weight(npl_mb *b, int n_dims, int64_t ne0, int64_t ne1, int optional, const char *fmt, int il);
+/* x [n_embd, seq] -> attention block output [n_embd, seq] (no residual). */
+typedef struct {
+    int wq, wk, wv, wo;
+    int bq, bk, bv;        /* -1 if none (qwen2 has them) */
+    int q_norm, k_norm;    /* -1 if none (qwen3, gemma3 have them) */
+    float rope_base, rope_freq_scale;
+    int window;
+} npl_mb_attn;
+int npl_mb_attention(npl_mb *b, int il, int x, const npl_mb_attn *a);
+int npl_mb_ffn(npl_mb *b, int x, int gate, int up, int down, int gelu);
+/* The common tail: pick out_rows, final norm, output matrix (tied if absent), softcap. */
+int npl_mb_output(npl_mb *b, int x, npl_model_graph *out);
+
+int npl_build_llama(npl_mb *b, npl_model_graph *out);  /* llama, qwen2 */
+int npl_build_qwen3(npl_mb *b, npl_model_graph *out);
+int npl_build_gemma3(npl_mb *b, npl_model_graph *out);
+
+#endif

@@ -1,0 +1,145 @@
+/* npullm bench: llama-bench-style prefill (pp) and decode (tg) throughput,
+ * mean ± std over repetitions, with memory figures read from /proc. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "llm/runner.h"
+
+static const char *USAGE =
+    "usage: npullm bench -m MODEL [-p N[,N...]] [-n N] [-r REPS] [-t THREADS] [-c CTX] [-o md|csv|json]\n"
+    "  -p  prompt lengths for prefill tests (default 512; 0 to skip)\n"
+    "  -n  tokens generated for the decode test (default 128; 0 to skip)\n"
+    "  -r  repetitions (default 3); -t threads (default: one per core)\n";
+
+typedef struct { long rss_anon_kb, rss_file_kb, hwm_kb; } mem_info;
+
+static mem_info read_mem(void) {
+    mem_info m = {0, 0, 0};
+    FILE *fp = fopen("/proc/self/status", "r");
+    if (!fp) return m;
+    char line[256];
+    while (fgets(line, sizeof(line), fp)) {
+        sscanf(line, "RssAnon: %ld", &m.rss_anon_kb);
+        sscanf(line, "RssFile: %ld", &m.rss_file_kb);
+        sscanf(line, "VmHWM: %ld", &m.hwm_kb);
+    }
+    fclose(fp);
+    return m;
+}
+
+static double cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void stats(const double *v, int n, double *mean, double *sd) {
+    double s = 0, q = 0;
+    for (int i = 0; i < n; i++) s += v[i];
+    *mean = s / n;
+    for (int i = 0; i < n; i++) q += (v[i] - *mean) * (v[i] - *mean);
+    *sd = n > 1 ? sqrt(q / (n - 1)) : 0;
+}
+
+int npl_cmd_bench(int argc, char **argv) {
+    const char *model = NULL, *fmt = "md", *v;
+    int pp[16] = {512}, n_pp = 1;
+    long long n_gen = 128, reps = 3, threads = 0, ctx = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(USAGE, stdout); return 0; }
+        if (!(v = cli_value("bench", argc, argv, &i))) return 2;
+        if (!strcmp(a, "-m")) model = v;
+        else if (!strcmp(a, "-p")) {
+            if (!strcmp(v, "0")) n_pp = 0;
+            else if ((n_pp = cli_int_list("bench", a, v, pp, 16)) < 0) return 2;
+        } else if (!strcmp(a, "-n")) { if (cli_int("bench", a, v, 0, 1 << 16, &n_gen)) return 2; }
+        else if (!strcmp(a, "-r")) { if (cli_int("bench", a, v, 1, 1000, &reps)) return 2; }
+        else if (!strcmp(a, "-t")) { if (cli_int("bench", a, v, 1, 256, &threads)) return 2; }
+        else if (!strcmp(a, "-c")) { if (cli_int("bench", a, v, 1, 1 << 20, &ctx)) return 2; }
+        else if (!strcmp(a, "-o")) {
+            if (strcmp(v, "md") && strcmp(v, "csv") && strcmp(v, "json")) {
+                fprintf(stderr, "npullm bench: -o: '%s' is not md, csv or json\n", v);
+                return 2;
+            }
+            fmt = v;
+        } else { fprintf(stderr, "npullm bench: unknown flag %s\n%s", a, USAGE); return 2; }
+    }
+    if (!model) { fprintf(stderr, "%s", USAGE); return 2; }
+    int need = (int)n_gen + 1;
+    for (int i = 0; i < n_pp; i++) if (pp[i] > need) need = pp[i];
+    npl_runner_params rp = npl_runner_default_params();
+    rp.n_threads = (int)threads;
+    rp.n_ctx = ctx ? (int)ctx : need;
+    char err[512];
+    mem_info m0 = read_mem();
+    npl_runner *r = npl_runner_open(model, &rp, err, sizeof(err));
+    if (!r) { fprintf(stderr, "npullm bench: %s\n", err); return 1; }
+    mem_info m_open = read_mem();
+    const npl_hparams *hp = npl_runner_hparams(r);
+    if (need > npl_runner_n_ctx(r)) {
+        fprintf(stderr, "npullm bench: tests need %d positions, context is %d\n", need, npl_runner_n_ctx(r));
+        npl_runner_close(r);
+        return 1;
+    }
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)need);
+    for (int i = 0; i < need; i++) tok[i] = (int32_t)((i * 7919 + 13) % hp->n_vocab); /* fixed pseudo-random ids */
+    double *tps = malloc(sizeof(double) * (size_t)reps), *cpu = malloc(sizeof(double) * (size_t)reps);
+    int first = 1, rc = 0;
+    if (!strcmp(fmt, "md")) {
+        printf("| model | arch | isa | threads | test | t/s | cpu s/run |\n|---|---|---|---|---|---|---|\n");
+    } else if (!strcmp(fmt, "csv")) printf("model,arch,isa,threads,test,n,tps_mean,tps_std,cpu_s\n");
+    else printf("[\n");
+    mem_info m_first = m_open;
+    for (int t = 0; t < n_pp + (n_gen > 0); t++) {
+        int is_pp = t < n_pp, n = is_pp ? pp[t] : (int)n_gen;
+        for (int rep = 0; rep < reps; rep++) {
+            double c0 = cpu_seconds(), t0 = cli_now();
+            if (is_pp) {
+                if (!npl_runner_forward(r, tok, n, 0, 1, err, sizeof(err))) { rc = 1; break; }
+            } else {
+                for (int i = 0; i < n; i++)
+                    if (!npl_runner_forward(r, tok + i, 1, i, 1, err, sizeof(err))) { rc = 1; break; }
+            }
+            tps[rep] = n / (cli_now() - t0);
+            cpu[rep] = cpu_seconds() - c0;
+            if (first) { m_first = read_mem(); first = 0; }
+        }
+        if (rc) { fprintf(stderr, "npullm bench: %s\n", err); break; }
+        double mean, sd, cm, csd;
+        stats(tps, (int)reps, &mean, &sd);
+        stats(cpu, (int)reps, &cm, &csd);
+        char test[32];
+        snprintf(test, sizeof(test), "%s%d", is_pp ? "pp" : "tg", n);
+        const char *name = strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
+        if (!strcmp(fmt, "md"))
+            printf("| %s | %s | %s | %d | %s | %.2f ± %.2f | %.3f |\n", name, hp->arch_name, npl_runner_isa(r),
+                   threads ? (int)threads : 0, test, mean, sd, cm);
+        else if (!strcmp(fmt, "csv"))
+            printf("%s,%s,%s,%d,%s,%d,%.3f,%.3f,%.4f\n", name, hp->arch_name, npl_runner_isa(r), (int)threads, test, n,
+                   mean, sd, cm);
+        else
+            printf("%s  {\"model\": \"%s\", \"test\": \"%s\", \"n\": %d, \"tps_mean\": %.3f, \"tps_std\": %.3f, "
+                   "\"cpu_s\": %.4f}", t ? ",\n" : "", name, test, n, mean, sd, cm);
+    }
+    npl_runner_close(r);
+    mem_info m_close = read_mem();
+    if (!strcmp(fmt, "json")) printf("\n]\n");
+    fprintf(!strcmp(fmt, "md") ? stdout : stderr,
+            "\nmemory (MiB)     RssAnon  RssFile  VmHWM\n"
+            "  before open  %9.1f %8.1f %6.1f\n  after open   %9.1f %8.1f %6.1f\n"
+            "  after first  %9.1f %8.1f %6.1f\n  after close  %9.1f %8.1f %6.1f\n",
+            m0.rss_anon_kb / 1024.0, m0.rss_file_kb / 1024.0, m0.hwm_kb / 1024.0, m_open.rss_anon_kb / 1024.0,
+            m_open.rss_file_kb / 1024.0, m_open.hwm_kb / 1024.0, m_first.rss_anon_kb / 1024.0,
+            m_first.rss_file_kb / 1024.0, m_first.hwm_kb / 1024.0, m_close.rss_anon_kb / 1024.0,
+            m_close.rss_file_kb / 1024.0, m_close.hwm_kb / 1024.0);
+    free(tok);
+    free(tps);
+    free(cpu);
+    return rc;
+}

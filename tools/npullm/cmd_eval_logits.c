@@ -1,0 +1,81 @@
+/* npullm eval-logits: teacher-forced logits for given token ids, written as
+ * raw float32 [n_ids][n_vocab] — what bench/verify_llamacpp.py compares with
+ * llama.cpp. Ids are cut into chunks of --ctx, each from an empty cache. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "llm/runner.h"
+
+static const char *USAGE =
+    "usage: npullm eval-logits -m MODEL --ids IDS_FILE --out LOGITS_FILE [--ctx N] [-t N] [-b N]\n"
+    "  IDS_FILE: whitespace-separated token ids; LOGITS_FILE: float32 [n_ids][n_vocab]\n";
+
+int npl_cmd_eval_logits(int argc, char **argv) {
+    const char *model = NULL, *ids_path = NULL, *out_path = NULL, *v;
+    long long ctx = 512, threads = 0, batch = 64;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(USAGE, stdout); return 0; }
+        if (!(v = cli_value("eval-logits", argc, argv, &i))) return 2;
+        if (!strcmp(a, "-m")) model = v;
+        else if (!strcmp(a, "--ids")) ids_path = v;
+        else if (!strcmp(a, "--out")) out_path = v;
+        else if (!strcmp(a, "--ctx")) { if (cli_int("eval-logits", a, v, 1, 1 << 20, &ctx)) return 2; }
+        else if (!strcmp(a, "-t")) { if (cli_int("eval-logits", a, v, 1, 256, &threads)) return 2; }
+        else if (!strcmp(a, "-b")) { if (cli_int("eval-logits", a, v, 1, 4096, &batch)) return 2; }
+        else { fprintf(stderr, "npullm eval-logits: unknown flag %s\n%s", a, USAGE); return 2; }
+    }
+    if (!model || !ids_path || !out_path) { fprintf(stderr, "%s", USAGE); return 2; }
+    char *text = cli_read_file("eval-logits", ids_path, NULL);
+    if (!text) return 1;
+    int n = 0, cap = 1024;
+    int32_t *ids = malloc((size_t)cap * sizeof(int32_t));
+    for (char *tok = strtok(text, " \t\r\n"); tok && ids; tok = strtok(NULL, " \t\r\n")) {
+        long long id;
+        if (cli_int("eval-logits", ids_path, tok, 0, INT32_MAX, &id)) { free(ids); free(text); return 1; }
+        if (n == cap) {
+            int32_t *g = realloc(ids, (size_t)cap * 2 * sizeof(int32_t));
+            if (!g) { free(ids); ids = NULL; break; }
+            ids = g;
+            cap *= 2;
+        }
+        ids[n++] = (int32_t)id;
+    }
+    free(text);
+    if (!ids || !n) { fprintf(stderr, "npullm eval-logits: %s: no token ids\n", ids_path); free(ids); return 1; }
+    char err[512];
+    npl_runner_params rp = npl_runner_default_params();
+    rp.n_ctx = (int)ctx;
+    rp.n_threads = (int)threads;
+    npl_runner *r = npl_runner_open(model, &rp, err, sizeof(err));
+    if (!r) { fprintf(stderr, "npullm eval-logits: %s\n", err); free(ids); return 1; }
+    int n_vocab = npl_runner_hparams(r)->n_vocab, rc = 1;
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", out_path);
+    FILE *fp = fopen(tmp, "wb");
+    if (!fp) { fprintf(stderr, "npullm eval-logits: %s: cannot write\n", tmp); goto done; }
+    for (int c0 = 0; c0 < n; c0 += (int)ctx) {
+        int c1 = c0 + (int)ctx < n ? c0 + (int)ctx : n;
+        for (int b0 = c0; b0 < c1; b0 += (int)batch) {
+            int nb = b0 + (int)batch < c1 ? (int)batch : c1 - b0;
+            const float *lg = npl_runner_forward(r, ids + b0, nb, b0 - c0, nb, err, sizeof(err));
+            if (!lg) { fprintf(stderr, "npullm eval-logits: %s\n", err); goto done; }
+            if (fwrite(lg, sizeof(float) * (size_t)n_vocab, (size_t)nb, fp) != (size_t)nb) {
+                fprintf(stderr, "npullm eval-logits: %s: write failed\n", tmp);
+                goto done;
+            }
+        }
+    }
+    if (fclose(fp) == 0 && rename(tmp, out_path) == 0) rc = 0;
+    else fprintf(stderr, "npullm eval-logits: %s: write failed\n", out_path);
+    fp = NULL;
+done:
+    if (fp) fclose(fp);
+    if (rc) remove(tmp);
+    npl_runner_close(r);
+    free(ids);
+    return rc;
+}
