@@ -49,21 +49,32 @@ npl_gguf *npl_gguf_open(const char *path, const npl_gguf_limits *limits, char *e
 npl_gguf *npl_gguf_open_memory(const void *buf, size_t size, const char *name,
                                const npl_gguf_limits *limits, char *err, size_t errlen);
 void npl_gguf_close(npl_gguf *g);
+/* The caps applied when limits is NULL (or for each field left 0). */
+npl_gguf_limits npl_gguf_default_limits(void);
+/* "u32", "string", "array", ...; "?" for an unknown type. */
+const char *npl_gguf_vtype_name(npl_gguf_vtype t);
 
 const char *npl_gguf_path(const npl_gguf *g);
 uint32_t npl_gguf_version(const npl_gguf *g);
 size_t npl_gguf_alignment(const npl_gguf *g);
 size_t npl_gguf_file_size(const npl_gguf *g);
 const void *npl_gguf_base(const npl_gguf *g);   /* start of the mapping */
+size_t npl_gguf_data_offset(const npl_gguf *g); /* file offset of the data section */
 
 /* ---- metadata ---- */
 int64_t npl_gguf_n_kv(const npl_gguf *g);
 int64_t npl_gguf_find_key(const npl_gguf *g, const char *key); /* -1 if absent */
 npl_gguf_str npl_gguf_key(const npl_gguf *g, int64_t i);
 npl_gguf_vtype npl_gguf_kv_type(const npl_gguf *g, int64_t i);
-/* For arrays: element type and count. */
+/* For arrays: element type and count. Arrays of arrays (up to 8 levels) are
+ * validated at open; their elements are not exposed (arr_type says ARRAY). */
 npl_gguf_vtype npl_gguf_arr_type(const npl_gguf *g, int64_t i);
 uint64_t npl_gguf_arr_n(const npl_gguf *g, int64_t i);
+/* Value bytes of a scalar at index i (may be unaligned: read with memcpy);
+ * NULL for strings and arrays. */
+const void *npl_gguf_kv_data(const npl_gguf *g, int64_t i);
+/* String value at index i; {NULL,0} if it is not a string. */
+npl_gguf_str npl_gguf_kv_str(const npl_gguf *g, int64_t i);
 /* Pointer to the packed elements of a numeric array (may be unaligned: read
  * with memcpy). NULL for string/array element types. */
 const void *npl_gguf_arr_data(const npl_gguf *g, int64_t i);

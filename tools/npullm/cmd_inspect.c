@@ -1,8 +1,56 @@
-/* npullm inspect FILE (placeholder until the GGUF reader lands). */
+/* npullm inspect FILE: validate a GGUF file and print its metadata and
+ * tensor table. A file the reader rejects gives one line on stderr, exit 1. */
 #include <stdio.h>
+#include <string.h>
+
 #include "commands.h"
+#include "format/gguf.h"
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: npullm inspect FILE\n"
+            "\n"
+            "Validate a GGUF file (v2 or v3) and print its header, every key/value pair\n"
+            "(long arrays and strings shortened) and the tensor table: index, name, type,\n"
+            "shape, offset in the data section and size in bytes.\n"
+            "\n"
+            "exit status: 0 on success, 1 if the file is not a valid GGUF file, 2 on usage errors\n");
+}
+
 int npl_cmd_inspect(int argc, char **argv) {
-    (void)argc; (void)argv;
-    fprintf(stderr, "npullm inspect: not implemented yet\n");
-    return 1;
+    const char *file = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (argv[i][0] == '-' && argv[i][1] && strcmp(argv[i], "--")) {
+            fprintf(stderr, "npullm inspect: unknown option '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+        if (!strcmp(argv[i], "--") && i + 1 < argc) i++;
+        if (file) {
+            fprintf(stderr, "npullm inspect: expected one FILE, got '%s' and '%s'\n", file, argv[i]);
+            return 2;
+        }
+        file = argv[i];
+    }
+    if (!file) {
+        usage(stderr);
+        return 2;
+    }
+    char err[512];
+    npl_gguf *g = npl_gguf_open(file, NULL, err, sizeof err);
+    if (!g) {
+        fprintf(stderr, "npullm inspect: %s\n", err);
+        return 1;
+    }
+    int rc = npl_gguf_inspect(g, stdout);
+    npl_gguf_close(g);
+    if (rc || fflush(stdout)) {
+        fprintf(stderr, "npullm inspect: error writing to stdout\n");
+        return 1;
+    }
+    return 0;
 }
