@@ -5,7 +5,6 @@
 #ifndef NPL_QUANT_H
 #define NPL_QUANT_H
 #include <stdint.h>
-#include <string.h>
 
 /* to_float */
 void npl_f16_to_f32_row(const void *x, float *y, int64_t n);
@@ -51,19 +50,6 @@ static inline void npl_get_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uin
         *d = (uint8_t)((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
         *m = (uint8_t)((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
     }
-}
-
-/* All 8 scales (out[0..7]) and 8 mins (out[8..15]) of a q4_K / q5_K block. */
-static inline void npl_unpack_k4_scales(const uint8_t *s12, uint8_t out[16]) {
-    uint32_t u[4];
-    memcpy(u, s12, 12);
-    const uint32_t m6 = 0x3f3f3f3f, m4 = 0x0f0f0f0f, m2 = 0x03030303;
-    u[3] = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4); /* mins 4..7 */
-    const uint32_t mins03 = u[1] & m6;
-    u[1] = (u[2] & m4) | (((u[0] >> 6) & m2) << 4); /* scales 4..7 */
-    u[2] = mins03;
-    u[0] &= m6; /* scales 0..3 */
-    memcpy(out, u, 16);
 }
 
 /* The 16 signed 6-bit scales of a q3_K block, unpacked (value - 32). */

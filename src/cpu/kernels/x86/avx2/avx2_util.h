@@ -52,4 +52,21 @@ static inline __m256 avx2_dot_i8_f32(__m256i x, __m256i y) {
     return avx2_dot_u8i8_f32(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
 }
 
+/* q4_K / q5_K 12-byte scales -> 16 bytes [scale 0-7 | min 0-7], in
+ * registers (a scalar unpack through memory stalls on store forwarding).
+ * Reads 16 bytes at s; the quants follow the scales, so this stays inside
+ * the block. */
+static inline __m128i unpack_k4_scales(const uint8_t *s) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)s);
+    /* a = [s0-3 s8-11 s4-7 s8-11], b = [s0-3 s0-3 s4-7 s4-7] */
+    const __m128i a = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+    const __m128i b = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7));
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    /* scales 4-7: low nibbles of s8-11; mins 4-7: high nibbles */
+    const __m128i lo4 = _mm_blend_epi32(_mm_and_si128(a, m4), _mm_and_si128(_mm_srli_epi16(a, 4), m4), 0x8);
+    /* their top two bits are the top bits of s0-3 (scales) and s4-7 (mins) */
+    const __m128i hi2 = _mm_and_si128(_mm_srli_epi16(b, 2), _mm_set1_epi8(0x30));
+    return _mm_blend_epi32(_mm_and_si128(b, _mm_set1_epi8(0x3F)), _mm_or_si128(lo4, hi2), 0xA);
+}
+
 #endif

@@ -99,7 +99,7 @@ static void dot_q3_K_q8_K(int n, float *s, const void *vx, const void *vy) {
 }
 
 /* q4_K and q5_K share everything but the fifth bit. */
-static inline void dot_k4(int n, float *s, const void *vx, const void *vy, int five) {
+static inline __attribute__((always_inline)) void dot_k4(int n, float *s, const void *vx, const void *vy, int five) {
     const block_q8_K *y = vy;
     const __m256i m4 = _mm256_set1_epi8(0xF);
     __m256 acc = _mm256_setzero_ps();
@@ -111,9 +111,7 @@ static inline void dot_k4(int n, float *s, const void *vx, const void *vy, int f
         const block_q4_K *hdr = (const block_q4_K *)blk;
         const uint8_t *qs = five ? ((const block_q5_K *)blk)->qs : hdr->qs;
         const float d = y[i].d * h2f(hdr->d), dmin = -y[i].d * h2f(hdr->dmin);
-        uint8_t sm[16];
-        npl_unpack_k4_scales(hdr->scales, sm);
-        const __m256i ms = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)sm));
+        const __m256i ms = _mm256_cvtepu8_epi16(unpack_k4_scales(hdr->scales));
         const __m256i bs = load256(y[i].bsums);
         const __m128i bs2 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
         const __m128i pm = _mm_madd_epi16(_mm256_extracti128_si256(ms, 1), bs2);
