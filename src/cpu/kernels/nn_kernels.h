@@ -60,4 +60,41 @@ void npl_rope(float *x, int n_heads, int hd, int n_rot, int32_t pos, float base,
 void npl_f32_to_f16_row(const float *x, uint16_t *y, int64_t n);
 void npl_f16_to_f32_row(const uint16_t *x, float *y, int64_t n);
 
+/* The f32 <-> f16 row converters above under names that do not collide with
+ * core/quant.h, which declares npl_f16_to_f32_row / npl_f32_to_f16_row with
+ * void pointers for the dtype traits table (defined in core/dtype.c, scalar).
+ * Same contract: F16C/AVX-512 where present, picked once at run time. */
+void npl_f32_to_f16_row_fast(const float *x, uint16_t *y, int64_t n);
+void npl_f16_to_f32_row_fast(const uint16_t *x, float *y, int64_t n);
+
+/* ---- Internal: shared by the per-ISA kernel files, not for callers ---- */
+
+/* An attention tile: up to NPL_ATTN_TILE query rows (heads of one query, or
+ * one head group of nearby queries) that read the same kv head, so each f16
+ * K/V row is converted once for all of them. Row r attends cache rows
+ * [j0[r], j1[r]); the tile kernel writes normalized outputs to o[r] after
+ * reading every q[r] (so out may alias q). */
+#define NPL_ATTN_TILE 4
+typedef struct {
+    const float *q[NPL_ATTN_TILE];
+    float *o[NPL_ATTN_TILE];
+    int j0[NPL_ATTN_TILE], j1[NPL_ATTN_TILE];
+    int n, kvh;
+} npl_attn_tile;
+typedef void (*npl_attn_tile_fn)(const npl_attn_args *a, const npl_attn_tile *t);
+
+/* The shared attention driver: gives thread ith of nth its share of the
+ * (query, head) pairs, balanced by attended length, zeroes padding rows and
+ * calls fn on tiles of the rest. */
+void npl_attn_run(const npl_attn_args *a, int ith, int nth, npl_attn_tile_fn fn);
+
+/* Per-ISA tables (NULL entries fall back to the next lower ISA in
+ * npl_nn_kernels_get) and row converters. Call only after a CPU check. */
+extern const npl_nn_kernels npl_nn_kernels_avx2;
+extern const npl_nn_kernels npl_nn_kernels_avx512;
+void npl_f32_to_f16_row_f16c(const float *x, uint16_t *y, int64_t n);
+void npl_f16_to_f32_row_f16c(const uint16_t *x, float *y, int64_t n);
+void npl_f32_to_f16_row_avx512(const float *x, uint16_t *y, int64_t n);
+void npl_f16_to_f32_row_avx512(const uint16_t *x, float *y, int64_t n);
+
 #endif

@@ -1,0 +1,397 @@
+/* AVX2 + FMA + F16C row kernels and attention tile. Same contracts as the
+ * plain C versions in generic/nn_generic.c and the same algorithms as the
+ * AVX-512 file, on 8 lanes and 16 registers. */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "cpu/kernels/nn_kernels.h"
+
+#define NPL_AI static inline __attribute__((always_inline))
+
+/* ---- vector math ---- */
+
+/* exp(x): x = n ln2 + r, |r| <= ln2/2, degree-6 polynomial, times 2^n built
+ * as 2^(n/2) * 2^(n - n/2) so both factors stay normal over the clamped range
+ * (the product overflows to inf and underflows to 0 as it should). */
+NPL_AI __m256 exp256(__m256 x) {
+    x = _mm256_min_ps(_mm256_set1_ps(89.0f), _mm256_max_ps(_mm256_set1_ps(-120.0f), x));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507e-3f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
+    y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    const __m256i ni = _mm256_cvtps_epi32(n);
+    const __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    const __m256 p1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+    const __m256 p2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(y, p1), p2);
+}
+
+/* tanh(x): odd polynomial for |x| <= 0.625, else 1 - 2/(exp(2|x|) + 1). */
+NPL_AI __m256 tanh256(__m256 x) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256 ax = _mm256_andnot_ps(sign, x);
+    const __m256 z = _mm256_mul_ps(x, x);
+    __m256 p = _mm256_set1_ps(-5.70498872745e-3f);
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(2.06390887954e-2f));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-5.37397155531e-2f));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(1.33314422036e-1f));
+    p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-3.33332819422e-1f));
+    p = _mm256_fmadd_ps(_mm256_mul_ps(p, z), x, x);
+    const __m256 e = exp256(_mm256_add_ps(ax, ax));
+    __m256 big = _mm256_sub_ps(_mm256_set1_ps(1.0f),
+                               _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, _mm256_set1_ps(1.0f))));
+    big = _mm256_or_ps(big, _mm256_and_ps(x, sign));
+    return _mm256_blendv_ps(p, big, _mm256_cmp_ps(ax, _mm256_set1_ps(0.625f), _CMP_GT_OQ));
+}
+
+/* lanes < left set (left clamped to 8) */
+NPL_AI __m256i tail_mask8(int64_t left) {
+    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(left >= 8 ? 8 : (int)left), idx);
+}
+
+NPL_AI float hsum8(__m256 v) {
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    x = _mm_add_ss(x, _mm_movehdup_ps(x));
+    return _mm_cvtss_f32(x);
+}
+
+NPL_AI float hmax8(__m256 v) {
+    __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+    x = _mm_max_ss(x, _mm_movehdup_ps(x));
+    return _mm_cvtss_f32(x);
+}
+
+/* ---- elementwise and row kernels (tails through masked loads/stores) ---- */
+
+static void rms_norm_avx2(const float *x, const float *w, float *y, int n, float eps) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        const __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
+        const __m256 c = _mm256_loadu_ps(x + i + 16), d = _mm256_loadu_ps(x + i + 24);
+        s0 = _mm256_fmadd_ps(a, a, s0);
+        s1 = _mm256_fmadd_ps(b, b, s1);
+        s2 = _mm256_fmadd_ps(c, c, s2);
+        s3 = _mm256_fmadd_ps(d, d, s3);
+    }
+    for (; i < n; i += 8) {
+        const __m256 a = _mm256_maskload_ps(x + i, tail_mask8(n - i));
+        s0 = _mm256_fmadd_ps(a, a, s0);
+    }
+    const float ss = hsum8(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+    const __m256 sc = _mm256_set1_ps(1.0f / sqrtf(ss / (float)(n > 0 ? n : 1) + eps));
+    for (i = 0; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), sc);
+        if (w) v = _mm256_mul_ps(v, _mm256_loadu_ps(w + i));
+        _mm256_storeu_ps(y + i, v);
+    }
+    if (i < n) {
+        const __m256i m = tail_mask8(n - i);
+        __m256 v = _mm256_mul_ps(_mm256_maskload_ps(x + i, m), sc);
+        if (w) v = _mm256_mul_ps(v, _mm256_maskload_ps(w + i, m));
+        _mm256_maskstore_ps(y + i, m, v);
+    }
+}
+
+NPL_AI __m256 silu_mul8(__m256 x, __m256 u) {
+    const __m256 e = exp256(_mm256_sub_ps(_mm256_setzero_ps(), x));
+    return _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
+}
+
+/* gelu_tanh(x) = x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)), as in the generic version */
+NPL_AI __m256 gelu_mul8(__m256 x, __m256 u) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 inner = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(0.044715f), x), x, one);
+    const __m256 e = exp256(_mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(-2.0f * 0.7978845608028654f), x), inner));
+    return _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(one, e)), u);
+}
+
+static void swiglu_avx2(const float *g, const float *u, float *y, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, silu_mul8(_mm256_loadu_ps(g + i), _mm256_loadu_ps(u + i)));
+    if (i < n) {
+        const __m256i m = tail_mask8(n - i);
+        _mm256_maskstore_ps(y + i, m, silu_mul8(_mm256_maskload_ps(g + i, m), _mm256_maskload_ps(u + i, m)));
+    }
+}
+
+static void geglu_avx2(const float *g, const float *u, float *y, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, gelu_mul8(_mm256_loadu_ps(g + i), _mm256_loadu_ps(u + i)));
+    if (i < n) {
+        const __m256i m = tail_mask8(n - i);
+        _mm256_maskstore_ps(y + i, m, gelu_mul8(_mm256_maskload_ps(g + i, m), _mm256_maskload_ps(u + i, m)));
+    }
+}
+
+static void add_avx2(const float *x, const float *b, float *y, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(b + i)));
+    if (i < n) {
+        const __m256i m = tail_mask8(n - i);
+        _mm256_maskstore_ps(y + i, m, _mm256_add_ps(_mm256_maskload_ps(x + i, m), _mm256_maskload_ps(b + i, m)));
+    }
+}
+
+static void scale_avx2(const float *x, float s, float *y, int n) {
+    const __m256 vs = _mm256_set1_ps(s);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), vs));
+    if (i < n) {
+        const __m256i m = tail_mask8(n - i);
+        _mm256_maskstore_ps(y + i, m, _mm256_mul_ps(_mm256_maskload_ps(x + i, m), vs));
+    }
+}
+
+static void softmax_avx2(float *x, int n) {
+    if (n <= 0) return;
+    const __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 vm = ninf;
+    int i = 0;
+    for (; i + 8 <= n; i += 8) vm = _mm256_max_ps(vm, _mm256_loadu_ps(x + i));
+    if (i < n) {
+        const __m256i m = tail_mask8(n - i);
+        vm = _mm256_max_ps(vm, _mm256_blendv_ps(ninf, _mm256_maskload_ps(x + i, m), _mm256_castsi256_ps(m)));
+    }
+    const __m256 mx = _mm256_set1_ps(hmax8(vm));
+    __m256 vs = _mm256_setzero_ps();
+    for (i = 0; i + 8 <= n; i += 8) {
+        const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), mx));
+        vs = _mm256_add_ps(vs, e);
+        _mm256_storeu_ps(x + i, e);
+    }
+    if (i < n) {
+        const __m256i m = tail_mask8(n - i);
+        const __m256 e = _mm256_and_ps(exp256(_mm256_sub_ps(_mm256_maskload_ps(x + i, m), mx)), _mm256_castsi256_ps(m));
+        vs = _mm256_add_ps(vs, e);
+        _mm256_maskstore_ps(x + i, m, e);
+    }
+    const __m256 inv = _mm256_set1_ps(1.0f / hsum8(vs));
+    for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
+    if (i < n) {
+        const __m256i m = tail_mask8(n - i);
+        _mm256_maskstore_ps(x + i, m, _mm256_mul_ps(_mm256_maskload_ps(x + i, m), inv));
+    }
+}
+
+/* ---- attention tile (see nn_avx512.c; here KEYS keys per score pass and CW
+ * vectors per output chunk, chosen so accumulators fit 16 registers) ---- */
+
+#define BLK 32
+
+NPL_AI __m128 fold8(__m256 v) { return _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); }
+
+/* next block's K rows and this block's V rows are prefetched during the scores */
+NPL_AI void prefetch_rows(const uint16_t *p, int64_t ks, int k0, int k1, int hd) {
+    for (int k = k0; k < k1; k++)
+        for (int c = 0; c < hd; c += 32) _mm_prefetch((const char *)(p + k * ks + c), _MM_HINT_T0);
+}
+
+NPL_AI void scores256(const float *const *q, const uint16_t *K, int64_t ks, int n, int hd, float s[][BLK],
+                      const uint16_t *pk, int npk, const uint16_t *pv, int npv, const int NB, const int KEYS) {
+    int k = 0;
+    for (; k + KEYS <= n; k += KEYS) {
+        prefetch_rows(pk, ks, k, k + KEYS < npk ? k + KEYS : npk, hd);
+        prefetch_rows(pv, ks, k, k + KEYS < npv ? k + KEYS : npv, hd);
+        __m256 acc[NPL_ATTN_TILE][4];
+        for (int g = 0; g < NB; g++)
+            for (int u = 0; u < KEYS; u++) acc[g][u] = _mm256_setzero_ps();
+        const uint16_t *kr = K + k * ks;
+        for (int c = 0; c < hd; c += 8) {
+            __m256 kv[4];
+            for (int u = 0; u < KEYS; u++) kv[u] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kr + u * ks + c)));
+            for (int g = 0; g < NB; g++) {
+                const __m256 qv = _mm256_loadu_ps(q[g] + c);
+                for (int u = 0; u < KEYS; u++) acc[g][u] = _mm256_fmadd_ps(qv, kv[u], acc[g][u]);
+            }
+        }
+        for (int g = 0; g < NB; g++) {
+            if (KEYS == 4) {
+                const __m128 h = _mm_hadd_ps(_mm_hadd_ps(fold8(acc[g][0]), fold8(acc[g][1])),
+                                             _mm_hadd_ps(fold8(acc[g][2]), fold8(acc[g][3])));
+                _mm_storeu_ps(&s[g][k], h);
+            } else {
+                const __m128 h01 = _mm_hadd_ps(fold8(acc[g][0]), fold8(acc[g][1]));
+                _mm_storel_pi((__m64 *)&s[g][k], _mm_hadd_ps(h01, h01));
+            }
+        }
+    }
+    for (; k < n; k++) {
+        __m256 acc[NPL_ATTN_TILE];
+        for (int g = 0; g < NB; g++) acc[g] = _mm256_setzero_ps();
+        const uint16_t *kr = K + k * ks;
+        for (int c = 0; c < hd; c += 8) {
+            const __m256 kv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kr + c)));
+            for (int g = 0; g < NB; g++) acc[g] = _mm256_fmadd_ps(_mm256_loadu_ps(q[g] + c), kv, acc[g]);
+        }
+        for (int g = 0; g < NB; g++) s[g][k] = hsum8(acc[g]);
+    }
+}
+
+NPL_AI void pv256(const uint16_t *V, int64_t ks, int n, int hd, float s[][BLK], const float *corr, float *acc,
+                  const int NB, const int CW) {
+    int c = 0;
+    for (; c + 8 * CW <= hd; c += 8 * CW) {
+        __m256 o[NPL_ATTN_TILE][4];
+        for (int g = 0; g < NB; g++) {
+            const __m256 cf = _mm256_set1_ps(corr[g]);
+            for (int u = 0; u < CW; u++) o[g][u] = _mm256_mul_ps(_mm256_loadu_ps(acc + g * hd + c + 8 * u), cf);
+        }
+        const uint16_t *vr = V + c;
+        for (int k = 0; k < n; k++, vr += ks) {
+            __m256 v[4];
+            for (int u = 0; u < CW; u++) v[u] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vr + 8 * u)));
+            for (int g = 0; g < NB; g++) {
+                const __m256 p = _mm256_broadcast_ss(&s[g][k]);
+                for (int u = 0; u < CW; u++) o[g][u] = _mm256_fmadd_ps(p, v[u], o[g][u]);
+            }
+        }
+        for (int g = 0; g < NB; g++)
+            for (int u = 0; u < CW; u++) _mm256_storeu_ps(acc + g * hd + c + 8 * u, o[g][u]);
+    }
+    for (; c < hd; c += 8) {
+        __m256 o[NPL_ATTN_TILE];
+        for (int g = 0; g < NB; g++) o[g] = _mm256_mul_ps(_mm256_loadu_ps(acc + g * hd + c), _mm256_set1_ps(corr[g]));
+        const uint16_t *vr = V + c;
+        for (int k = 0; k < n; k++, vr += ks) {
+            const __m256 v = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)vr));
+            for (int g = 0; g < NB; g++) o[g] = _mm256_fmadd_ps(_mm256_broadcast_ss(&s[g][k]), v, o[g]);
+        }
+        for (int g = 0; g < NB; g++) _mm256_storeu_ps(acc + g * hd + c, o[g]);
+    }
+}
+
+NPL_AI void tile256(const npl_attn_args *a, const npl_attn_tile *t, const int NB) {
+    const int KEYS = NB <= 2 ? 4 : 2, CW = NB <= 2 ? 4 : 2;
+    const int hd = a->hd;
+    const int64_t ks = (int64_t)a->n_kv * hd;
+    const uint16_t *K = a->kc + (int64_t)t->kvh * hd, *V = a->vc + (int64_t)t->kvh * hd;
+    float acc[NPL_ATTN_TILE * 512] __attribute__((aligned(32)));
+    float s[NPL_ATTN_TILE][BLK] __attribute__((aligned(32)));
+    float m[NPL_ATTN_TILE], l[NPL_ATTN_TILE], corr[NPL_ATTN_TILE];
+    const float *q[NPL_ATTN_TILE];
+    int lo = t->j0[0], hi = t->j1[0];
+    for (int g = 0; g < NB; g++) {
+        q[g] = t->q[g];
+        m[g] = -INFINITY;
+        l[g] = 0.0f;
+        lo = t->j0[g] < lo ? t->j0[g] : lo;
+        hi = t->j1[g] > hi ? t->j1[g] : hi;
+    }
+    memset(acc, 0, sizeof(float) * (size_t)(NB * hd));
+    memset(s, 0, sizeof s);
+    const __m256 scale = _mm256_set1_ps(a->scale), ninf = _mm256_set1_ps(-INFINITY);
+    const float cap = a->softcap;
+    const __m256 vcap = _mm256_set1_ps(cap), vicap = _mm256_set1_ps(cap > 0.0f ? 1.0f / cap : 0.0f);
+    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+
+    for (int jb = lo; jb < hi; jb += BLK) {
+        const int n = hi - jb < BLK ? hi - jb : BLK;
+        const int nnext = hi - jb - BLK < BLK ? hi - jb - BLK : BLK; /* rows of the next block */
+        scores256(q, K + jb * ks, ks, n, hd, s, nnext > 0 ? K + (jb + BLK) * ks : K, nnext, V + jb * ks, n, NB,
+                  KEYS);
+        for (int g = 0; g < NB; g++) {
+            /* keys of this block that row g attends: k0 <= k < k1 */
+            const int k0 = t->j0[g] - jb > 0 ? t->j0[g] - jb : 0;
+            const int k1 = t->j1[g] - jb < n ? t->j1[g] - jb : n;
+            __m256 v[BLK / 8];
+            __m256 vmax = ninf;
+            for (int u = 0; u < BLK / 8; u++) {
+                v[u] = _mm256_mul_ps(_mm256_load_ps(s[g] + 8 * u), scale);
+                if (cap > 0.0f) v[u] = _mm256_mul_ps(vcap, tanh256(_mm256_mul_ps(v[u], vicap)));
+                const __m256i kk = _mm256_add_epi32(idx, _mm256_set1_epi32(8 * u));
+                const __m256i in = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(k0), kk),
+                                                       _mm256_cmpgt_epi32(_mm256_set1_epi32(k1), kk));
+                v[u] = _mm256_blendv_ps(ninf, v[u], _mm256_castsi256_ps(in));
+                vmax = _mm256_max_ps(vmax, v[u]);
+            }
+            const float mnew = fmaxf(m[g], hmax8(vmax));
+            if (mnew == -INFINITY) { /* nothing attended yet */
+                corr[g] = 1.0f;
+                memset(s[g], 0, sizeof s[g]);
+                continue;
+            }
+            corr[g] = expf(m[g] - mnew);
+            const __m256 vm = _mm256_set1_ps(mnew);
+            __m256 sum = _mm256_setzero_ps();
+            for (int u = 0; u < BLK / 8; u++) {
+                const __m256 e = exp256(_mm256_sub_ps(v[u], vm));
+                _mm256_store_ps(s[g] + 8 * u, e);
+                sum = _mm256_add_ps(sum, e);
+            }
+            l[g] = l[g] * corr[g] + hsum8(sum);
+            m[g] = mnew;
+        }
+        pv256(V + jb * ks, ks, n, hd, s, corr, acc, NB, CW);
+    }
+    for (int g = 0; g < NB; g++) {
+        const __m256 inv = _mm256_set1_ps(1.0f / l[g]);
+        for (int c = 0; c < hd; c += 8) _mm256_storeu_ps(t->o[g] + c, _mm256_mul_ps(_mm256_load_ps(acc + g * hd + c), inv));
+    }
+}
+
+static void attn_tile_avx2(const npl_attn_args *a, const npl_attn_tile *t) {
+    switch (t->n) {
+    case 1: tile256(a, t, 1); break;
+    case 2: tile256(a, t, 2); break;
+    case 3: tile256(a, t, 3); break;
+    default: tile256(a, t, 4); break;
+    }
+}
+
+static void attention_avx2(const npl_attn_args *a, int ith, int nth) {
+    if (a->hd % 8) { /* rare head sizes: plain C */
+        npl_nn_kernels_get(NPL_ISA_GENERIC)->attention(a, ith, nth);
+        return;
+    }
+    npl_attn_run(a, ith, nth, attn_tile_avx2);
+}
+
+/* ---- f16 rows (F16C) ---- */
+
+void npl_f16_to_f32_row_f16c(const uint16_t *x, float *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i))));
+    if (i < n) {
+        uint16_t h[8] = {0};
+        float f[8];
+        memcpy(h, x + i, (size_t)(n - i) * sizeof *h);
+        _mm256_storeu_ps(f, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)));
+        memcpy(y + i, f, (size_t)(n - i) * sizeof *f);
+    }
+}
+
+void npl_f32_to_f16_row_f16c(const float *x, uint16_t *y, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    if (i < n) {
+        float f[8] = {0};
+        uint16_t h[8];
+        memcpy(f, x + i, (size_t)(n - i) * sizeof *f);
+        _mm_storeu_si128((__m128i *)h, _mm256_cvtps_ph(_mm256_loadu_ps(f), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        memcpy(y + i, h, (size_t)(n - i) * sizeof *h);
+    }
+}
+
+const npl_nn_kernels npl_nn_kernels_avx2 = {
+    .rms_norm = rms_norm_avx2,
+    .swiglu = swiglu_avx2,
+    .geglu = geglu_avx2,
+    .add = add_avx2,
+    .scale = scale_avx2,
+    .softmax = softmax_avx2,
+    .attention = attention_avx2,
+};
