@@ -17,6 +17,7 @@ static void dot_q4_0_q8_0(int n, float *s, const void *vx, const void *vy) {
     const int nb = n / QK8_0;
     int i = 0;
     for (; i + 1 < nb; i += 2) {
+        prefetch_weights(x + i, 2 * sizeof *x);
         __m256i q0 = _mm256_sub_epi8(avx2_nibbles32(x[i].qs), off);
         __m256i q1 = _mm256_sub_epi8(avx2_nibbles32(x[i + 1].qs), off);
         __m256 p0 = avx2_dot_i8_f32(q0, _mm256_loadu_si256((const __m256i *)y[i].qs));
@@ -50,6 +51,7 @@ static void dot_q5_0_q8_0(int n, float *s, const void *vx, const void *vy) {
     const block_q8_0 *y = vy;
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n / QK8_0; i++) {
+        if (i % 4 == 0) prefetch_weights(x + i, 4 * sizeof *x);
         /* a clear 5th bit means value - 16: set the high nibble, making the
          * byte (nibble - 16) as int8 */
         __m256i hi = _mm256_andnot_si256(avx2_bits32(x[i].qh), _mm256_set1_epi8((char)0xF0));
@@ -82,6 +84,7 @@ static void dot_q8_0_q8_0(int n, float *s, const void *vx, const void *vy) {
     const int nb = n / QK8_0;
     int i = 0;
     for (; i + 1 < nb; i += 2) {
+        prefetch_weights(x + i, 2 * sizeof *x);
         __m256 p0 = avx2_dot_i8_f32(_mm256_loadu_si256((const __m256i *)x[i].qs),
                                     _mm256_loadu_si256((const __m256i *)y[i].qs));
         __m256 p1 = avx2_dot_i8_f32(_mm256_loadu_si256((const __m256i *)x[i + 1].qs),

@@ -109,6 +109,7 @@ static inline __attribute__((always_inline)) void dot_k4(int n, float *s, const 
         const uint8_t *blk = (const uint8_t *)vx + (size_t)i * bsz;
         /* both block types start with d, dmin, scales[12] */
         const block_q4_K *hdr = (const block_q4_K *)blk;
+        prefetch_weights(blk, bsz);
         const uint8_t *qs = five ? ((const block_q5_K *)blk)->qs : hdr->qs;
         const float d = y[i].d * h2f(hdr->d), dmin = -y[i].d * h2f(hdr->dmin);
         const __m256i ms = _mm256_cvtepu8_epi16(unpack_k4_scales(hdr->scales));
@@ -152,6 +153,7 @@ static void dot_q6_K_q8_K(int n, float *s, const void *vx, const void *vy) {
     const __m256i m4 = _mm256_set1_epi8(0xF);
     __m256 acc = _mm256_setzero_ps();
     for (int i = 0; i < n / QK_K; i++) {
+        prefetch_weights(x + i, sizeof *x);
         const float d = y[i].d * h2f(x[i].d);
         const __m256i scales = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
         /* weights enter as q + 32 in [0, 63]; take 32 * sum(scale * q8) back out */

@@ -33,6 +33,7 @@ static void dot_q8_0_q8_0(int n, float *s, const void *vx, const void *vy) {
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     int i = 0;
     for (; i + 3 < nb; i += 4) {
+        prefetch_weights(x + i, 4 * sizeof *x);
         __m512 s01, s23;
         scales4(&x[i].d, sizeof *x, &y[i].d, sizeof *y, &s01, &s23);
         __m512i p01 = dot_i8_i32(load2x256(x[i].qs, x[i + 1].qs), load2x256(y[i].qs, y[i + 1].qs));
@@ -74,6 +75,7 @@ static void dot_q4_0_q8_0(int n, float *s, const void *vx, const void *vy) {
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     int i = 0;
     for (; i + 3 < nb; i += 4) {
+        prefetch_weights(x + i, 4 * sizeof *x);
         __m512 s01, s23;
         scales4(&x[i].d, sizeof *x, &y[i].d, sizeof *y, &s01, &s23);
         __m512i p01 = dot_off_i32(nibbles2x32(x[i].qs, x[i + 1].qs), load2x256(y[i].qs, y[i + 1].qs), eight);
@@ -99,6 +101,7 @@ static void dot_q5_0_q8_0(int n, float *s, const void *vx, const void *vy) {
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     int i = 0;
     for (; i + 3 < nb; i += 4) {
+        prefetch_weights(x + i, 4 * sizeof *x);
         __m512 s01, s23;
         scales4(&x[i].d, sizeof *x, &y[i].d, sizeof *y, &s01, &s23);
         uint32_t h0, h1, h2, h3;

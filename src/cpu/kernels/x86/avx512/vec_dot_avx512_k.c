@@ -61,6 +61,7 @@ static inline __attribute__((always_inline)) void dot_k4(int n, float *s, const 
     for (int i = 0; i < n / QK_K; i++) {
         const uint8_t *blk = (const uint8_t *)vx + (size_t)i * bsz;
         const block_q4_K *hdr = (const block_q4_K *)blk; /* d, dmin, scales lead both */
+        prefetch_weights(blk, bsz);
         const uint8_t *qs = five ? ((const block_q5_K *)blk)->qs : hdr->qs;
         const float d = y[i].d * h2f(hdr->d), dmin = -y[i].d * h2f(hdr->dmin);
         /* [scales | mins] in every 128-bit lane */
@@ -103,6 +104,7 @@ static void dot_q6_K_q8_K(int n, float *s, const void *vx, const void *vy) {
     const __m512i m30 = _mm512_set1_epi8(0x30);
     __m512 acc = _mm512_setzero_ps();
     for (int i = 0; i < n / QK_K; i++) {
+        prefetch_weights(x + i, sizeof *x);
         const float d = y[i].d * h2f(x[i].d);
         const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
         const __m512i sc = _mm512_castsi256_si512(sc16);
