@@ -45,7 +45,7 @@ static const int types[] = {NPL_TYPE_F32,  NPL_TYPE_F16,  NPL_TYPE_BF16, NPL_TYP
 #define N_TYPES (int)(sizeof types / sizeof types[0])
 /* 640 is Gemma 3 270M's width (not a K-quant multiple); the odd sizes only
  * apply to the plain float types and exercise their tails */
-static const int sizes[] = {256, 512, 2048, 640, 32, 96, 7, 77, 1000};
+static const int sizes[] = {256, 512, 2048, 640, 32, 96, 224, 7, 77, 1000};
 
 enum { MAXN = 2048 };
 
@@ -149,6 +149,52 @@ static void run_extremes(const npl_kernels *k, const npl_kernels *gen, bufs *b) 
     }
 }
 
+/* Four-row kernels: each output equals vec_dot of its row up to f32
+ * rounding, with strided activation rows and outputs. */
+static void run_dot4(const npl_kernels *k, npl_isa isa, bufs *b) {
+    uint64_t s = 77;
+    for (int ti = 0; ti < N_TYPES; ti++) {
+        const int type = types[ti];
+        const npl_vec_dot4_fn d4 = npl_vec_dot4_get(isa, (npl_type)type);
+        if (!d4) continue;
+        const npl_type_traits *t = npl_type_get(type);
+        for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+            const int n = sizes[si];
+            if (n % t->block_size || n % npl_type_get(t->vec_dot_type)->block_size) continue;
+            size_t yrow;
+            npl_row_size(t->vec_dot_type, n, &yrow);
+            const size_t by = yrow + 40; /* rows need not be adjacent */
+            uint8_t *ys = malloc(4 * by);
+            float out[12];
+            fill(b, n, &s);
+            t->from_float(b->x, b->xq, n);
+            t->to_float(b->xq, b->xd, n);
+            for (int j = 0; j < 4; j++) {
+                for (int i = 0; i < n; i++) b->y[i] = rng_unit(&s);
+                k->quantize_row[t->vec_dot_type](b->y, ys + j * by, n);
+            }
+            d4(n, out, 3, b->xq, ys, by);
+            for (int j = 0; j < 4; j++) {
+                float one = NAN;
+                k->vec_dot[type](n, &one, b->xq, ys + j * by);
+                npl_type_get(t->vec_dot_type)->to_float(ys + j * by, b->yd, n);
+                double ref = 0, mag = 0;
+                for (int i = 0; i < n; i++) {
+                    ref += (double)b->xd[i] * b->yd[i];
+                    mag += fabs((double)b->xd[i] * b->yd[i]);
+                }
+                ref += q8_1_s_rounding(type, b->xq, ys + j * by, n);
+                if (!(fabs(out[3 * j] - one) <= 1e-6 * mag))
+                    fprintf(stderr, "%s dot4 %s n=%d row %d: %.9g vs %.9g\n", npl_isa_name(isa), t->name, n, j,
+                            out[3 * j], one);
+                CHECK(fabs(out[3 * j] - one) <= 1e-6 * mag);
+                CHECK(fabs(out[3 * j] - ref) <= 2e-6 * mag);
+            }
+            free(ys);
+        }
+    }
+}
+
 int main(void) {
     bufs *b = calloc(1, sizeof *b);
     if (!b) return 1;
@@ -165,7 +211,10 @@ int main(void) {
         printf("testing %s\n", npl_isa_name(k->isa));
         run_isa(k, gen, b);
         run_extremes(k, gen, b);
+        run_dot4(k, (npl_isa)isa, b);
     }
+    CHECK(npl_vec_dot4_get(NPL_ISA_GENERIC, NPL_TYPE_Q4_K) == NULL); /* generic: call vec_dot */
+    CHECK(npl_vec_dot4_get(NPL_ISA_AVX512, (npl_type)-1) == NULL);
     CHECK(npl_kernels_get((npl_isa)-3)->isa == NPL_ISA_GENERIC);
     CHECK(strcmp(npl_isa_name(NPL_ISA_AVX512), "avx512") == 0);
     free(b);

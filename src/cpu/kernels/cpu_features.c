@@ -68,22 +68,28 @@ static cpu_caps detect(void) { return (cpu_caps){NPL_ISA_GENERIC, 0}; }
 
 static cpu_caps g_caps;
 static npl_kernels g_tables[NPL_ISA_AMX + 1];
+static npl_vec_dot4_fn g_dot4[NPL_ISA_AMX + 1][NPL_TYPE_COUNT];
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void build_tables(void) {
     g_caps = detect();
     npl_kernels k;
+    npl_vec_dot4_fn d4[NPL_TYPE_COUNT];
     memset(&k, 0, sizeof k);
+    memset(d4, 0, sizeof d4);
     npl_kernels_fill_generic(&k);
     for (int isa = NPL_ISA_GENERIC; isa <= NPL_ISA_AMX; isa++) {
 #ifdef NPL_X86
         if (isa == NPL_ISA_AVX2 && g_caps.best >= NPL_ISA_AVX2) npl_kernels_fill_avx2(&k);
-        if (isa == NPL_ISA_AVX512 && g_caps.best >= NPL_ISA_AVX512)
+        if (isa == NPL_ISA_AVX512 && g_caps.best >= NPL_ISA_AVX512) {
             npl_kernels_fill_avx512(&k, g_caps.avx512_bf16);
+            npl_dot4_fill_avx512(d4);
+        }
 #endif
         /* AMX has no vec_dot of its own: its table is the AVX-512 one */
         k.isa = (npl_isa)isa;
         g_tables[isa] = k;
+        memcpy(g_dot4[isa], d4, sizeof d4);
     }
 }
 
@@ -102,10 +108,17 @@ const char *npl_isa_name(npl_isa isa) {
     return "?";
 }
 
-const npl_kernels *npl_kernels_get(npl_isa want) {
+static int clamp_isa(npl_isa want) {
     pthread_once(&g_once, build_tables);
     int isa = (int)want;
     if (isa < NPL_ISA_GENERIC) isa = NPL_ISA_GENERIC;
     if (isa > (int)g_caps.best) isa = (int)g_caps.best;
-    return &g_tables[isa];
+    return isa;
+}
+
+const npl_kernels *npl_kernels_get(npl_isa want) { return &g_tables[clamp_isa(want)]; }
+
+npl_vec_dot4_fn npl_vec_dot4_get(npl_isa want, npl_type t) {
+    const int isa = clamp_isa(want);
+    return (int)t >= 0 && (int)t < NPL_TYPE_COUNT ? g_dot4[isa][t] : NULL;
 }

@@ -23,4 +23,13 @@ const char *npl_isa_name(npl_isa isa);
  * supports; entries an ISA lacks fall back to the next lower one. */
 const npl_kernels *npl_kernels_get(npl_isa want);
 
+/* One weight row against four activation rows, decoding the weights once
+ * (for prefill): s[j * bs] = dot(x, (const char *)y + j * by), j = 0..3;
+ * by in bytes, bs in floats. Same results as four vec_dot calls up to f32
+ * rounding. */
+typedef void (*npl_vec_dot4_fn)(int n, float *s, size_t bs, const void *x, const void *y, size_t by);
+/* The four-row kernel for weights of type t that goes with
+ * npl_kernels_get(want), or NULL where there is none: call vec_dot 4 times. */
+npl_vec_dot4_fn npl_vec_dot4_get(npl_isa want, npl_type t);
+
 #endif

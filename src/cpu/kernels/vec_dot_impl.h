@@ -8,5 +8,7 @@
 void npl_kernels_fill_generic(npl_kernels *k);
 void npl_kernels_fill_avx2(npl_kernels *k);
 void npl_kernels_fill_avx512(npl_kernels *k, int has_bf16);
+/* four-row kernels, indexed by weight type */
+void npl_dot4_fill_avx512(npl_vec_dot4_fn *d4);
 
 #endif

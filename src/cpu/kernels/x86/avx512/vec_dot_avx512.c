@@ -7,25 +7,6 @@
 #include "cpu/kernels/vec_dot_impl.h"
 #include "cpu/kernels/x86/avx512/avx512_util.h"
 
-/* Per-block scales of blocks i..i+3 (products of x and y scales), spread to
- * two registers [d0 x 8 | d1 x 8] and [d2 x 8 | d3 x 8]. */
-static inline void scales4(const uint16_t *xd, size_t xstride, const uint16_t *yd, size_t ystride,
-                           __m512 *s01, __m512 *s23) {
-    const uint8_t *xp = (const uint8_t *)xd, *yp = (const uint8_t *)yd;
-    uint16_t xh[4], yh[4];
-    for (int k = 0; k < 4; k++) {
-        memcpy(&xh[k], xp + k * xstride, 2);
-        memcpy(&yh[k], yp + k * ystride, 2);
-    }
-    __m128i xv, yv;
-    memcpy(&xv, xh, 8);
-    memcpy(&yv, yh, 8);
-    const __m128 d = _mm_mul_ps(_mm_cvtph_ps(xv), _mm_cvtph_ps(yv));
-    const __m512 dz = _mm512_castps128_ps512(d);
-    *s01 = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), dz);
-    *s23 = _mm512_permutexvar_ps(_mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3), dz);
-}
-
 static void dot_q8_0_q8_0(int n, float *s, const void *vx, const void *vy) {
     const block_q8_0 *x = vx;
     const block_q8_0 *y = vy;
@@ -49,16 +30,6 @@ static void dot_q8_0_q8_0(int n, float *s, const void *vx, const void *vy) {
         acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d)), p, acc);
     }
     *s = sum + avx2_hsum_f32(acc);
-}
-
-/* Nibbles of two 32-blocks as [lo0 hi0 lo1 hi1] (16 bytes each): the
- * element order of the two blocks' q8 quants. */
-static inline __m512i nibbles2x32(const uint8_t *a, const uint8_t *b) {
-    __m256i t = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
-                                        _mm_loadu_si128((const __m128i *)b), 1);
-    __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(t), _mm256_srli_epi16(t, 4), 1);
-    z = _mm512_and_si512(z, _mm512_set1_epi8(0x0F));
-    return _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7), z);
 }
 
 /* sum((u - off) * y) in groups of 4, for unsigned u */
@@ -210,6 +181,100 @@ static void dot_bf16_dp(int n, float *s, const void *vx, const void *vy) {
                               (__m512bh)_mm512_maskz_loadu_epi16(m, y + i));
     }
     *s = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+}
+
+/* ---- one weight row against four activation rows ----
+ * The weights are decoded once into signed bytes; each activation row then
+ * costs a sign transfer, a dpbusd and its block scales. */
+
+#define ROW(y, j, by) ((const block_q8_0 *)((const uint8_t *)(y) + (size_t)(j) * (by)))
+
+/* acc[j] += per-block scaled dots of the signed pair registers w01, w23
+ * (blocks i..i+3) with activation rows j = 0..3 */
+static inline __attribute__((always_inline)) void dot4_accumulate(__m512 acc[4], __m512i w01, __m512i w23, __m128 dx,
+                                                                  const void *vy, size_t by, int i) {
+    const __m512i a01 = _mm512_abs_epi8(w01), a23 = _mm512_abs_epi8(w23);
+    const __mmask64 n01 = _mm512_movepi8_mask(w01), n23 = _mm512_movepi8_mask(w23);
+    const __m512i zero = _mm512_setzero_si512();
+    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
+        const block_q8_0 *y = ROW(vy, j, by) + i;
+        __m512i y01 = load2x256(y[0].qs, y[1].qs), y23 = load2x256(y[2].qs, y[3].qs);
+        y01 = _mm512_mask_sub_epi8(y01, n01, zero, y01);
+        y23 = _mm512_mask_sub_epi8(y23, n23, zero, y23);
+        __m512 s01, s23;
+        spread4(_mm_mul_ps(dx, half4_ps(&y[0].d, sizeof *y)), &s01, &s23);
+        acc[j] = _mm512_fmadd_ps(s01, _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zero, a01, y01)), acc[j]);
+        acc[j] = _mm512_fmadd_ps(s23, _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zero, a23, y23)), acc[j]);
+    }
+}
+
+static inline void dot4_finish(__m512 acc[4], float *s, size_t bs, const float tail[4]) {
+    for (int j = 0; j < 4; j++) s[j * bs] = _mm512_reduce_add_ps(acc[j]) + tail[j];
+}
+
+static void dot4_q8_0(int n, float *s, size_t bs, const void *vx, const void *vy, size_t by) {
+    const block_q8_0 *x = vx;
+    const int nb = n / QK8_0;
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    int i = 0;
+    for (; i + 3 < nb; i += 4) {
+        prefetch_weights(x + i, 4 * sizeof *x);
+        const __m512i w01 = load2x256(x[i].qs, x[i + 1].qs), w23 = load2x256(x[i + 2].qs, x[i + 3].qs);
+        dot4_accumulate(acc, w01, w23, half4_ps(&x[i].d, sizeof *x), vy, by, i);
+    }
+    float tail[4];
+    for (int j = 0; j < 4; j++) dot_q8_0_q8_0(n - i * QK8_0, &tail[j], x + i, ROW(vy, j, by) + i);
+    dot4_finish(acc, s, bs, tail);
+}
+
+static inline __m512i q4_0_pair(const block_q4_0 *x) {
+    return _mm512_sub_epi8(nibbles2x32(x[0].qs, x[1].qs), _mm512_set1_epi8(8));
+}
+
+static void dot4_q4_0(int n, float *s, size_t bs, const void *vx, const void *vy, size_t by) {
+    const block_q4_0 *x = vx;
+    const int nb = n / QK8_0;
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    int i = 0;
+    for (; i + 3 < nb; i += 4) {
+        prefetch_weights(x + i, 4 * sizeof *x);
+        dot4_accumulate(acc, q4_0_pair(x + i), q4_0_pair(x + i + 2), half4_ps(&x[i].d, sizeof *x), vy, by, i);
+    }
+    float tail[4];
+    for (int j = 0; j < 4; j++) dot_q4_0_q8_0(n - i * QK8_0, &tail[j], x + i, ROW(vy, j, by) + i);
+    dot4_finish(acc, s, bs, tail);
+}
+
+/* two q5_0 blocks as signed values in element order */
+static inline __m512i q5_0_pair(const block_q5_0 *x) {
+    uint32_t h0, h1;
+    memcpy(&h0, x[0].qh, 4);
+    memcpy(&h1, x[1].qh, 4);
+    const __m512i u = nibbles2x32(x[0].qs, x[1].qs);
+    const __mmask64 hb = (__mmask64)h0 | ((__mmask64)h1 << 32);
+    /* fifth bit set: nibble; clear: nibble - 16 */
+    return _mm512_mask_sub_epi8(u, ~hb, u, _mm512_set1_epi8(16));
+}
+
+static void dot4_q5_0(int n, float *s, size_t bs, const void *vx, const void *vy, size_t by) {
+    const block_q5_0 *x = vx;
+    const int nb = n / QK8_0;
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    int i = 0;
+    for (; i + 3 < nb; i += 4) {
+        prefetch_weights(x + i, 4 * sizeof *x);
+        dot4_accumulate(acc, q5_0_pair(x + i), q5_0_pair(x + i + 2), half4_ps(&x[i].d, sizeof *x), vy, by, i);
+    }
+    float tail[4];
+    for (int j = 0; j < 4; j++) dot_q5_0_q8_0(n - i * QK8_0, &tail[j], x + i, ROW(vy, j, by) + i);
+    dot4_finish(acc, s, bs, tail);
+}
+
+void npl_dot4_fill_avx512(npl_vec_dot4_fn *d4) {
+    d4[NPL_TYPE_Q4_0] = dot4_q4_0;
+    d4[NPL_TYPE_Q5_0] = dot4_q5_0;
+    d4[NPL_TYPE_Q8_0] = dot4_q8_0;
+    npl_dot4_fill_avx512_k(d4);
 }
 
 void npl_kernels_fill_avx512(npl_kernels *k, int has_bf16) {

@@ -134,6 +134,108 @@ static void dot_q6_K_q8_K(int n, float *s, const void *vx, const void *vy) {
     *s = _mm512_reduce_add_ps(acc);
 }
 
+/* ---- one weight row against four activation rows ---- */
+
+#define ROWK(y, j, by) ((const block_q8_K *)((const uint8_t *)(y) + (size_t)(j) * (by)))
+
+static inline __attribute__((always_inline)) void dot4_k4(int n, float *s, size_t bs, const void *vx, const void *vy,
+                                                          size_t by, int five) {
+    const __m512i m4 = _mm512_set1_epi8(0xF);
+    const __m512i sixteen = _mm512_set1_epi8(16);
+    const __m512i zero = _mm512_setzero_si512();
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    const size_t bsz = five ? sizeof(block_q5_K) : sizeof(block_q4_K);
+    for (int i = 0; i < n / QK_K; i++) {
+        const uint8_t *blk = (const uint8_t *)vx + (size_t)i * bsz;
+        const block_q4_K *hdr = (const block_q4_K *)blk;
+        prefetch_weights(blk, bsz);
+        const uint8_t *qs = five ? ((const block_q5_K *)blk)->qs : hdr->qs;
+        const float xd = h2f(hdr->d), xdmin = h2f(hdr->dmin);
+        const __m512i u = _mm512_broadcast_i32x4(unpack_k4_scales(hdr->scales));
+        const __m256i mins = _mm256_shuffle_epi8(_mm512_castsi512_si256(u), _mm256_load_si256((const __m256i *)min_dup_ctl));
+        /* the 256 weights as four registers and their four scale vectors */
+        __m512i w[4], sc[4];
+        for (int jj = 0; jj < 2; jj++) {
+            const __m512i bits = load512(qs + 64 * jj);
+            w[2 * jj] = _mm512_and_si512(bits, m4);
+            w[2 * jj + 1] = _mm512_and_si512(_mm512_srli_epi16(bits, 4), m4);
+            sc[2 * jj] = pshufb_ctl(u, scale_pair_ctl[2 * jj]);
+            sc[2 * jj + 1] = pshufb_ctl(u, scale_pair_ctl[2 * jj + 1]);
+        }
+        if (five) {
+            const __m512i hz = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)((const block_q5_K *)blk)->qh));
+            static const char sel[4][2] = {{0x01, 0x04}, {0x02, 0x08}, {0x10, 0x40}, {0x20, (char)0x80}};
+            for (int k = 0; k < 4; k++) {
+                const __m512i m = _mm512_inserti64x4(_mm512_set1_epi8(sel[k][0]), _mm256_set1_epi8(sel[k][1]), 1);
+                w[k] = _mm512_mask_add_epi8(w[k], _mm512_test_epi8_mask(hz, m), w[k], sixteen);
+            }
+        }
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
+            const block_q8_K *y = ROWK(vy, j, by) + i;
+            const int8_t *q8 = y->qs;
+            __m512i s0 = _mm512_dpwssd_epi32(zero, _mm512_maddubs_epi16(w[0], load2x256(q8, q8 + 64)), sc[0]);
+            __m512i s1 = _mm512_dpwssd_epi32(zero, _mm512_maddubs_epi16(w[1], load2x256(q8 + 32, q8 + 96)), sc[1]);
+            s0 = _mm512_dpwssd_epi32(s0, _mm512_maddubs_epi16(w[2], load2x256(q8 + 128, q8 + 192)), sc[2]);
+            s1 = _mm512_dpwssd_epi32(s1, _mm512_maddubs_epi16(w[3], load2x256(q8 + 160, q8 + 224)), sc[3]);
+            acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(y->d * xd), _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), acc[j]);
+            /* mins against bsums, in the low 8 lanes */
+            const __m256i pm = _mm256_madd_epi16(mins, _mm256_loadu_si256((const __m256i *)y->bsums));
+            acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(-y->d * xdmin), _mm512_zextps256_ps512(_mm256_cvtepi32_ps(pm)), acc[j]);
+        }
+    }
+    for (int j = 0; j < 4; j++) s[j * bs] = _mm512_reduce_add_ps(acc[j]);
+}
+
+static void dot4_q4_K(int n, float *s, size_t bs, const void *vx, const void *vy, size_t by) {
+    dot4_k4(n, s, bs, vx, vy, by, 0);
+}
+static void dot4_q5_K(int n, float *s, size_t bs, const void *vx, const void *vy, size_t by) {
+    dot4_k4(n, s, bs, vx, vy, by, 1);
+}
+
+static void dot4_q6_K(int n, float *s, size_t bs, const void *vx, const void *vy, size_t by) {
+    const block_q6_K *x = vx;
+    const __m512i m4 = _mm512_set1_epi8(0xF);
+    const __m512i m30 = _mm512_set1_epi8(0x30);
+    const __m512i zero = _mm512_setzero_si512();
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int i = 0; i < n / QK_K; i++) {
+        prefetch_weights(x + i, sizeof *x);
+        const float xd = h2f(x[i].d);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
+        const __m512i scz = _mm512_castsi256_si512(sc16);
+        __m512i w[4], sc[4];
+        for (int h = 0; h < 2; h++) {
+            const __m512i bits = load512(x[i].ql + 64 * h);
+            const __m256i h8 = _mm256_loadu_si256((const __m256i *)(x[i].qh + 32 * h));
+            const __m512i hz = _mm512_inserti64x4(_mm512_castsi256_si512(h8), _mm256_srli_epi16(h8, 2), 1);
+            w[2 * h] = _mm512_or_si512(_mm512_and_si512(bits, m4), _mm512_and_si512(_mm512_slli_epi16(hz, 4), m30));
+            w[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(bits, 4), m4), _mm512_and_si512(hz, m30));
+            sc[2 * h] = perm16(perm_quad8[2 * h], scz);
+            sc[2 * h + 1] = perm16(perm_quad8[2 * h + 1], scz);
+        }
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
+            const block_q8_K *y = ROWK(vy, j, by) + i;
+            const int8_t *q8 = y->qs;
+            /* quants enter as q + 32; 32 * sum(scale * bsum) comes off */
+            const __m256i corr = _mm256_slli_epi32(_mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y->bsums)), 5);
+            __m512i s0 = _mm512_sub_epi32(zero, _mm512_zextsi256_si512(corr));
+            __m512i s1 = _mm512_dpwssd_epi32(zero, _mm512_maddubs_epi16(w[1], load512(q8 + 64)), sc[1]);
+            s0 = _mm512_dpwssd_epi32(s0, _mm512_maddubs_epi16(w[0], load512(q8)), sc[0]);
+            s0 = _mm512_dpwssd_epi32(s0, _mm512_maddubs_epi16(w[2], load512(q8 + 128)), sc[2]);
+            s1 = _mm512_dpwssd_epi32(s1, _mm512_maddubs_epi16(w[3], load512(q8 + 192)), sc[3]);
+            acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(y->d * xd), _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1)), acc[j]);
+        }
+    }
+    for (int j = 0; j < 4; j++) s[j * bs] = _mm512_reduce_add_ps(acc[j]);
+}
+
+void npl_dot4_fill_avx512_k(npl_vec_dot4_fn *d4) {
+    d4[NPL_TYPE_Q4_K] = dot4_q4_K;
+    d4[NPL_TYPE_Q5_K] = dot4_q5_K;
+    d4[NPL_TYPE_Q6_K] = dot4_q6_K;
+}
+
 void npl_kernels_fill_avx512_k(npl_kernels *k) {
     k->vec_dot[NPL_TYPE_Q4_K] = dot_q4_K_q8_K;
     k->vec_dot[NPL_TYPE_Q5_K] = dot_q5_K_q8_K;
