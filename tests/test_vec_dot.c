@@ -149,6 +149,44 @@ static void run_extremes(const npl_kernels *k, const npl_kernels *gen, bufs *b) 
     }
 }
 
+/* Activation quantizers on inputs built to hit rounding ties, equal
+ * magnitudes of both signs, zero and extreme scales: every ISA must write
+ * the generic (reference) bytes. */
+static void run_quantize_edges(const npl_kernels *k, const npl_kernels *gen, bufs *b) {
+    static const int dst[] = {NPL_TYPE_Q8_0, NPL_TYPE_Q8_1, NPL_TYPE_Q8_K, NPL_TYPE_F16, NPL_TYPE_BF16, NPL_TYPE_F32};
+    const int n = 1024;
+    uint64_t s = 5;
+    for (int pattern = 0; pattern < 10; pattern++) {
+        for (int i = 0; i < n; i++) {
+            switch (pattern) {
+            case 0: b->y[i] = (float)((int)(rng_next(&s) % 509) - 254) * 0.5f; break; /* x.5 ties */
+            case 1: b->y[i] = i % 256 == 0 ? -127.0f : (float)(i % 255) - 127.0f + 0.5f; break;
+            case 2: b->y[i] = (i % 32 == 5 ? 3.0f : i % 32 == 9 ? -3.0f : 1.0f) * (i % 64 < 32 ? 1 : -1); break;
+            case 3: b->y[i] = i % 32 < 16 ? 0.0f : 1e-40f * (float)(i % 7); break;            /* zero, subnormal */
+            case 4: b->y[i] = rng_unit(&s) * 1e30f; break;
+            case 5: b->y[i] = rng_unit(&s) * 1e-30f; break;
+            case 6: b->y[i] = i % 3 ? 0.0f : -0.0f; break;
+            case 7: b->y[i] = i % 97 == 0 ? NAN : rng_unit(&s); break;           /* NaN is skipped */
+            case 8: b->y[i] = i % 200 == 0 ? (i % 400 ? -INFINITY : INFINITY) : rng_unit(&s); break;
+            default: b->y[i] = rng_unit(&s) * (float)(1 << (i % 16)); break;
+            }
+        }
+        if (pattern == 2) b->y[300] = -3.0f, b->y[400] = 3.0f; /* q8_K: first of equal magnitudes wins */
+        for (size_t d = 0; d < sizeof dst / sizeof dst[0]; d++) {
+            size_t bytes;
+            npl_row_size((npl_type)dst[d], n, &bytes);
+            memset(b->yq, 0xAA, bytes);
+            memset(b->yq2, 0x55, bytes);
+            k->quantize_row[dst[d]](b->y, b->yq, n);
+            gen->quantize_row[dst[d]](b->y, b->yq2, n);
+            if (memcmp(b->yq, b->yq2, bytes) != 0)
+                fprintf(stderr, "%s quantize to %s differs on pattern %d\n", npl_isa_name(k->isa),
+                        npl_type_name(dst[d]), pattern);
+            CHECK(memcmp(b->yq, b->yq2, bytes) == 0);
+        }
+    }
+}
+
 /* Four-row kernels: each output equals vec_dot of its row up to f32
  * rounding, with strided activation rows and outputs. */
 static void run_dot4(const npl_kernels *k, npl_isa isa, bufs *b) {
@@ -212,6 +250,7 @@ int main(void) {
         run_isa(k, gen, b);
         run_extremes(k, gen, b);
         run_dot4(k, (npl_isa)isa, b);
+        run_quantize_edges(k, gen, b);
     }
     CHECK(npl_vec_dot4_get(NPL_ISA_GENERIC, NPL_TYPE_Q4_K) == NULL); /* generic: call vec_dot */
     CHECK(npl_vec_dot4_get(NPL_ISA_AVX512, (npl_type)-1) == NULL);

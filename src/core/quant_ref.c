@@ -110,29 +110,41 @@ void npl_quantize_row_q5_1_ref(const float *x, void *vy, int64_t n) {
     }
 }
 
+/* roundf to int8. Finite activations always land in [-127, 127], as in
+ * llama.cpp; only blocks whose scale underflows (inverse overflows) or that
+ * hold inf / NaN reach the clamp, NaN giving 0, so no input is undefined. */
+static inline int8_t round_q8(float v) {
+    v = roundf(v);
+    return v >= -127 && v <= 127 ? (int8_t)v : v > 127 ? 127 : v < -127 ? -127 : 0;
+}
+
+/* |x| maximum of a block; NaN elements are skipped */
+static inline float absmax(const float *x, int n) {
+    float amax = 0.0f;
+    for (int j = 0; j < n; j++)
+        if (fabsf(x[j]) > amax) amax = fabsf(x[j]);
+    return amax;
+}
+
 void npl_quantize_row_q8_0_ref(const float *x, void *vy, int64_t n) {
     block_q8_0 *y = vy;
     for (int64_t i = 0; i < n / QK8_0; i++, x += QK8_0) {
-        float amax = 0.0f;
-        for (int j = 0; j < QK8_0; j++) amax = amax > fabsf(x[j]) ? amax : fabsf(x[j]);
-        const float d = amax / 127;
+        const float d = absmax(x, QK8_0) / 127;
         const float id = d ? 1.0f / d : 0.0f;
         y[i].d = F2H(d);
-        for (int j = 0; j < QK8_0; j++) y[i].qs[j] = (int8_t)roundf(x[j] * id);
+        for (int j = 0; j < QK8_0; j++) y[i].qs[j] = round_q8(x[j] * id);
     }
 }
 
 void npl_quantize_row_q8_1_ref(const float *x, void *vy, int64_t n) {
     block_q8_1 *y = vy;
     for (int64_t i = 0; i < n / QK8_1; i++, x += QK8_1) {
-        float amax = 0.0f;
-        for (int j = 0; j < QK8_1; j++) amax = amax > fabsf(x[j]) ? amax : fabsf(x[j]);
-        const float d = amax / 127;
+        const float d = absmax(x, QK8_1) / 127;
         const float id = d ? 1.0f / d : 0.0f;
         y[i].d = F2H(d);
         int sum = 0;
         for (int j = 0; j < QK8_1; j++) {
-            y[i].qs[j] = (int8_t)roundf(x[j] * id);
+            y[i].qs[j] = round_q8(x[j] * id);
             sum += y[i].qs[j];
         }
         y[i].s = F2H(sum * d);
@@ -155,7 +167,14 @@ void npl_quantize_row_q8_K_ref(const float *x, void *vy, int64_t n) {
         }
         /* -127 (not -128) keeps every quant in [-127, 127] */
         const float iscale = -127.f / max;
-        for (int j = 0; j < QK_K; j++) y[i].qs[j] = (int8_t)imin(127, nearest_int(iscale * x[j]));
+        if (!isfinite(iscale)) { /* max so small its inverse overflows: a zero block */
+            memset(&y[i], 0, sizeof y[i]);
+            continue;
+        }
+        for (int j = 0; j < QK_K; j++) {
+            const float v = iscale * x[j];
+            y[i].qs[j] = (int8_t)(v == v ? imin(127, nearest_int(v)) : 0); /* NaN: 0 */
+        }
         for (int j = 0; j < QK_K / 16; j++) {
             int sum = 0;
             for (int l = 0; l < 16; l++) sum += y[i].qs[16 * j + l];
