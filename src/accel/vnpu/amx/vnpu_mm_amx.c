@@ -1,0 +1,130 @@
+/* vnpu AMX matmul kernels: int8 with TDPBSSD (signed activations x signed
+ * weights, no offset trick needed) and bf16 with TDPBF16PS. Each 32x32
+ * output block uses four accumulator tiles (2 row tiles x 2 column panels).
+ * The packed panels are already in the B-tile layout (vnpu_mm.h), so a
+ * B tile is one contiguous 1 KiB load; A tiles read the prepared activation
+ * rows in place. f32 / f16 / int16 weights keep the AVX-512 kernels.
+ *
+ * Tile state is per thread: every call configures the tiles itself and
+ * releases them at the end (the OS permission was requested by
+ * npl_cpu_best_isa). The 64-byte config is filled through a volatile view
+ * because GCC 12 at -O2 may drop plain stores to a buffer that is only read
+ * by the ldtilecfg intrinsic. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "accel/vnpu/vnpu_mm.h"
+
+#define B VNPU_BLOCK
+
+typedef struct {
+    uint8_t palette_id;
+    uint8_t start_row;
+    uint8_t reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tile_config;
+_Static_assert(sizeof(tile_config) == 64, "tile config is 64 bytes");
+
+/* tmm0-3: C (16 x 64 B); tmm4-5: A (16 rows x a_bytes); tmm6-7: B (b_rows x 64 B) */
+static void configure_tiles(int a_bytes, int b_rows) {
+    _Alignas(64) tile_config cfg;
+    volatile tile_config *v = &cfg;
+    volatile uint8_t *raw = (volatile uint8_t *)v;
+    for (int i = 0; i < 64; i++) raw[i] = 0;
+    v->palette_id = 1;
+    for (int t = 0; t < 4; t++) {
+        v->rows[t] = 16;
+        v->colsb[t] = 64;
+    }
+    for (int t = 4; t < 6; t++) {
+        v->rows[t] = 16;
+        v->colsb[t] = (uint16_t)a_bytes;
+    }
+    for (int t = 6; t < 8; t++) {
+        v->rows[t] = (uint8_t)b_rows;
+        v->colsb[t] = 64;
+    }
+    __asm__ __volatile__("" ::: "memory");
+    _tile_loadconfig((const void *)&cfg);
+}
+
+static void mm_i8_amx(const vnpu_mm_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    const vnpu_pack *p = j->pk;
+    const int kt = p->bk % 64 == 0 ? 64 : 32; /* k per tile step: one quant block must hold whole steps */
+    const int64_t xs = j->x_stride;
+    _Alignas(64) int32_t acc[B * B];
+    _Alignas(64) float facc[B * B];
+    configure_tiles(kt, kt / 4);
+    for (int64_t cb = c0; cb < c1; cb += B) {
+        const uint8_t *w0 = vnpu_pk_panel(p, cb), *w1 = vnpu_pk_panel(p, cb + VNPU_PANEL);
+        for (int64_t rb = r0; rb < r1; rb += B) {
+            const uint8_t *x0 = j->x + rb * xs, *x1 = x0 + 16 * xs;
+            for (int64_t b = 0; b < p->nblk; b++) {
+                _tile_zero(0);
+                _tile_zero(1);
+                _tile_zero(2);
+                _tile_zero(3);
+                for (int64_t k = b * p->bk; k < (b + 1) * p->bk; k += kt) {
+                    _tile_loadd(4, x0 + k, xs);
+                    _tile_loadd(5, x1 + k, xs);
+                    _tile_loadd(6, w0 + k * 16, 64);
+                    _tile_loadd(7, w1 + k * 16, 64);
+                    _tile_dpbssd(0, 4, 6);
+                    _tile_dpbssd(1, 4, 7);
+                    _tile_dpbssd(2, 5, 6);
+                    _tile_dpbssd(3, 5, 7);
+                }
+                _tile_stored(0, acc, B * 4);
+                _tile_stored(1, acc + 16, B * 4);
+                _tile_stored(2, acc + 16 * B, B * 4);
+                _tile_stored(3, acc + 16 * B + 16, B * 4);
+                vnpu_epi_int(j, acc, facc, rb, B, cb, b, 0, b == 0);
+            }
+            vnpu_epi_store(j, facc, rb, B, cb);
+        }
+    }
+    _tile_release();
+}
+
+static void mm_bf16_amx(const vnpu_mm_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    const vnpu_pack *p = j->pk;
+    const int64_t xs = j->x_stride;
+    _Alignas(64) float facc[B * B];
+    configure_tiles(64, 16);
+    for (int64_t cb = c0; cb < c1; cb += B) {
+        const uint8_t *w0 = vnpu_pk_panel(p, cb), *w1 = vnpu_pk_panel(p, cb + VNPU_PANEL);
+        for (int64_t rb = r0; rb < r1; rb += B) {
+            const uint8_t *x0 = j->x + rb * xs, *x1 = x0 + 16 * xs;
+            _tile_zero(0);
+            _tile_zero(1);
+            _tile_zero(2);
+            _tile_zero(3);
+            for (int64_t k = 0; k < p->kpad; k += 32) { /* 32 bf16 per A-tile row, 16 k-pairs per B tile */
+                _tile_loadd(4, x0 + k * 2, xs);
+                _tile_loadd(5, x1 + k * 2, xs);
+                _tile_loadd(6, w0 + k * 32, 64);
+                _tile_loadd(7, w1 + k * 32, 64);
+                _tile_dpbf16ps(0, 4, 6);
+                _tile_dpbf16ps(1, 4, 7);
+                _tile_dpbf16ps(2, 5, 6);
+                _tile_dpbf16ps(3, 5, 7);
+            }
+            _tile_stored(0, facc, B * 4);
+            _tile_stored(1, facc + 16, B * 4);
+            _tile_stored(2, facc + 16 * B, B * 4);
+            _tile_stored(3, facc + 16 * B + 16, B * 4);
+            vnpu_epi_store(j, facc, rb, B, cb);
+        }
+    }
+    _tile_release();
+}
+
+void vnpu_mm_fill_amx(vnpu_mm_table *t) {
+    t->fn[VNPU_PK_I8] = mm_i8_amx;
+    t->act[VNPU_PK_I8] = VNPU_ACT_I8;
+    t->kname[VNPU_PK_I8] = "amx";
+    t->fn[VNPU_PK_BF16] = mm_bf16_amx;
+    t->act[VNPU_PK_BF16] = VNPU_ACT_BF16;
+    t->kname[VNPU_PK_BF16] = "amx";
+}

@@ -1,0 +1,223 @@
+/* vnpu internals: handles, tensors, nodes, packed constants and the op set.
+ *
+ * vnpu is the reference implementation of include/npullm_accel.h. It acts
+ * like an NPU: graphs are static; finalize is the compile step (validate,
+ * fuse, pre-pack STATIC weights for the kernel family, plan one arena); a
+ * context holds several graphs that share STATIC tensors and APP_READWRITE
+ * context tensors; its binary is position-independent and used in place.
+ *
+ * Files: vnpu_api.c (handles, creation calls, errors), vnpu_ops.c (op table,
+ * params, shape/type checks), vnpu_compile.c (finalize: order, fusion,
+ * packing, arena), vnpu_pack.c (weight packing), vnpu_matmul.c (matmul
+ * driver + generic kernels), {avx2,avx512,amx}/vnpu_mm_*.c (ISA kernels),
+ * vnpu_exec.c (execute), vnpu_ops_exec.c (non-matmul kernels),
+ * vnpu_binary.c (context binary). */
+#ifndef NPL_VNPU_H
+#define NPL_VNPU_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "accel/vnpu/vnpu_api.h"
+#include "accel/vnpu/vnpu_mm.h"
+#include "core/threadpool.h"
+#include "cpu/kernels/nn_kernels.h"
+#include "npullm_accel.h"
+
+#define VNPU_MAX_IN 16
+#define VNPU_MAX_OUT 2
+#define VNPU_MAX_INTS 8
+#define VNPU_MAX_FLOATS 4
+#define VNPU_NONE UINT32_MAX
+#define VNPU_ALIGN 64
+#define VNPU_MAGIC_BACKEND 0x564e4201u
+#define VNPU_MAGIC_DEVICE 0x564e4402u
+#define VNPU_MAGIC_CONTEXT 0x564e4303u
+#define VNPU_MAGIC_GRAPH 0x564e4704u
+
+/* The op set. X(ENUM, "TypeName"); internal ops (fusion results) have names
+ * starting with "vnpu." and cannot be added by callers. */
+#define VNPU_OPS(X)                                                                                      \
+    X(MATMUL, "MatMul") X(FULLY_CONNECTED, "FullyConnected") X(RMS_NORM, "RmsNorm") X(ROPE, "Rope")      \
+    X(ATTENTION, "Attention") X(ADD, "Add") X(MUL, "Mul") X(SCALE, "Scale") X(SILU, "Silu")              \
+    X(GELU, "Gelu") X(SWIGLU, "SwiGLU") X(GEGLU, "GeGLU") X(SOFTMAX, "Softmax") X(RESHAPE, "Reshape")    \
+    X(TRANSPOSE, "Transpose") X(CONCAT, "Concat") X(GATHER, "Gather") X(CAST, "Cast")                    \
+    X(MATMUL_GATED, "vnpu.MatMulGated")
+
+typedef enum {
+#define VNPU_OP_ENUM(e, s) VNPU_OP_##e,
+    VNPU_OPS(VNPU_OP_ENUM)
+#undef VNPU_OP_ENUM
+    VNPU_OP_COUNT
+} vnpu_op;
+
+typedef struct {
+    uint32_t enc;
+    int32_t axis;
+    uint32_t block;
+    uint32_t n;
+    float *scales;    /* owned */
+    int32_t *offsets; /* owned; NULL = zeros */
+} vnpu_quant;
+
+typedef struct {
+    char *name;
+    uint32_t kind, dtype, rank;
+    int64_t dims[NPL_ACCEL_MAX_RANK];
+    int64_t nelem;
+    size_t nbytes;
+    vnpu_quant q;
+    int32_t graph;         /* owning graph index; -1 for STATIC / APP_READWRITE */
+    const uint8_t *raw;    /* STATIC bytes: owned copy (online) or inside the binary */
+    uint8_t *raw_owned;
+    uint8_t *rw;           /* APP_READWRITE memory, owned, zeroed */
+} vnpu_tensor;
+
+typedef struct {
+    uint32_t op;
+    uint32_t n_in, n_out;
+    uint32_t in[VNPU_MAX_IN];
+    uint32_t out[VNPU_MAX_OUT];
+    int64_t ip[VNPU_MAX_INTS];
+    uint32_t n_ip;         /* ints given for array params (Transpose perm) */
+    float fp[VNPU_MAX_FLOATS];
+    int32_t pack;          /* compiled MatMul weights: pack index, -1 */
+    char *name;            /* owned, may be NULL */
+} vnpu_node;
+
+/* Per-op description: param schema and checks (vnpu_ops.c). */
+typedef struct {
+    const char *name;
+    int min_in, max_in, n_out;
+    int internal;
+} vnpu_op_info;
+
+typedef struct {
+    uint64_t executions, total_ns, last_ns, min_ns, max_ns, finalize_ns;
+} vnpu_counters;
+
+struct npl_accel_backend {
+    uint32_t magic;
+    int family;            /* kernels compiled for */
+    int cpu_family;        /* best this machine has (capped by the cpu_max_family option) */
+    int n_threads;
+    npl_pool *pool;
+    const npl_nn_kernels *nn;
+    vnpu_mm_table mm[VNPU_FAM_COUNT]; /* per family; entries only for families <= cpu_family */
+    char err[512];
+};
+
+struct npl_accel_device {
+    uint32_t magic;
+    struct npl_accel_backend *be;
+};
+
+typedef struct npl_accel_graph vnpu_graph;
+
+struct npl_accel_context {
+    uint32_t magic;
+    struct npl_accel_backend *be;
+    int family;
+    int from_binary;
+    vnpu_tensor *t;
+    uint32_t n_t, cap_t;
+    vnpu_graph **g;
+    uint32_t n_g, cap_g;
+    vnpu_pack *packs;
+    uint32_t n_packs, cap_packs;
+};
+
+struct npl_accel_graph {
+    uint32_t magic;
+    struct npl_accel_context *ctx;
+    int32_t index;
+    char *name;
+    int finalized;
+    vnpu_node *nodes;      /* as added */
+    uint32_t n_nodes, cap_nodes;
+    vnpu_node *steps;      /* compiled, in execution order */
+    uint32_t n_steps;
+    uint32_t n_added;      /* nodes as added (kept for a graph from a binary) */
+    uint32_t n_fused;
+    /* memory plan */
+    size_t arena_size, scratch_off;
+    uint8_t *arena;
+    uint32_t n_tmap;       /* tensors of the context when planned */
+    size_t *toff;          /* NATIVE tensor offsets in the arena (SIZE_MAX = not ours) */
+    void **addr;           /* per tensor id, resolved at execute */
+    vnpu_counters prof;
+    char detail[256];
+};
+
+/* ---- vnpu_api.c ---- */
+npl_accel_status vnpu_fail(struct npl_accel_backend *be, npl_accel_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+const char *vnpu_dtype_name(uint32_t dt);
+const char *vnpu_kind_name(uint32_t k);
+const char *vnpu_family_name(int fam);
+int vnpu_family_from_name(const char *s);
+/* element size in bytes; block types give 0 (use vnpu_tensor_nbytes) */
+size_t vnpu_dtype_size(uint32_t dt);
+/* byte size of a dense tensor; 1 on overflow or a bad block multiple */
+int vnpu_tensor_nbytes(uint32_t dt, uint32_t rank, const int64_t *dims, size_t *out);
+void *vnpu_aligned_alloc(size_t size);    /* zeroed, VNPU_ALIGN-aligned */
+void vnpu_context_release(struct npl_accel_context *ctx);
+void vnpu_graph_release(vnpu_graph *g);
+uint32_t vnpu_find_tensor(const struct npl_accel_context *ctx, const char *name);
+npl_accel_status vnpu_context_new(struct npl_accel_backend *be, int family, struct npl_accel_context **out);
+npl_accel_status vnpu_graph_new(struct npl_accel_context *ctx, const char *name, vnpu_graph **out);
+npl_accel_status vnpu_quant_copy(struct npl_accel_backend *be, vnpu_quant *dst, const npl_accel_quant *src,
+                                 uint32_t dtype, uint32_t rank, const int64_t *dims, const char *tname);
+int vnpu_pack_add(struct npl_accel_context *ctx, const vnpu_pack *p); /* -1 on OOM */
+
+/* ---- vnpu_ops.c ---- */
+const vnpu_op_info *vnpu_op_get(uint32_t op);
+int vnpu_op_from_name(const char *name); /* -1 if unknown */
+/* Parse caller params into n (defaults applied first). */
+npl_accel_status vnpu_parse_params(struct npl_accel_backend *be, vnpu_node *n, const npl_accel_param *p,
+                                   uint32_t np, const char *where);
+/* Type and shape checks of one node against the context's tensors. */
+npl_accel_status vnpu_check_node(struct npl_accel_backend *be, const struct npl_accel_context *ctx,
+                                 const vnpu_node *n, const char *where);
+/* Is dt usable as a float-valued activation (F32/F16/BF16 or a quantized
+ * int type with per-tensor params)? */
+int vnpu_is_floatlike(const vnpu_tensor *t);
+
+/* ---- vnpu_pack.c ---- */
+/* Geometry and layout of a pack of n_parts weights (w, optional biases b);
+ * -1 with a message if they cannot be packed together. */
+int vnpu_pack_plan(vnpu_pack *p, const struct npl_accel_context *ctx, uint32_t n_parts, const uint32_t *w,
+                   const uint32_t *b, uint32_t trans, char *err, size_t errlen);
+/* Writes p->size bytes at dst from the weights' and biases' bytes. */
+void vnpu_pack_fill(const vnpu_pack *p, const struct npl_accel_context *ctx, uint8_t *dst, const void *const *wdata,
+                    const void *const *bdata, npl_pool *pool);
+
+/* ---- vnpu_matmul.c ---- */
+/* Scratch bytes of vnpu_matmul for m rows. */
+size_t vnpu_matmul_scratch(const vnpu_mm_table *tab, const vnpu_pack *p, int64_t m);
+/* y[m][ncols] (row stride y_stride) = x[m][k] (f32) . packed weights, using
+ * the kernels of `tab`. scratch: vnpu_matmul_scratch bytes, 64-aligned. */
+void vnpu_matmul(const vnpu_mm_table *tab, npl_pool *pool, const vnpu_pack *p, const float *x, int64_t m,
+                 float *y, int64_t y_stride, int64_t ncols, uint8_t *scratch);
+
+/* ---- vnpu_compile.c ---- */
+npl_accel_status vnpu_finalize(vnpu_graph *g);
+/* Shared with binary loading: plan the arena of the compiled steps (and
+ * allocate it when alloc is set). */
+npl_accel_status vnpu_plan(vnpu_graph *g, int alloc);
+
+/* ---- vnpu_exec.c ---- */
+npl_accel_status vnpu_execute(vnpu_graph *g, const npl_accel_buffer *in, uint32_t n_in,
+                              const npl_accel_buffer *out, uint32_t n_out);
+/* Scratch bytes one compiled step needs (planned into the arena). */
+size_t vnpu_step_scratch(const vnpu_graph *g, const vnpu_node *n);
+
+/* ---- vnpu_binary.c ---- */
+npl_accel_status vnpu_binary_size(struct npl_accel_context *ctx, uint64_t *size);
+npl_accel_status vnpu_binary_write(struct npl_accel_context *ctx, void *buf, uint64_t cap, uint64_t *written);
+npl_accel_status vnpu_binary_load(struct npl_accel_backend *be, const void *bin, uint64_t size,
+                                  struct npl_accel_context **out);
+npl_accel_status vnpu_binary_info(struct npl_accel_backend *be, const void *bin, uint64_t size,
+                                  npl_accel_binary_info **out);
+void vnpu_binary_info_free(npl_accel_binary_info *info);
+
+#endif

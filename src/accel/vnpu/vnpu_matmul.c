@@ -1,0 +1,211 @@
+/* vnpu matmul driver: prepares activations (copy, f16/bf16 rounding or
+ * dynamic per-row int8/int16 quantization), splits 32x32 blocks across the
+ * pool, and the generic C kernels every other family is tested against. */
+#include <math.h>
+#include <string.h>
+
+#include "accel/vnpu/vnpu.h"
+#include "core/dtype.h"
+
+static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+static size_t act_esize(int act) {
+    return act == VNPU_ACT_I8 ? 1 : (act == VNPU_ACT_BF16 || act == VNPU_ACT_I16) ? 2 : 4;
+}
+
+static size_t a64(size_t v) { return (v + 63) & ~(size_t)63; }
+
+size_t vnpu_matmul_scratch(const vnpu_mm_table *tab, const vnpu_pack *p, int64_t m) {
+    int act = tab->act[p->fmt];
+    size_t mpad = (size_t)round_up(m, VNPU_BLOCK);
+    return a64(mpad * (size_t)p->kpad * act_esize(act)) + a64(mpad * 4) + a64(mpad * (size_t)p->nblk * 4);
+}
+
+/* ---- activation preparation ---- */
+
+typedef struct {
+    const vnpu_pack *p;
+    int act;
+    const float *x;
+    int64_t m, mpad;
+    uint8_t *xq;
+    int64_t x_stride;
+    float *xs, *xsum;
+} prep_job;
+
+static void prep_int_row(const prep_job *j, const float *x, uint8_t *dst, float *xs, float *xsum) {
+    const vnpu_pack *p = j->p;
+    const float lim = j->act == VNPU_ACT_I8 ? 127.0f : 32767.0f;
+    float amax = 0.0f;
+    for (int64_t i = 0; i < p->k; i++) amax = fmaxf(amax, fabsf(x[i]));
+    const float inv = amax > 0.0f ? lim / amax : 0.0f;
+    *xs = amax > 0.0f ? amax / lim : 0.0f;
+    for (int64_t b = 0; b < p->nblk; b++) {
+        int64_t s = 0;
+        for (int64_t i = b * p->bk; i < (b + 1) * p->bk; i++) {
+            int32_t q = 0;
+            if (i < p->k) {
+                float v = x[i] * inv;
+                q = (int32_t)(v + (v >= 0.0f ? 0.5f : -0.5f));
+                if (q > (int32_t)lim) q = (int32_t)lim;
+                if (q < -(int32_t)lim) q = -(int32_t)lim;
+            }
+            s += q;
+            if (j->act == VNPU_ACT_I8) ((int8_t *)dst)[i] = (int8_t)q;
+            else ((int16_t *)dst)[i] = (int16_t)q;
+        }
+        xsum[b] = (float)s;
+    }
+}
+
+static void prep_task(void *arg, int ith, int nth) {
+    const prep_job *j = arg;
+    const vnpu_pack *p = j->p;
+    for (int64_t r = j->mpad * ith / nth; r < j->mpad * (ith + 1) / nth; r++) {
+        uint8_t *dst = j->xq + r * j->x_stride;
+        if (r >= j->m) {
+            memset(dst, 0, (size_t)j->x_stride);
+            if (j->act == VNPU_ACT_I8 || j->act == VNPU_ACT_I16) {
+                j->xs[r] = 0.0f;
+                for (int64_t b = 0; b < p->nblk; b++) j->xsum[r * p->nblk + b] = 0.0f;
+            }
+            continue;
+        }
+        const float *x = j->x + r * p->k;
+        float *f = (float *)dst;
+        uint16_t *h = (uint16_t *)dst;
+        switch (j->act) {
+        case VNPU_ACT_F32: memcpy(f, x, (size_t)p->k * 4); break;
+        case VNPU_ACT_F16R: for (int64_t i = 0; i < p->k; i++) f[i] = npl_f16_to_f32(npl_f32_to_f16(x[i])); break;
+        case VNPU_ACT_BF16R: for (int64_t i = 0; i < p->k; i++) f[i] = npl_bf16_to_f32(npl_f32_to_bf16(x[i])); break;
+        case VNPU_ACT_BF16: for (int64_t i = 0; i < p->k; i++) h[i] = npl_f32_to_bf16(x[i]); break;
+        default: prep_int_row(j, x, dst, &j->xs[r], &j->xsum[r * p->nblk]); continue;
+        }
+        size_t es = act_esize(j->act);
+        memset(dst + (size_t)p->k * es, 0, (size_t)(p->kpad - p->k) * es);
+    }
+}
+
+/* ---- block scheduling ---- */
+
+typedef struct {
+    vnpu_mm_fn fn;
+    vnpu_mm_job job;
+    int64_t nrb, ncb;
+} run_job;
+
+static void run_task(void *arg, int ith, int nth) {
+    const run_job *r = arg;
+    const int64_t units = r->nrb * r->ncb, u0 = units * ith / nth, u1 = units * (ith + 1) / nth;
+    for (int64_t u = u0; u < u1;) { /* units are column-block-major: merge runs of one column block */
+        int64_t cb = u / r->nrb, rb0 = u % r->nrb, rb1 = r->nrb;
+        if (cb * r->nrb + rb1 > u1) rb1 = u1 - cb * r->nrb;
+        r->fn(&r->job, rb0 * VNPU_BLOCK, rb1 * VNPU_BLOCK, cb * VNPU_BLOCK, (cb + 1) * VNPU_BLOCK);
+        u = cb * r->nrb + rb1;
+    }
+}
+
+void vnpu_matmul(const vnpu_mm_table *tab, npl_pool *pool, const vnpu_pack *p, const float *x, int64_t m, float *y,
+                 int64_t y_stride, int64_t ncols, uint8_t *scratch) {
+    const int act = tab->act[p->fmt];
+    const int64_t mpad = round_up(m, VNPU_BLOCK);
+    prep_job pj = {p, act, x, m, mpad, scratch, p->kpad * (int64_t)act_esize(act), NULL, NULL};
+    size_t off = a64((size_t)mpad * (size_t)pj.x_stride);
+    pj.xs = (float *)(scratch + off);
+    pj.xsum = (float *)(scratch + off + a64((size_t)mpad * 4));
+    npl_pool_run(pool, prep_task, &pj);
+    run_job rj = {tab->fn[p->fmt], {p, pj.xq, pj.x_stride, pj.xs, pj.xsum, y, y_stride, m, ncols},
+                  mpad / VNPU_BLOCK, p->npad / VNPU_BLOCK};
+    npl_pool_run(pool, run_task, &rj);
+}
+
+/* ---- generic kernels: plain C over the packed layout ---- */
+
+#define B VNPU_BLOCK
+
+/* The 32 weights of columns c0..c0+31 at reduction index k, as f32. */
+static void wrow_f32(const vnpu_pack *p, int64_t c0, int64_t k, float *w) {
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *pan = vnpu_pk_panel(p, c0 + h * VNPU_PANEL);
+        for (int l = 0; l < VNPU_PANEL; l++) {
+            float v;
+            if (p->fmt == VNPU_PK_F32) memcpy(&v, pan + ((size_t)k * VNPU_PANEL + l) * 4, 4);
+            else {
+                uint16_t u;
+                size_t idx = p->fmt == VNPU_PK_F16 ? (size_t)k * VNPU_PANEL + l
+                                                   : ((size_t)(k / 2) * VNPU_PANEL + l) * 2 + (size_t)(k % 2);
+                memcpy(&u, pan + idx * 2, 2);
+                v = p->fmt == VNPU_PK_F16 ? npl_f16_to_f32(u) : npl_bf16_to_f32(u);
+            }
+            w[h * VNPU_PANEL + l] = v;
+        }
+    }
+}
+
+static void mm_float_generic(const vnpu_mm_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    const vnpu_pack *p = j->pk;
+    float acc[B * B], w[B];
+    for (int64_t cb = c0; cb < c1; cb += B)
+        for (int64_t rb = r0; rb < r1; rb += B) {
+            memset(acc, 0, sizeof acc);
+            for (int64_t k = 0; k < p->kpad; k++) {
+                wrow_f32(p, cb, k, w);
+                for (int r = 0; r < B; r++) {
+                    const float xv = ((const float *)(j->x + (rb + r) * j->x_stride))[k];
+                    for (int c = 0; c < B; c++) acc[r * B + c] += xv * w[c];
+                }
+            }
+            vnpu_epi_store(j, acc, rb, B, cb);
+        }
+}
+
+static void mm_int_generic(const vnpu_mm_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    const vnpu_pack *p = j->pk;
+    const int i8 = p->fmt == VNPU_PK_I8, G = i8 ? 4 : 2;
+    int64_t iacc[B * B];
+    float facc[B * B], tmp[B * B];
+    int32_t w[B];
+    for (int64_t cb = c0; cb < c1; cb += B)
+        for (int64_t rb = r0; rb < r1; rb += B) {
+            for (int64_t b = 0; b < p->nblk; b++) {
+                memset(iacc, 0, sizeof iacc);
+                for (int64_t k = b * p->bk; k < (b + 1) * p->bk; k++) {
+                    for (int c = 0; c < B; c++) {
+                        const uint8_t *pan = vnpu_pk_panel(p, cb + c);
+                        size_t idx = ((size_t)(k / G) * VNPU_PANEL + (size_t)(c % VNPU_PANEL)) * (size_t)G + (size_t)(k % G);
+                        if (i8) w[c] = ((const int8_t *)pan)[idx];
+                        else {
+                            int16_t v;
+                            memcpy(&v, pan + idx * 2, 2);
+                            w[c] = v;
+                        }
+                    }
+                    for (int r = 0; r < B; r++) {
+                        const uint8_t *xr = j->x + (rb + r) * j->x_stride;
+                        int32_t xv;
+                        if (i8) xv = ((const int8_t *)xr)[k];
+                        else {
+                            int16_t v;
+                            memcpy(&v, xr + k * 2, 2);
+                            xv = v;
+                        }
+                        for (int c = 0; c < B; c++) iacc[r * B + c] += (int64_t)xv * w[c];
+                    }
+                }
+                for (int i = 0; i < B * B; i++) tmp[i] = (float)iacc[i];
+                vnpu_epi_intf(j, tmp, facc, rb, B, cb, b, b == 0);
+            }
+            vnpu_epi_store(j, facc, rb, B, cb);
+        }
+}
+
+void vnpu_mm_fill_generic(vnpu_mm_table *t) {
+    t->fn[VNPU_PK_F32] = t->fn[VNPU_PK_F16] = t->fn[VNPU_PK_BF16] = mm_float_generic;
+    t->fn[VNPU_PK_I8] = t->fn[VNPU_PK_I16] = mm_int_generic;
+    t->act[VNPU_PK_F32] = VNPU_ACT_F32;
+    t->act[VNPU_PK_F16] = VNPU_ACT_F16R;
+    t->act[VNPU_PK_BF16] = VNPU_ACT_BF16R;
+    t->act[VNPU_PK_I8] = VNPU_ACT_I8;
+    t->act[VNPU_PK_I16] = VNPU_ACT_I16;
+    for (int f = 0; f < VNPU_PK_COUNT; f++) t->kname[f] = "generic";
+}

@@ -1,0 +1,389 @@
+/* vnpu op set: names, params and the type / shape check of every op.
+ *
+ * Ops (inputs -> outputs; shapes outermost first; "float" = F32, F16, BF16
+ * or INT8/UINT8/INT16 with per-tensor quant params; all compute in f32):
+ *   MatMul        x [.., M, K], w [K, N] (or [N, K] with transpose_in1=1), bias [N]?
+ *                 -> [.., M, N]. w: F32/F16/BF16, INT8/UINT8/INT16 with per-tensor,
+ *                 per-axis (output channel) or per-block (along K, block % 32 == 0)
+ *                 params, or Q4_0/Q8_0 (STATIC, transpose_in1=1). Params:
+ *                 transpose_in0 (0 only), transpose_in1.
+ *   FullyConnected x [M, K], w [N, K], bias [N]? -> [M, N] (MatMul, transpose_in1=1)
+ *   RmsNorm       x [.., D], gamma [D]? -> x shape. Param epsilon (1e-6).
+ *   Rope          x [S, H, D], positions INT32 [S] -> x shape. Params n_rot (D),
+ *                 neox (0), base (10000), freq_scale (1). Position -1: row unchanged.
+ *   Attention     q [S, Hq, D], k [S, Hkv, D], v [S, Hkv, D], k_cache, v_cache
+ *                 (APP_READWRITE F16 [C, Hkv, D]), positions INT32 [S] -> [S, Hq, D].
+ *                 Writes k/v rows at their positions (-1 = padding: not written,
+ *                 output 0), then causal attention over the cache. Params scale
+ *                 (1/sqrt(D)), window (0 = none), softcap (0 = none).
+ *   Add, Mul      a, b (one may broadcast over the other's leading dims)
+ *   Scale         x -> x * scale
+ *   Silu, Gelu    x -> act(x)  (gelu: tanh form)
+ *   SwiGLU, GeGLU gate, up -> act(gate) * up
+ *   Softmax       over the last dim; param beta (1)
+ *   Reshape       same element count and type
+ *   Transpose     param perm (INTS)
+ *   Concat        n inputs along param axis (0)
+ *   Gather        table [V, D] (float, Q4_0, Q8_0), indices INT32 [..] -> [.., D]
+ *   Cast          x -> any float type (conversion) */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "accel/vnpu/vnpu.h"
+
+static const vnpu_op_info op_infos[VNPU_OP_COUNT] = {
+    [VNPU_OP_MATMUL] = {"MatMul", 2, 3, 1, 0},
+    [VNPU_OP_FULLY_CONNECTED] = {"FullyConnected", 2, 3, 1, 0},
+    [VNPU_OP_RMS_NORM] = {"RmsNorm", 1, 2, 1, 0},
+    [VNPU_OP_ROPE] = {"Rope", 2, 2, 1, 0},
+    [VNPU_OP_ATTENTION] = {"Attention", 6, 6, 1, 0},
+    [VNPU_OP_ADD] = {"Add", 2, 2, 1, 0},
+    [VNPU_OP_MUL] = {"Mul", 2, 2, 1, 0},
+    [VNPU_OP_SCALE] = {"Scale", 1, 1, 1, 0},
+    [VNPU_OP_SILU] = {"Silu", 1, 1, 1, 0},
+    [VNPU_OP_GELU] = {"Gelu", 1, 1, 1, 0},
+    [VNPU_OP_SWIGLU] = {"SwiGLU", 2, 2, 1, 0},
+    [VNPU_OP_GEGLU] = {"GeGLU", 2, 2, 1, 0},
+    [VNPU_OP_SOFTMAX] = {"Softmax", 1, 1, 1, 0},
+    [VNPU_OP_RESHAPE] = {"Reshape", 1, 1, 1, 0},
+    [VNPU_OP_TRANSPOSE] = {"Transpose", 1, 1, 1, 0},
+    [VNPU_OP_CONCAT] = {"Concat", 1, VNPU_MAX_IN, 1, 0},
+    [VNPU_OP_GATHER] = {"Gather", 2, 2, 1, 0},
+    [VNPU_OP_CAST] = {"Cast", 1, 1, 1, 0},
+    [VNPU_OP_MATMUL_GATED] = {"vnpu.MatMulGated", 3, 3, 1, 1},
+};
+
+const vnpu_op_info *vnpu_op_get(uint32_t op) { return op < VNPU_OP_COUNT ? &op_infos[op] : NULL; }
+
+int vnpu_op_from_name(const char *name) {
+    for (int i = 0; i < VNPU_OP_COUNT; i++)
+        if (!strcmp(op_infos[i].name, name)) return i;
+    return -1;
+}
+
+/* ---- params ---- */
+
+enum { P_INT, P_FLOAT, P_INTS };
+typedef struct {
+    uint32_t op;
+    const char *name;
+    int type, slot;
+} pspec;
+
+static const pspec pspecs[] = {
+    {VNPU_OP_MATMUL, "transpose_in0", P_INT, 0},    {VNPU_OP_MATMUL, "transpose_in1", P_INT, 1},
+    {VNPU_OP_FULLY_CONNECTED, "keep_dims", P_INT, 2},
+    {VNPU_OP_RMS_NORM, "epsilon", P_FLOAT, 0},
+    {VNPU_OP_ROPE, "n_rot", P_INT, 0},              {VNPU_OP_ROPE, "neox", P_INT, 1},
+    {VNPU_OP_ROPE, "base", P_FLOAT, 0},             {VNPU_OP_ROPE, "freq_scale", P_FLOAT, 1},
+    {VNPU_OP_ATTENTION, "window", P_INT, 0},        {VNPU_OP_ATTENTION, "scale", P_FLOAT, 0},
+    {VNPU_OP_ATTENTION, "softcap", P_FLOAT, 1},
+    {VNPU_OP_SCALE, "scale", P_FLOAT, 0},
+    {VNPU_OP_SOFTMAX, "beta", P_FLOAT, 0},
+    {VNPU_OP_TRANSPOSE, "perm", P_INTS, 0},
+    {VNPU_OP_CONCAT, "axis", P_INT, 0},
+    {VNPU_OP_GATHER, "axis", P_INT, 0},
+};
+
+static void set_defaults(vnpu_node *n) {
+    switch (n->op) {
+    case VNPU_OP_RMS_NORM: n->fp[0] = 1e-6f; break;
+    case VNPU_OP_ROPE: n->ip[0] = -1; n->fp[0] = 10000.0f; n->fp[1] = 1.0f; break;
+    case VNPU_OP_SCALE: case VNPU_OP_SOFTMAX: n->fp[0] = 1.0f; break;
+    case VNPU_OP_TRANSPOSE: n->ip[0] = -1; break;
+    default: break;
+    }
+}
+
+npl_accel_status vnpu_parse_params(struct npl_accel_backend *be, vnpu_node *n, const npl_accel_param *p,
+                                   uint32_t np, const char *where) {
+    set_defaults(n);
+    for (uint32_t i = 0; i < np; i++) {
+        const pspec *s = NULL;
+        if (!p[i].name) return vnpu_fail(be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: param %u has no name", where, i);
+        for (size_t j = 0; j < sizeof pspecs / sizeof pspecs[0]; j++)
+            if (pspecs[j].op == n->op && !strcmp(pspecs[j].name, p[i].name)) s = &pspecs[j];
+        if (!s) return vnpu_fail(be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: unknown param '%s'", where, p[i].name);
+        if (s->type == P_INT && p[i].type == NPL_ACCEL_PARAM_INT) {
+            n->ip[s->slot] = p[i].i;
+        } else if (s->type == P_FLOAT && (p[i].type == NPL_ACCEL_PARAM_FLOAT || p[i].type == NPL_ACCEL_PARAM_INT)) {
+            double v = p[i].type == NPL_ACCEL_PARAM_FLOAT ? p[i].f : (double)p[i].i;
+            if (!isfinite(v))
+                return vnpu_fail(be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: param '%s' is not finite", where, p[i].name);
+            n->fp[s->slot] = (float)v;
+        } else if (s->type == P_INTS && p[i].type == NPL_ACCEL_PARAM_INTS) {
+            if (p[i].count > VNPU_MAX_INTS || (p[i].count && !p[i].ints))
+                return vnpu_fail(be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: param '%s' has %u values (max %d)", where,
+                                 p[i].name, p[i].count, VNPU_MAX_INTS);
+            for (uint32_t k = 0; k < p[i].count; k++) n->ip[k] = p[i].ints[k];
+            n->n_ip = p[i].count;
+        } else {
+            return vnpu_fail(be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: param '%s' has the wrong type %u", where,
+                             p[i].name, p[i].type);
+        }
+    }
+    return NPL_ACCEL_OK;
+}
+
+/* ---- checks ---- */
+
+int vnpu_is_floatlike(const vnpu_tensor *t) {
+    switch (t->dtype) {
+    case NPL_ACCEL_DT_F32: case NPL_ACCEL_DT_F16: case NPL_ACCEL_DT_BF16: return 1;
+    case NPL_ACCEL_DT_INT8: case NPL_ACCEL_DT_UINT8: case NPL_ACCEL_DT_INT16:
+        return t->q.enc == NPL_ACCEL_QUANT_PER_TENSOR;
+    default: return 0;
+    }
+}
+
+typedef struct {
+    struct npl_accel_backend *be;
+    const struct npl_accel_context *ctx;
+    const vnpu_node *n;
+    const char *where;
+} chk;
+
+static const vnpu_tensor *IN(const chk *c, uint32_t i) { return &c->ctx->t[c->n->in[i]]; }
+static const vnpu_tensor *OUT(const chk *c) { return &c->ctx->t[c->n->out[0]]; }
+
+static void dims_str(const vnpu_tensor *t, char *buf, size_t len) {
+    size_t o = (size_t)snprintf(buf, len, "[");
+    for (uint32_t i = 0; i < t->rank && o < len; i++)
+        o += (size_t)snprintf(buf + o, len - o, "%s%lld", i ? ", " : "", (long long)t->dims[i]);
+    if (o < len) snprintf(buf + o, len - o, "]");
+}
+
+static npl_accel_status type_err(const chk *c, const vnpu_tensor *t, const char *want) {
+    return vnpu_fail(c->be, NPL_ACCEL_ERR_TYPE_MISMATCH, "vnpu: %s: tensor '%s' is %s%s; expected %s", c->where, t->name,
+                     vnpu_dtype_name(t->dtype), t->q.enc ? " (quantized)" : "", want);
+}
+
+static npl_accel_status shape_err(const chk *c, const vnpu_tensor *t, const char *want) {
+    char d[96];
+    dims_str(t, d, sizeof d);
+    return vnpu_fail(c->be, NPL_ACCEL_ERR_SHAPE_MISMATCH, "vnpu: %s: tensor '%s' has shape %s; expected %s", c->where,
+                     t->name, d, want);
+}
+
+static npl_accel_status need_float(const chk *c, const vnpu_tensor *t) {
+    return vnpu_is_floatlike(t) ? NPL_ACCEL_OK
+                                : type_err(c, t, "f32, f16, bf16 or int8/uint8/int16 with per-tensor quant params");
+}
+
+static int same_shape(const vnpu_tensor *a, const vnpu_tensor *b) {
+    if (a->rank != b->rank) return 0;
+    for (uint32_t i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return 0;
+    return 1;
+}
+
+/* out must have exactly these dims */
+static npl_accel_status want_out(const chk *c, uint32_t rank, const int64_t *dims) {
+    const vnpu_tensor *o = OUT(c);
+    int ok = o->rank == rank;
+    for (uint32_t i = 0; ok && i < rank; i++) ok = o->dims[i] == dims[i];
+    if (ok) return need_float(c, o);
+    char d[96] = "[";
+    size_t off = 1;
+    for (uint32_t i = 0; i < rank && off < sizeof d; i++)
+        off += (size_t)snprintf(d + off, sizeof d - off, "%s%lld", i ? ", " : "", (long long)dims[i]);
+    if (off < sizeof d) snprintf(d + off, sizeof d - off, "]");
+    return shape_err(c, o, d);
+}
+
+static npl_accel_status want_out_like(const chk *c, const vnpu_tensor *t) { return want_out(c, t->rank, t->dims); }
+
+static npl_accel_status check_weight(const chk *c, const vnpu_tensor *w, int trans, int64_t *k, int64_t *n) {
+    if (w->rank != 2) return shape_err(c, w, trans ? "rank 2 [N, K]" : "rank 2 [K, N]");
+    *k = w->dims[trans ? 1 : 0];
+    *n = w->dims[trans ? 0 : 1];
+    int naxis = trans ? 0 : 1;
+    switch (w->dtype) {
+    case NPL_ACCEL_DT_F32: case NPL_ACCEL_DT_F16: case NPL_ACCEL_DT_BF16: return NPL_ACCEL_OK;
+    case NPL_ACCEL_DT_Q4_0: case NPL_ACCEL_DT_Q8_0:
+        if (!trans)
+            return vnpu_fail(c->be, NPL_ACCEL_ERR_TYPE_MISMATCH, "vnpu: %s: %s weights '%s' need transpose_in1=1 "
+                             "(blocks run along K)", c->where, vnpu_dtype_name(w->dtype), w->name);
+        return NPL_ACCEL_OK;
+    case NPL_ACCEL_DT_INT8: case NPL_ACCEL_DT_UINT8: case NPL_ACCEL_DT_INT16:
+        if (w->q.enc == NPL_ACCEL_QUANT_NONE) return type_err(c, w, "weights with quant params");
+        if (w->q.enc != NPL_ACCEL_QUANT_PER_TENSOR && w->q.axis != naxis)
+            return vnpu_fail(c->be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: weights '%s': quant axis %d is not the output "
+                             "channel axis %d", c->where, w->name, w->q.axis, naxis);
+        if (w->q.enc == NPL_ACCEL_QUANT_PER_BLOCK && w->q.block % 32)
+            return vnpu_fail(c->be, NPL_ACCEL_ERR_UNSUPPORTED, "vnpu: %s: weights '%s': quant block %u is not a "
+                             "multiple of 32", c->where, w->name, w->q.block);
+        if (*k > 65536)
+            return vnpu_fail(c->be, NPL_ACCEL_ERR_UNSUPPORTED, "vnpu: %s: integer weights '%s': K = %lld > 65536",
+                             c->where, w->name, (long long)*k);
+        return NPL_ACCEL_OK;
+    default: return type_err(c, w, "f32, f16, bf16, quantized int8/uint8/int16, q4_0 or q8_0 weights");
+    }
+}
+
+static npl_accel_status check_matmul(const chk *c, int gated) {
+    const vnpu_tensor *x = IN(c, 0);
+    npl_accel_status st;
+    int trans = (int)c->n->ip[1];
+    int64_t k = 0, n = 0, k2 = 0, n2 = 0;
+    if (c->n->ip[0])
+        return vnpu_fail(c->be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: transpose_in0 is not supported", c->where);
+    if ((st = need_float(c, x))) return st;
+    if ((st = check_weight(c, IN(c, 1), trans, &k, &n))) return st;
+    if (gated) {
+        const vnpu_tensor *w2 = IN(c, 2);
+        if ((st = check_weight(c, w2, trans, &k2, &n2))) return st;
+        if (k2 != k || n2 != n || w2->dtype != IN(c, 1)->dtype) return shape_err(c, w2, "the gate weights' shape");
+    } else if (c->n->n_in == 3) {
+        const vnpu_tensor *b = IN(c, 2);
+        if ((st = need_float(c, b))) return st;
+        if (b->nelem != n || b->dims[b->rank - 1] != n) return shape_err(c, b, "[N] matching the weights");
+    }
+    if (x->dims[x->rank - 1] != k) return shape_err(c, x, "a last dimension equal to the weights' K");
+    int64_t od[NPL_ACCEL_MAX_RANK];
+    memcpy(od, x->dims, sizeof od);
+    od[x->rank - 1] = n;
+    return want_out(c, x->rank, od);
+}
+
+static npl_accel_status check_broadcast(const chk *c) {
+    const vnpu_tensor *a = IN(c, 0), *b = IN(c, 1), *big = a, *small = b;
+    npl_accel_status st;
+    if ((st = need_float(c, a)) || (st = need_float(c, b))) return st;
+    if (b->nelem > a->nelem) big = b, small = a;
+    uint32_t r = small->rank;
+    while (r > 1 && small->dims[small->rank - r] == 1) r--;
+    int ok = r <= big->rank;
+    for (uint32_t i = 0; ok && i < r; i++) ok = small->dims[small->rank - 1 - i] == big->dims[big->rank - 1 - i];
+    if (!ok) return shape_err(c, small, "the other input's shape or its trailing dimensions");
+    return want_out_like(c, big);
+}
+
+static npl_accel_status check_attention(const chk *c) {
+    const vnpu_tensor *q = IN(c, 0), *k = IN(c, 1), *v = IN(c, 2), *kc = IN(c, 3), *vc = IN(c, 4), *pos = IN(c, 5);
+    npl_accel_status st;
+    for (int i = 0; i < 3; i++)
+        if ((st = need_float(c, IN(c, (uint32_t)i)))) return st;
+    if (q->rank != 3) return shape_err(c, q, "[S, Hq, D]");
+    int64_t s = q->dims[0], hd = q->dims[2];
+    if (k->rank != 3 || k->dims[0] != s || k->dims[2] != hd) return shape_err(c, k, "[S, Hkv, D] like q");
+    int64_t hkv = k->dims[1];
+    if (!same_shape(k, v)) return shape_err(c, v, "k's shape");
+    if (q->dims[1] % hkv) return shape_err(c, q, "a head count that is a multiple of k's");
+    for (int i = 3; i < 5; i++) {
+        const vnpu_tensor *t = IN(c, (uint32_t)i);
+        if (t->kind != NPL_ACCEL_APP_READWRITE)
+            return vnpu_fail(c->be, NPL_ACCEL_ERR_INVALID_ARG, "vnpu: %s: cache '%s' must be APP_READWRITE, not %s",
+                             c->where, t->name, vnpu_kind_name(t->kind));
+        if (t->dtype != NPL_ACCEL_DT_F16) return type_err(c, t, "f16 (KV cache)");
+        if (t->rank != 3 || t->dims[1] != hkv || t->dims[2] != hd) return shape_err(c, t, "[C, Hkv, D]");
+    }
+    if (kc->dims[0] != vc->dims[0]) return shape_err(c, vc, "k_cache's shape");
+    if (pos->dtype != NPL_ACCEL_DT_INT32) return type_err(c, pos, "int32 positions");
+    if (pos->rank != 1 || pos->dims[0] != s) return shape_err(c, pos, "[S]");
+    if (c->n->ip[0] < 0 || c->n->fp[0] < 0 || c->n->fp[1] < 0)
+        return vnpu_fail(c->be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: window, scale and softcap must be >= 0", c->where);
+    return want_out_like(c, q);
+}
+
+static npl_accel_status check_rope(const chk *c) {
+    const vnpu_tensor *x = IN(c, 0), *pos = IN(c, 1);
+    npl_accel_status st;
+    if ((st = need_float(c, x))) return st;
+    if (x->rank != 3) return shape_err(c, x, "[S, H, D]");
+    if (pos->dtype != NPL_ACCEL_DT_INT32) return type_err(c, pos, "int32 positions");
+    if (pos->rank != 1 || pos->dims[0] != x->dims[0]) return shape_err(c, pos, "[S]");
+    int64_t nr = c->n->ip[0] < 0 ? x->dims[2] : c->n->ip[0];
+    if (nr <= 0 || nr % 2 || nr > x->dims[2] || !(c->n->fp[0] > 0))
+        return vnpu_fail(c->be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: n_rot must be even and <= D, base > 0", c->where);
+    return want_out_like(c, x);
+}
+
+static npl_accel_status check_gather(const chk *c) {
+    const vnpu_tensor *tab = IN(c, 0), *idx = IN(c, 1);
+    if (c->n->ip[0] != 0) return vnpu_fail(c->be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: only axis 0 is supported", c->where);
+    int ok = vnpu_is_floatlike(tab) || tab->dtype == NPL_ACCEL_DT_Q4_0 || tab->dtype == NPL_ACCEL_DT_Q8_0 ||
+             ((tab->dtype == NPL_ACCEL_DT_INT8 || tab->dtype == NPL_ACCEL_DT_UINT8 || tab->dtype == NPL_ACCEL_DT_INT16) &&
+              tab->q.enc == NPL_ACCEL_QUANT_PER_AXIS && tab->q.axis == 0);
+    if (!ok) return type_err(c, tab, "a float, q4_0, q8_0 or per-row quantized table");
+    if (tab->rank != 2) return shape_err(c, tab, "[V, D]");
+    if (idx->dtype != NPL_ACCEL_DT_INT32) return type_err(c, idx, "int32 indices");
+    if (idx->rank >= NPL_ACCEL_MAX_RANK) return shape_err(c, idx, "rank < 6");
+    int64_t od[NPL_ACCEL_MAX_RANK];
+    memcpy(od, idx->dims, sizeof od);
+    od[idx->rank] = tab->dims[1];
+    return want_out(c, idx->rank + 1, od);
+}
+
+static npl_accel_status check_view(const chk *c) {
+    const vnpu_tensor *x = IN(c, 0), *o = OUT(c);
+    const vnpu_node *n = c->n;
+    if (x->dtype != o->dtype || x->q.enc != o->q.enc) return type_err(c, o, "the input's type");
+    if (n->op == VNPU_OP_RESHAPE) {
+        if (x->nelem != o->nelem) return shape_err(c, o, "the input's element count");
+        return NPL_ACCEL_OK;
+    }
+    if (x->dtype == NPL_ACCEL_DT_Q4_0 || x->dtype == NPL_ACCEL_DT_Q8_0) return type_err(c, x, "a non-block type");
+    if (n->op == VNPU_OP_TRANSPOSE) {
+        int seen[NPL_ACCEL_MAX_RANK] = {0};
+        if (n->n_ip != x->rank)
+            return vnpu_fail(c->be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: perm needs %u entries", c->where, x->rank);
+        int64_t od[NPL_ACCEL_MAX_RANK] = {0};
+        for (uint32_t i = 0; i < x->rank; i++) {
+            int64_t p = n->ip[i];
+            if (p < 0 || p >= x->rank || seen[p]++)
+                return vnpu_fail(c->be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: perm is not a permutation", c->where);
+            od[i] = x->dims[p];
+        }
+        if (o->rank != x->rank || memcmp(o->dims, od, x->rank * sizeof od[0])) return shape_err(c, o, "the permuted shape");
+        return NPL_ACCEL_OK;
+    }
+    /* CONCAT */
+    int64_t axis = n->ip[0] < 0 ? n->ip[0] + x->rank : n->ip[0], sum = 0;
+    if (axis < 0 || axis >= x->rank)
+        return vnpu_fail(c->be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: axis out of range", c->where);
+    for (uint32_t i = 0; i < n->n_in; i++) {
+        const vnpu_tensor *t = IN(c, i);
+        if (t->dtype != x->dtype || t->q.enc != x->q.enc) return type_err(c, t, "the first input's type");
+        int ok = t->rank == x->rank;
+        for (uint32_t d = 0; ok && d < x->rank; d++) ok = d == axis || t->dims[d] == x->dims[d];
+        if (!ok) return shape_err(c, t, "the first input's shape except along the axis");
+        sum += t->dims[axis];
+    }
+    int ok = o->rank == x->rank;
+    for (uint32_t d = 0; ok && d < x->rank; d++) ok = o->dims[d] == (d == axis ? sum : x->dims[d]);
+    return ok ? NPL_ACCEL_OK : shape_err(c, o, "the concatenated shape");
+}
+
+npl_accel_status vnpu_check_node(struct npl_accel_backend *be, const struct npl_accel_context *ctx, const vnpu_node *n,
+                                 const char *where) {
+    chk c = {be, ctx, n, where};
+    npl_accel_status st;
+    switch (n->op) {
+    case VNPU_OP_MATMUL: return check_matmul(&c, 0);
+    case VNPU_OP_MATMUL_GATED: return check_matmul(&c, 1);
+    case VNPU_OP_RMS_NORM:
+        if ((st = need_float(&c, IN(&c, 0)))) return st;
+        if (n->n_in == 2) {
+            const vnpu_tensor *w = IN(&c, 1);
+            if ((st = need_float(&c, w))) return st;
+            if (w->nelem != IN(&c, 0)->dims[IN(&c, 0)->rank - 1]) return shape_err(&c, w, "[D] like x's last dim");
+        }
+        if (!(n->fp[0] >= 0)) return vnpu_fail(be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: epsilon < 0", where);
+        return want_out_like(&c, IN(&c, 0));
+    case VNPU_OP_ROPE: return check_rope(&c);
+    case VNPU_OP_ATTENTION: return check_attention(&c);
+    case VNPU_OP_ADD: case VNPU_OP_MUL: return check_broadcast(&c);
+    case VNPU_OP_SWIGLU: case VNPU_OP_GEGLU:
+        if ((st = need_float(&c, IN(&c, 0))) || (st = need_float(&c, IN(&c, 1)))) return st;
+        if (!same_shape(IN(&c, 0), IN(&c, 1))) return shape_err(&c, IN(&c, 1), "the gate's shape");
+        return want_out_like(&c, IN(&c, 0));
+    case VNPU_OP_SCALE: case VNPU_OP_SILU: case VNPU_OP_GELU: case VNPU_OP_SOFTMAX: case VNPU_OP_CAST:
+        if ((st = need_float(&c, IN(&c, 0)))) return st;
+        return want_out_like(&c, IN(&c, 0));
+    case VNPU_OP_RESHAPE: case VNPU_OP_TRANSPOSE: case VNPU_OP_CONCAT: return check_view(&c);
+    case VNPU_OP_GATHER: return check_gather(&c);
+    default: return vnpu_fail(be, NPL_ACCEL_ERR_UNKNOWN_OP, "vnpu: %s: unknown op", where);
+    }
+}
