@@ -48,7 +48,7 @@ typedef struct {
 } wbuf;
 
 static void put(wbuf *w, const void *p, size_t n) {
-    if (w->b && w->pos + n <= w->cap) memcpy(w->b + w->pos, p, n);
+    if (n && w->b && w->pos + n <= w->cap) memcpy(w->b + w->pos, p, n);
     w->pos += n;
 }
 static void put_u32(wbuf *w, uint32_t v) { put(w, &v, 4); }
@@ -218,6 +218,7 @@ typedef struct {
 } rbuf;
 
 static void get(rbuf *r, void *p, size_t n) {
+    if (!n) return;
     if (r->bad || n > r->end - r->pos) {
         r->bad = 1;
         memset(p, 0, n);
