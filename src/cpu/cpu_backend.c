@@ -173,8 +173,8 @@ static int exec_attention(npl_exec_ctx *c) {
             snprintf(c->err, c->errlen, "attention: position %d outside the cache of %lld", pos[s], (long long)n_ctx);
             return -1;
         }
-        npl_f32_to_f16_row((const float *)k->data + s * row, (uint16_t *)kc->data + (int64_t)pos[s] * row, row);
-        npl_f32_to_f16_row((const float *)v->data + s * row, (uint16_t *)vc->data + (int64_t)pos[s] * row, row);
+        npl_f32_to_f16_row_fast((const float *)k->data + s * row, (uint16_t *)kc->data + (int64_t)pos[s] * row, row);
+        npl_f32_to_f16_row_fast((const float *)v->data + s * row, (uint16_t *)vc->data + (int64_t)pos[s] * row, row);
     }
     attn_job j = {.c = c};
     j.a.q = q->data;

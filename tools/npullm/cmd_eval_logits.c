@@ -10,12 +10,13 @@
 #include "llm/runner.h"
 
 static const char *USAGE =
-    "usage: npullm eval-logits -m MODEL --ids IDS_FILE --out LOGITS_FILE [--ctx N] [-t N] [-b N]\n"
+    "usage: npullm eval-logits -m MODEL --ids IDS_FILE --out LOGITS_FILE [--ctx N] [-t N] [-b N] [--isa 0-3]\n"
+    "  --isa caps the kernel family: 0 generic C, 1 AVX2, 2 AVX-512, 3 AMX\n"
     "  IDS_FILE: whitespace-separated token ids; LOGITS_FILE: float32 [n_ids][n_vocab]\n";
 
 int npl_cmd_eval_logits(int argc, char **argv) {
     const char *model = NULL, *ids_path = NULL, *out_path = NULL, *v;
-    long long ctx = 512, threads = 0, batch = 64;
+    long long ctx = 512, threads = 0, batch = 64, isa = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(USAGE, stdout); return 0; }
@@ -26,6 +27,7 @@ int npl_cmd_eval_logits(int argc, char **argv) {
         else if (!strcmp(a, "--ctx")) { if (cli_int("eval-logits", a, v, 1, 1 << 20, &ctx)) return 2; }
         else if (!strcmp(a, "-t")) { if (cli_int("eval-logits", a, v, 1, 256, &threads)) return 2; }
         else if (!strcmp(a, "-b")) { if (cli_int("eval-logits", a, v, 1, 4096, &batch)) return 2; }
+        else if (!strcmp(a, "--isa")) { if (cli_int("eval-logits", a, v, 0, 3, &isa)) return 2; }
         else { fprintf(stderr, "npullm eval-logits: unknown flag %s\n%s", a, USAGE); return 2; }
     }
     if (!model || !ids_path || !out_path) { fprintf(stderr, "%s", USAGE); return 2; }
@@ -50,6 +52,7 @@ int npl_cmd_eval_logits(int argc, char **argv) {
     npl_runner_params rp = npl_runner_default_params();
     rp.n_ctx = (int)ctx;
     rp.n_threads = (int)threads;
+    rp.isa = (int)isa;
     npl_runner *r = npl_runner_open(model, &rp, err, sizeof(err));
     if (!r) { fprintf(stderr, "npullm eval-logits: %s\n", err); free(ids); return 1; }
     int n_vocab = npl_runner_hparams(r)->n_vocab, rc = 1;

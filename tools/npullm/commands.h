@@ -4,4 +4,8 @@
 int npl_cmd_inspect(int argc, char **argv);
 int npl_cmd_eval_logits(int argc, char **argv);
 int npl_cmd_bench(int argc, char **argv);
+int npl_cmd_bench_matmul(int argc, char **argv);
+int npl_cmd_run(int argc, char **argv);
+int npl_cmd_tokenize(int argc, char **argv);
+int npl_cmd_perplexity(int argc, char **argv);
 #endif

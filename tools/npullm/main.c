@@ -11,8 +11,12 @@ typedef struct {
 } npl_command;
 
 static const npl_command commands[] = {
+    {"run", npl_cmd_run, "generate from a prompt, or chat interactively"},
+    {"tokenize", npl_cmd_tokenize, "print the token ids (and pieces) of a text"},
+    {"perplexity", npl_cmd_perplexity, "perplexity of a text file (llama.cpp's method)"},
     {"inspect", npl_cmd_inspect, "print a GGUF file's metadata and tensor table"},
     {"bench", npl_cmd_bench, "prefill and decode throughput (llama-bench style) and memory"},
+    {"bench-matmul", npl_cmd_bench_matmul, "one MatMul on the vnpu accelerator per precision, static vs app-write weights"},
     {"eval-logits", npl_cmd_eval_logits, "teacher-forced logits of token ids, for comparison with llama.cpp"},
 };
 

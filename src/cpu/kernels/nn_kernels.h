@@ -56,14 +56,8 @@ const npl_nn_kernels *npl_nn_kernels_get(npl_isa want);
 void npl_rope(float *x, int n_heads, int hd, int n_rot, int32_t pos, float base,
               float freq_scale, int neox);
 
-/* f32 <-> f16 rows (F16C/AVX-512 where present, picked at run time). */
-void npl_f32_to_f16_row(const float *x, uint16_t *y, int64_t n);
-void npl_f16_to_f32_row(const uint16_t *x, float *y, int64_t n);
-
-/* The f32 <-> f16 row converters above under names that do not collide with
- * core/quant.h, which declares npl_f16_to_f32_row / npl_f32_to_f16_row with
- * void pointers for the dtype traits table (defined in core/dtype.c, scalar).
- * Same contract: F16C/AVX-512 where present, picked once at run time. */
+/* f32 <-> f16 rows, F16C/AVX-512 where present, picked once at run time.
+ * (core/quant.h has the scalar npl_f32_to_f16_row used by the traits table.) */
 void npl_f32_to_f16_row_fast(const float *x, uint16_t *y, int64_t n);
 void npl_f16_to_f32_row_fast(const uint16_t *x, float *y, int64_t n);
 

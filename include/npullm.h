@@ -1,0 +1,120 @@
+/* npullm — run large language models from GGUF files or compiled packages.
+ *
+ * One opaque handle, npl_engine, holds a loaded model and one conversation
+ * (its KV cache, history and sampler). Handles share nothing: two engines
+ * may be used from two threads at once. Every call returns a status; the
+ * handle's last error message says what went wrong (file, field, what).
+ *
+ *   npl_engine_params p = npl_engine_default_params();
+ *   char err[256];
+ *   npl_engine *e = npl_engine_open("model.gguf", &p, err, sizeof(err));
+ *   npl_engine_chat(e, "Hello!", on_text, user_data);   // streams UTF-8 text
+ *   npl_engine_close(e);
+ *
+ * Parameter structs only ever grow at the end. */
+#ifndef NPULLM_H
+#define NPULLM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    NPL_OK = 0,
+    NPL_DONE = 1,              /* generation ended normally (EOS/EOT, stop string, max tokens) */
+    NPL_ERR_ARGUMENT = -1,     /* a bad argument: null, out of range, unknown name */
+    NPL_ERR_FILE = -2,         /* a file is missing, unreadable or malformed */
+    NPL_ERR_MEMORY = -3,       /* out of memory or over a configured budget */
+    NPL_ERR_RUNTIME = -4,      /* a forward pass failed */
+    NPL_CONTEXT_FULL = -5,     /* the context has no room for the prompt or the next token */
+    NPL_CANCELLED = -6         /* npl_engine_cancel() was called */
+} npl_status;
+
+#define NPL_MAX_CHUNK_LIMITS 8
+
+typedef struct {
+    int n_ctx;                 /* context length; 0 = the model's, capped at 4096 */
+    int n_threads;             /* 0 = one per core */
+    int max_new_tokens;        /* per response; default 512 */
+    const char *chat_template; /* "gemma", "chatml", "llama3", "llama2"; NULL = detect */
+    const char *system_prompt; /* NULL = none */
+    int use_template;          /* 1 = wrap prompts in the chat template (default) */
+    /* sampling, llama.cpp's semantics and defaults */
+    float temperature;         /* 0.8; <= 0 means greedy */
+    int top_k;                 /* 40; <= 0 = off */
+    float top_p;               /* 0.95 */
+    float min_p;               /* 0.05 */
+    float repeat_penalty;      /* 1.0 = off */
+    int repeat_last_n;         /* 64 */
+    float frequency_penalty;   /* 0 */
+    float presence_penalty;    /* 0 */
+    uint32_t seed;             /* 0xFFFFFFFF = from the clock */
+    /* chunked prefill: sizes a prefill may run at (e.g. {128, 1}); 0 = any length */
+    int n_chunk_limits;
+    int chunk_limits[NPL_MAX_CHUNK_LIMITS];
+    size_t kv_budget_bytes;    /* refuse a KV cache larger than this; 0 = 4 GiB */
+    const char *stop;          /* an extra stop string, or NULL */
+} npl_engine_params;
+
+typedef struct {
+    int prompt_tokens;         /* tokens prefilled for the last response */
+    int decode_tokens;         /* tokens generated */
+    double prefill_seconds, decode_seconds;
+    double prefill_tps, decode_tps;
+    double ttft_seconds;       /* time to first token */
+    int n_past;                /* tokens in the KV cache */
+} npl_stats;
+
+typedef struct npl_engine npl_engine;
+
+/* Called with each complete UTF-8 piece of text; return nonzero to stop. */
+typedef int (*npl_text_cb)(const char *text, size_t len, void *user);
+
+npl_engine_params npl_engine_default_params(void);
+
+/* Opens a GGUF file or an MNN-style config.json (llm_model, thread_num,
+ * chunk_limits, sampler_type, ...). NULL on failure, with a message in err. */
+npl_engine *npl_engine_open(const char *path, const npl_engine_params *params, char *err, size_t errlen);
+void npl_engine_close(npl_engine *e);
+
+/* Appends a user turn (rendered through the chat template unless disabled),
+ * prefills only the tokens the KV cache does not hold yet, and generates the
+ * answer, streaming it to cb. Returns NPL_DONE, NPL_CONTEXT_FULL,
+ * NPL_CANCELLED or an error. */
+npl_status npl_engine_chat(npl_engine *e, const char *user_text, npl_text_cb cb, void *user);
+/* Raw completion of `text` after the current history (no template). */
+npl_status npl_engine_complete(npl_engine *e, const char *text, npl_text_cb cb, void *user);
+
+/* Step API (ailia style): set a prompt, then take one token's text at a time.
+ * npl_engine_next returns NPL_OK with a piece (maybe empty while a UTF-8
+ * character is incomplete), or NPL_DONE / an error when generation ends. */
+npl_status npl_engine_set_prompt(npl_engine *e, const char *user_text);
+npl_status npl_engine_next(npl_engine *e, const char **text, size_t *len);
+
+/* Forget the last n tokens of history (they are re-computed if needed). */
+npl_status npl_engine_rollback(npl_engine *e, int n_tokens);
+/* Forget the whole conversation; keeps the model loaded. */
+npl_status npl_engine_reset(npl_engine *e);
+/* Ask a running generation to stop; safe from any thread. */
+void npl_engine_cancel(npl_engine *e);
+npl_status npl_engine_stats(const npl_engine *e, npl_stats *out);
+const char *npl_engine_last_error(const npl_engine *e);
+
+/* Tokenizer access. Returns the token count (writes at most cap), or -1. */
+int64_t npl_engine_tokenize(npl_engine *e, const char *text, size_t len, int add_special, int parse_special,
+                            int32_t *ids, int64_t cap);
+/* Text of one token (bytes written or needed), -1 if id is out of range. */
+int npl_engine_token_to_piece(npl_engine *e, int32_t id, char *buf, int cap);
+int npl_engine_n_vocab(const npl_engine *e);
+
+/* Logits of the next token after feeding `ids` at the end of the history
+ * (teacher forcing; used by perplexity tools). Valid until the next call. */
+const float *npl_engine_eval(npl_engine *e, const int32_t *ids, int n, npl_status *status);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,391 @@
+/* npl_engine: opening a model (GGUF or MNN-style config.json), the
+ * conversation state and tokenization of new turns. Generation itself is in
+ * engine_generate.c. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "llm/engine_config.h"
+#include "llm/engine_impl.h"
+
+npl_engine_params npl_engine_default_params(void) {
+    npl_engine_params p;
+    memset(&p, 0, sizeof(p));
+    p.max_new_tokens = 512;
+    p.use_template = 1;
+    p.temperature = 0.8f;
+    p.top_k = 40;
+    p.top_p = 0.95f;
+    p.min_p = 0.05f;
+    p.repeat_penalty = 1.0f;
+    p.repeat_last_n = 64;
+    p.seed = 0xFFFFFFFFu;
+    return p;
+}
+
+double npl_engine_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+npl_status npl_engine_fail(npl_engine *e, npl_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->err, sizeof(e->err), fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+const char *npl_engine_last_error(const npl_engine *e) { return e ? e->err : "no engine"; }
+
+int npl_engine_append(char **buf, size_t *len, size_t *cap, const char *s, size_t n) {
+    if (*len + n + 1 > *cap) {
+        size_t nc = *cap ? *cap : 256;
+        while (nc < *len + n + 1) nc *= 2;
+        char *nb = realloc(*buf, nc);
+        if (!nb) return -1;
+        *buf = nb;
+        *cap = nc;
+    }
+    memcpy(*buf + *len, s, n);
+    *len += n;
+    (*buf)[*len] = 0;
+    return 0;
+}
+
+static void free_msgs(npl_engine *e) {
+    for (size_t i = 0; i < e->n_msgs; i++) {
+        free((char *)e->msgs[i].role);
+        free((char *)e->msgs[i].content);
+    }
+    e->n_msgs = 0;
+}
+
+void npl_engine_close(npl_engine *e) {
+    if (!e) return;
+    free_msgs(e);
+    free(e->msgs);
+    free(e->hist);
+    free(e->fed);
+    free(e->feed);
+    free(e->answer);
+    free(e->chunk_tok);
+    free(e->chunk_pos);
+    npl_text_stream_free(&e->ts);
+    npl_sampler_free(e->smp);
+    npl_tokenizer_free(e->tok);
+    npl_runner_close(e->r);
+    for (int i = 0; i < 4; i++) free(e->owned_strings[i]);
+    free(e);
+}
+
+static const char *own(npl_engine *e, int slot, const char *s) {
+    if (!s) return NULL;
+    free(e->owned_strings[slot]);
+    e->owned_strings[slot] = strdup(s);
+    return e->owned_strings[slot];
+}
+
+static npl_status validate(const npl_engine_params *p, char *err, size_t errlen) {
+#define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); return NPL_ERR_ARGUMENT; } while (0)
+    if (p->n_ctx < 0) BAD("n_ctx %d must not be negative", p->n_ctx);
+    if (p->n_threads < 0 || p->n_threads > 256) BAD("n_threads %d out of range [0, 256]", p->n_threads);
+    if (p->max_new_tokens < 0) BAD("max_new_tokens %d must not be negative", p->max_new_tokens);
+    if (p->top_p < 0 || p->top_p > 1) BAD("top_p %g out of range [0, 1]", p->top_p);
+    if (p->min_p < 0 || p->min_p > 1) BAD("min_p %g out of range [0, 1]", p->min_p);
+    if (p->repeat_penalty <= 0) BAD("repeat_penalty %g must be positive", p->repeat_penalty);
+    if (p->n_chunk_limits < 0 || p->n_chunk_limits > NPL_MAX_CHUNK_LIMITS) BAD("%d chunk limits (max %d)", p->n_chunk_limits, NPL_MAX_CHUNK_LIMITS);
+    for (int i = 0; i < p->n_chunk_limits; i++)
+        if (p->chunk_limits[i] <= 0) BAD("chunk_limits[%d] = %d must be positive", i, p->chunk_limits[i]);
+    return NPL_OK;
+#undef BAD
+}
+
+npl_engine *npl_engine_open(const char *path, const npl_engine_params *params, char *err, size_t errlen) {
+    npl_engine_params p = params ? *params : npl_engine_default_params();
+    if (!path) {
+        snprintf(err, errlen, "no model path");
+        return NULL;
+    }
+    npl_engine *e = calloc(1, sizeof(*e));
+    if (!e) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    /* an MNN-style config.json names the model and overrides parameters */
+    char model_path[4096];
+    snprintf(model_path, sizeof(model_path), "%s", path);
+    if (npl_engine_config_is_json(path)) {
+        if (npl_engine_config_load(path, &p, model_path, sizeof(model_path), e->owned_strings, err, errlen)) goto fail;
+    }
+    /* keep our own copies of caller strings */
+    p.chat_template = own(e, 1, p.chat_template);
+    p.system_prompt = own(e, 2, p.system_prompt);
+    p.stop = own(e, 3, p.stop);
+    if (validate(&p, err, errlen) != NPL_OK) goto fail;
+    /* sort chunk limits ascending: the block size is the largest */
+    for (int i = 1; i < p.n_chunk_limits; i++)
+        for (int j = i; j > 0 && p.chunk_limits[j - 1] > p.chunk_limits[j]; j--) {
+            int t = p.chunk_limits[j];
+            p.chunk_limits[j] = p.chunk_limits[j - 1];
+            p.chunk_limits[j - 1] = t;
+        }
+    e->p = p;
+    npl_runner_params rp = npl_runner_default_params();
+    rp.n_ctx = p.n_ctx;
+    rp.n_threads = p.n_threads;
+    rp.kv_budget = p.kv_budget_bytes;
+    if (!(e->r = npl_runner_open(model_path, &rp, err, errlen))) goto fail;
+    if (!(e->tok = npl_tokenizer_load(npl_runner_gguf(e->r), err, errlen))) goto fail;
+    e->n_ctx = npl_runner_n_ctx(e->r);
+    e->n_vocab = npl_runner_hparams(e->r)->n_vocab;
+    if (npl_tokenizer_n_vocab(e->tok) > e->n_vocab) {
+        snprintf(err, errlen, "%s: tokenizer.ggml.tokens: %d tokens but the output layer has %d", model_path,
+                 npl_tokenizer_n_vocab(e->tok), e->n_vocab);
+        goto fail;
+    }
+    /* chat template: the override, else detected, else by architecture */
+    if (p.chat_template) {
+        if (npl_chat_tmpl_from_name(p.chat_template, &e->tmpl, err, errlen)) goto fail;
+    } else {
+        npl_gguf_str js;
+        e->tmpl = NPL_CHAT_TMPL_UNKNOWN;
+        if (npl_gguf_get_str(npl_runner_gguf(e->r), "tokenizer.chat_template", &js) == 0) {
+            char *copy = strndup(js.ptr, js.len);
+            if (copy) e->tmpl = npl_chat_tmpl_detect(copy, NULL);
+            free(copy);
+        }
+        if (e->tmpl == NPL_CHAT_TMPL_UNKNOWN) {
+            npl_arch a = npl_runner_hparams(e->r)->arch;
+            e->tmpl = a == NPL_ARCH_GEMMA3 ? NPL_CHAT_TMPL_GEMMA : a == NPL_ARCH_LLAMA ? NPL_CHAT_TMPL_LLAMA3 : NPL_CHAT_TMPL_CHATML;
+        }
+    }
+    npl_sampler_params sp = npl_sampler_default_params();
+    sp.seed = p.seed;
+    sp.temp = p.temperature;
+    sp.top_k = p.top_k;
+    sp.top_p = p.top_p;
+    sp.min_p = p.min_p;
+    sp.repeat_penalty = p.repeat_penalty;
+    sp.repeat_last_n = p.repeat_last_n;
+    sp.freq_penalty = p.frequency_penalty;
+    sp.presence_penalty = p.presence_penalty;
+    if (!(e->smp = npl_sampler_chain_from_params(&sp, e->n_vocab, err, errlen))) goto fail;
+    int max_chunk = p.n_chunk_limits ? p.chunk_limits[p.n_chunk_limits - 1] : 512;
+    e->chunk_cap = max_chunk;
+    e->hist = malloc(sizeof(int32_t) * (size_t)e->n_ctx);
+    e->chunk_tok = malloc(sizeof(int32_t) * (size_t)max_chunk);
+    e->chunk_pos = malloc(sizeof(int32_t) * (size_t)max_chunk);
+    if (!e->hist || !e->chunk_tok || !e->chunk_pos) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    npl_text_stream_init(&e->ts, p.stop);
+    e->fed_valid = 1;
+    e->unfed = -1;
+    return e;
+fail:
+    npl_engine_close(e);
+    return NULL;
+}
+
+npl_status npl_engine_reset(npl_engine *e) {
+    if (!e) return NPL_ERR_ARGUMENT;
+    free_msgs(e);
+    e->n_past = 0;
+    e->fed_len = 0;
+    e->fed_valid = 1;
+    e->gen_active = 0;
+    e->n_feed = 0;
+    e->unfed = -1;
+    npl_sampler_reset(e->smp);
+    return NPL_OK;
+}
+
+npl_status npl_engine_rollback(npl_engine *e, int n) {
+    if (!e) return NPL_ERR_ARGUMENT;
+    if (n < 0 || n > e->n_past) return npl_engine_fail(e, NPL_ERR_ARGUMENT, "rollback of %d tokens: history holds %d", n, e->n_past);
+    e->n_past -= n;
+    e->gen_active = 0;
+    e->unfed = -1;
+    /* the text of what remains, so a later turn can still reuse the cache */
+    e->fed_len = 0;
+    int64_t need = npl_detokenize(e->tok, e->hist, e->n_past, NULL, 0, 1, 1);
+    if (need >= 0 && npl_engine_append(&e->fed, &e->fed_len, &e->fed_cap, "", 0) == 0) {
+        char *buf = malloc((size_t)need + 1);
+        if (buf && npl_detokenize(e->tok, e->hist, e->n_past, buf, need, 1, 1) == need)
+            npl_engine_append(&e->fed, &e->fed_len, &e->fed_cap, buf, (size_t)need);
+        free(buf);
+    }
+    e->fed_valid = e->n_past == 0 || e->fed_len > 0;
+    return NPL_OK;
+}
+
+void npl_engine_cancel(npl_engine *e) {
+    if (e) atomic_store(&e->cancel, 1);
+}
+
+npl_status npl_engine_stats(const npl_engine *e, npl_stats *out) {
+    if (!e || !out) return NPL_ERR_ARGUMENT;
+    *out = e->stats;
+    out->n_past = e->n_past;
+    return NPL_OK;
+}
+
+int npl_engine_n_vocab(const npl_engine *e) { return e ? e->n_vocab : 0; }
+
+int64_t npl_engine_tokenize(npl_engine *e, const char *text, size_t len, int add_special, int parse_special,
+                            int32_t *ids, int64_t cap) {
+    if (!e || (!text && len)) return -1;
+    return npl_tokenize(e->tok, text ? text : "", len, add_special, parse_special, ids, cap);
+}
+
+int npl_engine_token_to_piece(npl_engine *e, int32_t id, char *buf, int cap) {
+    if (!e) return -1;
+    return npl_token_to_piece(e->tok, id, buf, cap, 1);
+}
+
+/* Does text contain special-token text that parse_special would turn into a
+ * control token? Such user text must stay plain text. */
+static int has_special_text(npl_engine *e, const char *text) {
+    size_t len = strlen(text);
+    int64_t n = npl_tokenize(e->tok, text, len, 0, 1, NULL, 0);
+    if (n <= 0) return 0;
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)n);
+    int found = 0;
+    if (ids && npl_tokenize(e->tok, text, len, 0, 1, ids, n) == n)
+        for (int64_t i = 0; i < n && !found; i++)
+            found = (npl_tokenizer_token_attr(e->tok, ids[i]) & (NPL_TOKEN_ATTR_CONTROL | NPL_TOKEN_ATTR_USER_DEFINED)) != 0;
+    free(ids);
+    return found;
+}
+
+static npl_status feed_ids(npl_engine *e, const int32_t *ids, int64_t n) {
+    if (e->n_feed + n > e->feed_cap) {
+        int nc = e->n_feed + (int)n + 64;
+        int32_t *nf = realloc(e->feed, sizeof(int32_t) * (size_t)nc);
+        if (!nf) return npl_engine_fail(e, NPL_ERR_MEMORY, "out of memory");
+        e->feed = nf;
+        e->feed_cap = nc;
+    }
+    memcpy(e->feed + e->n_feed, ids, sizeof(int32_t) * (size_t)n);
+    e->n_feed += (int)n;
+    return NPL_OK;
+}
+
+/* Appends the tokens of text to e->feed. */
+static npl_status feed_text(npl_engine *e, const char *text, size_t len, int add_special, int parse_special) {
+    int64_t n = npl_tokenize(e->tok, text, len, add_special, parse_special, NULL, 0);
+    if (n < 0) return npl_engine_fail(e, NPL_ERR_ARGUMENT, "tokenizer failed on the prompt");
+    if (n > (int64_t)e->n_ctx) return npl_engine_fail(e, NPL_CONTEXT_FULL, "prompt of %lld tokens does not fit the context of %d", (long long)n, e->n_ctx);
+    if (e->n_feed + n > e->feed_cap) {
+        int nc = e->n_feed + (int)n + 64;
+        int32_t *nf = realloc(e->feed, sizeof(int32_t) * (size_t)nc);
+        if (!nf) return npl_engine_fail(e, NPL_ERR_MEMORY, "out of memory");
+        e->feed = nf;
+        e->feed_cap = nc;
+    }
+    if (npl_tokenize(e->tok, text, len, add_special, parse_special, e->feed + e->n_feed, n) != n)
+        return npl_engine_fail(e, NPL_ERR_ARGUMENT, "tokenizer failed on the prompt");
+    e->n_feed += (int)n;
+    return NPL_OK;
+}
+
+static npl_status push_msg(npl_engine *e, const char *role, const char *content) {
+    if (e->n_msgs == e->cap_msgs) {
+        size_t nc = e->cap_msgs ? e->cap_msgs * 2 : 8;
+        npl_chat_msg *nm = realloc(e->msgs, nc * sizeof(*nm));
+        if (!nm) return npl_engine_fail(e, NPL_ERR_MEMORY, "out of memory");
+        e->msgs = nm;
+        e->cap_msgs = nc;
+    }
+    char *r = strdup(role), *c = strdup(content);
+    if (!r || !c) {
+        free(r);
+        free(c);
+        return npl_engine_fail(e, NPL_ERR_MEMORY, "out of memory");
+    }
+    e->msgs[e->n_msgs].role = r;
+    e->msgs[e->n_msgs].content = c;
+    e->n_msgs++;
+    return NPL_OK;
+}
+
+npl_status npl_engine_push_assistant(npl_engine *e, const char *text);
+npl_status npl_engine_push_assistant(npl_engine *e, const char *text) { return push_msg(e, "assistant", text); }
+
+/* Builds e->feed for a new user turn: renders the conversation, and if the
+ * cache holds a prefix of it, tokenizes only the rest. */
+npl_status npl_engine_build_turn(npl_engine *e, const char *user_text, int templated) {
+    e->n_feed = 0;
+    int32_t unfed = e->unfed; /* generated last time, never forwarded */
+    e->unfed = -1;
+    if (unfed >= 0 && e->n_past > 0) {
+        npl_status st = feed_ids(e, &unfed, 1);
+        if (st != NPL_OK) return st;
+    }
+    if (!templated) {
+        /* raw text is the caller's own prompt: special-token text in it is
+         * meant as tokens, as llama.cpp's raw prompts are */
+        npl_status st = feed_text(e, user_text, strlen(user_text), e->n_past == 0, 1);
+        e->fed_valid = 0; /* raw text: no template prefix to match later */
+        return st;
+    }
+    if (e->n_msgs == 0 && e->p.system_prompt && *e->p.system_prompt) {
+        npl_status st = push_msg(e, "system", e->p.system_prompt);
+        if (st != NPL_OK) return st;
+    }
+    npl_status st = push_msg(e, "user", user_text);
+    if (st != NPL_OK) return st;
+    npl_chat_buf full = {0};
+    if (npl_chat_render(e->tmpl, e->msgs, e->n_msgs, 1, &full, e->err, sizeof(e->err))) {
+        npl_chat_buf_free(&full);
+        e->n_msgs--;
+        return NPL_ERR_ARGUMENT;
+    }
+    size_t start = 0;
+    if (e->fed_valid && e->n_past > 0 && e->fed_len <= full.len && !memcmp(full.data, e->fed, e->fed_len)) {
+        start = e->fed_len; /* the cache already holds this prefix */
+    } else if (e->n_past > 0) {
+        e->n_past = 0; /* history diverged: start over */
+        e->n_feed = 0;
+        e->fed_len = 0;
+        npl_sampler_reset(e->smp);
+    }
+    int unsafe = 0;
+    for (size_t i = 0; i < e->n_msgs; i++) unsafe |= has_special_text(e, e->msgs[i].content);
+    if (!unsafe) {
+        st = feed_text(e, full.data + start, full.len - start, start == 0, 1);
+    } else {
+        /* render with a marker per message content: template text is parsed
+         * for special tokens, user content never is */
+        st = feed_text(e, full.data + start, 0, start == 0, 1); /* BOS only */
+        size_t pos = start;
+        for (size_t i = 0; i < e->n_msgs && st == NPL_OK; i++) {
+            const char *c = e->msgs[i].content;
+            size_t cl = strlen(c);
+            const char *hit = cl ? memmem(full.data + pos, full.len - pos, c, cl) : NULL;
+            if (!hit) continue;
+            size_t at = (size_t)(hit - full.data);
+            st = feed_text(e, full.data + pos, at - pos, 0, 1);
+            if (st == NPL_OK) st = feed_text(e, c, cl, 0, 0);
+            pos = at + cl;
+        }
+        if (st == NPL_OK) st = feed_text(e, full.data + pos, full.len - pos, 0, 1);
+    }
+    if (st == NPL_OK) {
+        e->fed_len = start;
+        if (npl_engine_append(&e->fed, &e->fed_len, &e->fed_cap, full.data + start, full.len - start))
+            st = npl_engine_fail(e, NPL_ERR_MEMORY, "out of memory");
+        e->fed_valid = 1;
+    } else {
+        e->n_msgs--;
+        free((char *)e->msgs[e->n_msgs].role);
+        free((char *)e->msgs[e->n_msgs].content);
+    }
+    npl_chat_buf_free(&full);
+    return st;
+}

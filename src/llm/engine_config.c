@@ -1,0 +1,125 @@
+/* MNN-style config.json (see engine_config.h), parsed with cJSON. */
+#include "llm/engine_config.h"
+#include "llm/sampler.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_CONFIG_BYTES = 1 << 20 };
+
+int npl_engine_config_is_json(const char *path) {
+    size_t n = strlen(path);
+    return n >= 5 && !strcmp(path + n - 5, ".json");
+}
+
+static int bad(char *err, size_t errlen, const char *path, const char *key, const char *what) {
+    snprintf(err, errlen, "%s: %s: %s", path, key, what);
+    return -1;
+}
+
+/* Integer field in [lo, hi]; absent leaves *out alone. */
+static int get_int(const cJSON *root, const char *key, long lo, long hi, int *out, const char *path, char *err,
+                   size_t errlen) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!v) return 0;
+    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(long)v->valuedouble)
+        return bad(err, errlen, path, key, "must be an integer");
+    if (v->valuedouble < lo || v->valuedouble > hi) return bad(err, errlen, path, key, "out of range");
+    *out = (int)v->valuedouble;
+    return 0;
+}
+
+int npl_engine_config_load(const char *path, npl_engine_params *p, char *model_path, size_t model_len,
+                           char **owned, char *err, size_t errlen) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    char *text = malloc(MAX_CONFIG_BYTES + 1);
+    size_t n = text ? fread(text, 1, MAX_CONFIG_BYTES + 1, fp) : 0;
+    fclose(fp);
+    if (!text) return bad(err, errlen, path, "file", "out of memory");
+    if (n > MAX_CONFIG_BYTES) {
+        free(text);
+        return bad(err, errlen, path, "file", "larger than 1 MiB");
+    }
+    text[n] = 0;
+    cJSON *root = cJSON_ParseWithLength(text, n);
+    free(text);
+    if (!root || !cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return bad(err, errlen, path, "file", "not a JSON object (malformed or nested too deeply)");
+    }
+    int rc = -1;
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "llm_model");
+    if (!m) { bad(err, errlen, path, "llm_model", "missing"); goto done; }
+    if (!cJSON_IsString(m) || !*m->valuestring) { bad(err, errlen, path, "llm_model", "must be a non-empty string"); goto done; }
+    /* resolve relative to the config's directory */
+    const char *slash = strrchr(path, '/');
+    if (m->valuestring[0] == '/' || !slash) snprintf(model_path, model_len, "%s", m->valuestring);
+    else snprintf(model_path, model_len, "%.*s/%s", (int)(slash - path), path, m->valuestring);
+    if (get_int(root, "thread_num", 0, 256, &p->n_threads, path, err, errlen) ||
+        get_int(root, "max_new_tokens", 0, 1 << 24, &p->max_new_tokens, path, err, errlen) ||
+        get_int(root, "max_context_length", 1, 1 << 24, &p->n_ctx, path, err, errlen))
+        goto done;
+    const cJSON *ut = cJSON_GetObjectItemCaseSensitive(root, "use_template");
+    if (ut) {
+        if (!cJSON_IsBool(ut)) { bad(err, errlen, path, "use_template", "must be true or false"); goto done; }
+        p->use_template = cJSON_IsTrue(ut);
+    }
+    const cJSON *sys = cJSON_GetObjectItemCaseSensitive(root, "system_prompt");
+    if (sys) {
+        if (!cJSON_IsString(sys)) { bad(err, errlen, path, "system_prompt", "must be a string"); goto done; }
+        free(owned[0]);
+        owned[0] = strdup(sys->valuestring);
+        p->system_prompt = owned[0];
+    }
+    const cJSON *bt = cJSON_GetObjectItemCaseSensitive(root, "backend_type");
+    if (bt && !cJSON_IsString(bt)) { bad(err, errlen, path, "backend_type", "must be a string"); goto done; }
+    const cJSON *cl = cJSON_GetObjectItemCaseSensitive(root, "chunk_limits");
+    if (cl) {
+        if (!cJSON_IsArray(cl) || cJSON_GetArraySize(cl) < 1 || cJSON_GetArraySize(cl) > NPL_MAX_CHUNK_LIMITS) {
+            bad(err, errlen, path, "chunk_limits", "must be an array of 1 to 8 positive integers");
+            goto done;
+        }
+        int i = 0;
+        const cJSON *it;
+        cJSON_ArrayForEach(it, cl) {
+            if (!cJSON_IsNumber(it) || it->valuedouble < 1 || it->valuedouble > 65536 ||
+                it->valuedouble != (double)(int)it->valuedouble) {
+                bad(err, errlen, path, "chunk_limits", "must be an array of 1 to 8 positive integers");
+                goto done;
+            }
+            p->chunk_limits[i++] = (int)it->valuedouble;
+        }
+        p->n_chunk_limits = i;
+    }
+    /* sampler keys (sampler_type, temperature, topK, topP, minP, penalty, ...):
+     * the sampler's own MNN mapping validates them */
+    npl_sampler_params sp = npl_sampler_default_params();
+    sp.temp = p->temperature;
+    sp.top_k = p->top_k;
+    sp.top_p = p->top_p;
+    sp.min_p = p->min_p;
+    sp.repeat_penalty = p->repeat_penalty;
+    sp.repeat_last_n = p->repeat_last_n;
+    char serr[256];
+    if (npl_sampler_params_from_mnn(&sp, root, serr, sizeof(serr))) {
+        snprintf(err, errlen, "%s: %s", path, serr);
+        goto done;
+    }
+    p->temperature = sp.temp;
+    p->top_k = sp.top_k;
+    p->top_p = sp.top_p;
+    p->min_p = sp.min_p;
+    p->repeat_penalty = sp.repeat_penalty;
+    p->repeat_last_n = sp.repeat_last_n;
+    rc = 0;
+done:
+    cJSON_Delete(root);
+    return rc;
+}

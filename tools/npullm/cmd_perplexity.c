@@ -1,0 +1,98 @@
+/* npullm perplexity: llama.cpp's method — the text is cut into chunks of ctx
+ * tokens (first token of each replaced by BOS when the vocabulary adds one),
+ * each evaluated from an empty cache, and the second half of each chunk is
+ * scored. --dump writes per scored position the argmax id and the
+ * log-probability of the true token. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "llm/runner.h"
+#include "llm/tokenizer.h"
+
+static const char *USAGE =
+    "usage: npullm perplexity -m MODEL -f TEXT [--ctx N] [-t N] [-b N] [--chunks N] [--dump FILE]\n";
+
+int npl_cmd_perplexity(int argc, char **argv) {
+    const char *model = NULL, *file = NULL, *dump = NULL, *v;
+    long long ctx = 512, threads = 0, batch = 64, max_chunks = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(USAGE, stdout); return 0; }
+        if (!(v = cli_value("perplexity", argc, argv, &i))) return 2;
+        if (!strcmp(a, "-m")) model = v;
+        else if (!strcmp(a, "-f")) file = v;
+        else if (!strcmp(a, "--dump")) dump = v;
+        else if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) { if (cli_int("perplexity", a, v, 4, 1 << 20, &ctx)) return 2; }
+        else if (!strcmp(a, "-t")) { if (cli_int("perplexity", a, v, 1, 256, &threads)) return 2; }
+        else if (!strcmp(a, "-b")) { if (cli_int("perplexity", a, v, 1, 4096, &batch)) return 2; }
+        else if (!strcmp(a, "--chunks")) { if (cli_int("perplexity", a, v, 1, 1 << 20, &max_chunks)) return 2; }
+        else { fprintf(stderr, "npullm perplexity: unknown flag %s\n%s", a, USAGE); return 2; }
+    }
+    if (!model || !file) { fprintf(stderr, "%s", USAGE); return 2; }
+    size_t len;
+    char *text = cli_read_file("perplexity", file, &len);
+    if (!text) return 1;
+    char err[512];
+    npl_runner_params rp = npl_runner_default_params();
+    rp.n_ctx = (int)ctx;
+    rp.n_threads = (int)threads;
+    npl_runner *r = npl_runner_open(model, &rp, err, sizeof(err));
+    npl_tokenizer *t = r ? npl_tokenizer_load(npl_runner_gguf(r), err, sizeof(err)) : NULL;
+    int rc = 1;
+    int32_t *ids = NULL;
+    FILE *df = NULL;
+    if (!t) { fprintf(stderr, "npullm perplexity: %s\n", err); goto done; }
+    int add_bos = npl_tokenizer_add_bos(t);
+    int64_t n = npl_tokenize(t, text, len, add_bos, 0, NULL, 0);
+    ids = n > 0 ? malloc(sizeof(int32_t) * (size_t)n) : NULL;
+    if (!ids || npl_tokenize(t, text, len, add_bos, 0, ids, n) != n) { fprintf(stderr, "npullm perplexity: tokenization failed\n"); goto done; }
+    int64_t n_chunks = n / ctx;
+    if (max_chunks && n_chunks > max_chunks) n_chunks = max_chunks;
+    if (n_chunks < 1) { fprintf(stderr, "npullm perplexity: %s: %lld tokens, need at least --ctx %lld\n", file, (long long)n, ctx); goto done; }
+    if (dump && !(df = fopen(dump, "w"))) { fprintf(stderr, "npullm perplexity: %s: cannot write\n", dump); goto done; }
+    int n_vocab = npl_runner_hparams(r)->n_vocab, first = (int)ctx / 2;
+    double nll = 0;
+    int64_t scored = 0;
+    int32_t *chunk = malloc(sizeof(int32_t) * (size_t)ctx);
+    if (!chunk) goto done;
+    fprintf(stderr, "perplexity: %lld tokens, %lld chunks of %lld\n", (long long)n, (long long)n_chunks, ctx);
+    for (int64_t c = 0; c < n_chunks; c++) {
+        memcpy(chunk, ids + c * ctx, sizeof(int32_t) * (size_t)ctx);
+        if (add_bos) chunk[0] = npl_tokenizer_bos(t);
+        for (int b0 = 0; b0 < ctx - 1; b0 += (int)batch) {
+            int nb = b0 + (int)batch < ctx - 1 ? (int)batch : (int)ctx - 1 - b0;
+            const float *lg = npl_runner_forward(r, chunk + b0, nb, b0, nb, err, sizeof(err));
+            if (!lg) { fprintf(stderr, "npullm perplexity: %s\n", err); free(chunk); goto done; }
+            for (int j = 0; j < nb; j++) {
+                int pos = b0 + j;
+                if (pos < first) continue;
+                const float *row = lg + (size_t)j * n_vocab;
+                int32_t truth = ids[c * ctx + pos + 1];
+                double mx = row[0], sum = 0;
+                int arg = 0;
+                for (int k = 1; k < n_vocab; k++) if (row[k] > mx) mx = row[k], arg = k;
+                for (int k = 0; k < n_vocab; k++) sum += exp((double)row[k] - mx);
+                double lp = (double)row[truth] - mx - log(sum);
+                nll -= lp;
+                scored++;
+                if (df) fprintf(df, "%d %.6f\n", arg, lp);
+            }
+        }
+        fprintf(stderr, "[%lld] %.4f\n", (long long)c + 1, exp(nll / (double)scored));
+    }
+    free(chunk);
+    printf("perplexity: %.4f over %lld scored tokens (ctx %lld, %lld chunks)\n", exp(nll / (double)scored),
+           (long long)scored, ctx, (long long)n_chunks);
+    rc = 0;
+done:
+    if (df && fclose(df) != 0) rc = 1;
+    free(ids);
+    npl_tokenizer_free(t);
+    npl_runner_close(r);
+    free(text);
+    return rc;
+}

@@ -1,0 +1,65 @@
+/* npullm tokenize: token ids (and pieces) of a text, like llama-tokenize. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "format/gguf.h"
+#include "llm/tokenizer.h"
+
+static const char *USAGE =
+    "usage: npullm tokenize -m MODEL [-p TEXT | -f FILE] [--ids] [--no-parse-special] [--no-bos]\n"
+    "  prints one line per token: id and piece; --ids prints only [id, id, ...]\n";
+
+int npl_cmd_tokenize(int argc, char **argv) {
+    const char *model = NULL, *prompt = NULL, *file = NULL, *v;
+    int ids_only = 0, parse_special = 1, add_special = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(USAGE, stdout); return 0; }
+        if (!strcmp(a, "--ids")) { ids_only = 1; continue; }
+        if (!strcmp(a, "--no-parse-special")) { parse_special = 0; continue; }
+        if (!strcmp(a, "--no-bos")) { add_special = 0; continue; }
+        if (!(v = cli_value("tokenize", argc, argv, &i))) return 2;
+        if (!strcmp(a, "-m")) model = v;
+        else if (!strcmp(a, "-p")) prompt = v;
+        else if (!strcmp(a, "-f")) file = v;
+        else { fprintf(stderr, "npullm tokenize: unknown flag %s\n%s", a, USAGE); return 2; }
+    }
+    if (!model || (!prompt && !file)) { fprintf(stderr, "%s", USAGE); return 2; }
+    size_t len = prompt ? strlen(prompt) : 0;
+    char *text = NULL;
+    if (file && !(text = cli_read_file("tokenize", file, &len))) return 1;
+    char err[512];
+    npl_gguf *g = npl_gguf_open(model, NULL, err, sizeof(err));
+    npl_tokenizer *t = g ? npl_tokenizer_load(g, err, sizeof(err)) : NULL;
+    int rc = 1;
+    if (!t) { fprintf(stderr, "npullm tokenize: %s\n", err); goto done; }
+    const char *src = text ? text : prompt;
+    int64_t n = npl_tokenize(t, src, len, add_special, parse_special, NULL, 0);
+    int32_t *ids = n >= 0 ? malloc(sizeof(int32_t) * (size_t)(n + 1)) : NULL;
+    if (!ids || npl_tokenize(t, src, len, add_special, parse_special, ids, n) != n) {
+        fprintf(stderr, "npullm tokenize: tokenization failed\n");
+        free(ids);
+        goto done;
+    }
+    if (ids_only) {
+        printf("[");
+        for (int64_t i = 0; i < n; i++) printf("%s%d", i ? ", " : "", ids[i]);
+        printf("]\n");
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            char piece[512];
+            int pl = npl_token_to_piece(t, ids[i], piece, sizeof(piece), 1);
+            printf("%6d -> '%.*s'\n", ids[i], pl > 0 && pl <= (int)sizeof(piece) ? pl : 0, piece);
+        }
+    }
+    free(ids);
+    rc = 0;
+done:
+    npl_tokenizer_free(t);
+    npl_gguf_close(g);
+    free(text);
+    return rc;
+}
