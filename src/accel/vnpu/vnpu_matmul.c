@@ -2,6 +2,7 @@
  * dynamic per-row int8/int16 quantization), splits 32x32 blocks across the
  * pool, and the generic C kernels every other family is tested against. */
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "accel/vnpu/vnpu.h"
@@ -23,7 +24,43 @@ size_t vnpu_matmul_scratch(const vnpu_mm_table *tab, const vnpu_pack *p, int64_t
 
 /* ---- activation preparation ---- */
 
+void vnpu_prep_generic(int act, const float *x, int64_t k, int64_t kpad, int64_t bk, uint8_t *dst, float *xs,
+                       float *xsum) {
+    float *f = (float *)dst;
+    uint16_t *h = (uint16_t *)dst;
+    const size_t es = act_esize(act);
+    switch (act) {
+    case VNPU_ACT_F32: memcpy(f, x, (size_t)k * 4); break;
+    case VNPU_ACT_F16R: for (int64_t i = 0; i < k; i++) f[i] = npl_f16_to_f32(npl_f32_to_f16(x[i])); break;
+    case VNPU_ACT_BF16R: for (int64_t i = 0; i < k; i++) f[i] = npl_bf16_to_f32(npl_f32_to_bf16(x[i])); break;
+    case VNPU_ACT_BF16: for (int64_t i = 0; i < k; i++) h[i] = npl_f32_to_bf16(x[i]); break;
+    default: {
+        const float lim = act == VNPU_ACT_I8 ? 127.0f : 32767.0f;
+        float amax = 0.0f;
+        for (int64_t i = 0; i < k; i++) amax = fmaxf(amax, fabsf(x[i]));
+        const float inv = amax > 0.0f ? lim / amax : 0.0f;
+        *xs = amax > 0.0f ? amax / lim : 0.0f;
+        for (int64_t b = 0; b * bk < kpad; b++) {
+            int32_t s = 0;
+            for (int64_t i = b * bk; i < (b + 1) * bk; i++) {
+                float v = i < k ? nearbyintf(x[i] * inv) : 0.0f;
+                int32_t q = (int32_t)fminf(lim, fmaxf(-lim, v));
+                s += q;
+                if (act == VNPU_ACT_I8) ((int8_t *)dst)[i] = (int8_t)q;
+                else h[i] = (uint16_t)(int16_t)q;
+            }
+            xsum[b] = (float)s;
+        }
+        return;
+    }
+    }
+    memset(dst + (size_t)k * es, 0, (size_t)(kpad - k) * es);
+}
+
+/* Work is handed out in small units through an atomic counter, so a thread
+ * that the OS delays (a shared machine) does not hold the others up. */
 typedef struct {
+    const vnpu_mm_table *tab;
     const vnpu_pack *p;
     int act;
     const float *x;
@@ -31,77 +68,51 @@ typedef struct {
     uint8_t *xq;
     int64_t x_stride;
     float *xs, *xsum;
+    atomic_int_fast64_t next;
 } prep_job;
 
-static void prep_int_row(const prep_job *j, const float *x, uint8_t *dst, float *xs, float *xsum) {
-    const vnpu_pack *p = j->p;
-    const float lim = j->act == VNPU_ACT_I8 ? 127.0f : 32767.0f;
-    float amax = 0.0f;
-    for (int64_t i = 0; i < p->k; i++) amax = fmaxf(amax, fabsf(x[i]));
-    const float inv = amax > 0.0f ? lim / amax : 0.0f;
-    *xs = amax > 0.0f ? amax / lim : 0.0f;
-    for (int64_t b = 0; b < p->nblk; b++) {
-        int64_t s = 0;
-        for (int64_t i = b * p->bk; i < (b + 1) * p->bk; i++) {
-            int32_t q = 0;
-            if (i < p->k) {
-                float v = x[i] * inv;
-                q = (int32_t)(v + (v >= 0.0f ? 0.5f : -0.5f));
-                if (q > (int32_t)lim) q = (int32_t)lim;
-                if (q < -(int32_t)lim) q = -(int32_t)lim;
-            }
-            s += q;
-            if (j->act == VNPU_ACT_I8) ((int8_t *)dst)[i] = (int8_t)q;
-            else ((int16_t *)dst)[i] = (int16_t)q;
-        }
-        xsum[b] = (float)s;
-    }
-}
+#define PREP_ROWS 8
 
 static void prep_task(void *arg, int ith, int nth) {
-    const prep_job *j = arg;
+    prep_job *j = arg;
     const vnpu_pack *p = j->p;
-    for (int64_t r = j->mpad * ith / nth; r < j->mpad * (ith + 1) / nth; r++) {
-        uint8_t *dst = j->xq + r * j->x_stride;
-        if (r >= j->m) {
-            memset(dst, 0, (size_t)j->x_stride);
-            if (j->act == VNPU_ACT_I8 || j->act == VNPU_ACT_I16) {
-                j->xs[r] = 0.0f;
-                for (int64_t b = 0; b < p->nblk; b++) j->xsum[r * p->nblk + b] = 0.0f;
+    (void)ith, (void)nth;
+    for (;;) {
+        const int64_t r0 = atomic_fetch_add(&j->next, PREP_ROWS);
+        if (r0 >= j->mpad) break;
+        for (int64_t r = r0; r < r0 + PREP_ROWS && r < j->mpad; r++) {
+            uint8_t *dst = j->xq + r * j->x_stride;
+            if (r < j->m) {
+                j->tab->prep(j->act, j->x + r * p->k, p->k, p->kpad, p->bk, dst, &j->xs[r], &j->xsum[r * p->nblk]);
+                continue;
             }
-            continue;
+            memset(dst, 0, (size_t)j->x_stride);
+            j->xs[r] = 0.0f;
+            for (int64_t b = 0; b < p->nblk; b++) j->xsum[r * p->nblk + b] = 0.0f;
         }
-        const float *x = j->x + r * p->k;
-        float *f = (float *)dst;
-        uint16_t *h = (uint16_t *)dst;
-        switch (j->act) {
-        case VNPU_ACT_F32: memcpy(f, x, (size_t)p->k * 4); break;
-        case VNPU_ACT_F16R: for (int64_t i = 0; i < p->k; i++) f[i] = npl_f16_to_f32(npl_f32_to_f16(x[i])); break;
-        case VNPU_ACT_BF16R: for (int64_t i = 0; i < p->k; i++) f[i] = npl_bf16_to_f32(npl_f32_to_bf16(x[i])); break;
-        case VNPU_ACT_BF16: for (int64_t i = 0; i < p->k; i++) h[i] = npl_f32_to_bf16(x[i]); break;
-        default: prep_int_row(j, x, dst, &j->xs[r], &j->xsum[r * p->nblk]); continue;
-        }
-        size_t es = act_esize(j->act);
-        memset(dst + (size_t)p->k * es, 0, (size_t)(p->kpad - p->k) * es);
     }
 }
 
 /* ---- block scheduling ---- */
 
+#define ROW_CHUNK 4 /* row blocks per unit: the weight panel is reused across them */
+
 typedef struct {
     vnpu_mm_fn fn;
     vnpu_mm_job job;
-    int64_t nrb, ncb;
+    int64_t nrb, ncb, nrc;
+    atomic_int_fast64_t next;
 } run_job;
 
 static void run_task(void *arg, int ith, int nth) {
-    const run_job *r = arg;
-    const int64_t units = r->nrb * r->ncb, u0 = units * ith / nth, u1 = units * (ith + 1) / nth;
-    for (int64_t u = u0; u < u1;) { /* units are column-block-major: merge runs of one column block */
-        int64_t cb = u / r->nrb, rb0 = u % r->nrb, rb1 = r->nrb;
-        if (cb * r->nrb + rb1 > u1) rb1 = u1 - cb * r->nrb;
+    run_job *r = arg;
+    (void)ith, (void)nth;
+    for (;;) { /* units are column-block-major: (cb, row chunk) */
+        const int64_t u = atomic_fetch_add(&r->next, 1);
+        if (u >= r->ncb * r->nrc) break;
+        const int64_t cb = u / r->nrc, rb0 = (u % r->nrc) * ROW_CHUNK;
+        const int64_t rb1 = rb0 + ROW_CHUNK < r->nrb ? rb0 + ROW_CHUNK : r->nrb;
         r->fn(&r->job, rb0 * VNPU_BLOCK, rb1 * VNPU_BLOCK, cb * VNPU_BLOCK, (cb + 1) * VNPU_BLOCK);
-        u = cb * r->nrb + rb1;
     }
 }
 
@@ -109,14 +120,17 @@ void vnpu_matmul(const vnpu_mm_table *tab, npl_pool *pool, const vnpu_pack *p, c
                  int64_t y_stride, int64_t ncols, uint8_t *scratch) {
     const int act = tab->act[p->fmt];
     const int64_t mpad = round_up(m, VNPU_BLOCK);
-    prep_job pj = {p, act, x, m, mpad, scratch, p->kpad * (int64_t)act_esize(act), NULL, NULL};
-    size_t off = a64((size_t)mpad * (size_t)pj.x_stride);
-    pj.xs = (float *)(scratch + off);
-    pj.xsum = (float *)(scratch + off + a64((size_t)mpad * 4));
-    npl_pool_run(pool, prep_task, &pj);
-    run_job rj = {tab->fn[p->fmt], {p, pj.xq, pj.x_stride, pj.xs, pj.xsum, y, y_stride, m, ncols},
-                  mpad / VNPU_BLOCK, p->npad / VNPU_BLOCK};
-    npl_pool_run(pool, run_task, &rj);
+    prep_job *pj = &(prep_job){tab, p, act, x, m, mpad, scratch, p->kpad * (int64_t)act_esize(act), NULL, NULL, 0};
+    size_t off = a64((size_t)mpad * (size_t)pj->x_stride);
+    pj->xs = (float *)(scratch + off);
+    pj->xsum = (float *)(scratch + off + a64((size_t)mpad * 4));
+    atomic_init(&pj->next, 0);
+    npl_pool_run(pool, prep_task, pj);
+    run_job *rj = &(run_job){tab->fn[p->fmt], {p, pj->xq, pj->x_stride, pj->xs, pj->xsum, y, y_stride, m, ncols},
+                             mpad / VNPU_BLOCK, p->npad / VNPU_BLOCK, 0, 0};
+    rj->nrc = (rj->nrb + ROW_CHUNK - 1) / ROW_CHUNK;
+    atomic_init(&rj->next, 0);
+    npl_pool_run(pool, run_task, rj);
 }
 
 /* ---- generic kernels: plain C over the packed layout ---- */
@@ -208,4 +222,5 @@ void vnpu_mm_fill_generic(vnpu_mm_table *t) {
     t->act[VNPU_PK_I8] = VNPU_ACT_I8;
     t->act[VNPU_PK_I16] = VNPU_ACT_I16;
     for (int f = 0; f < VNPU_PK_COUNT; f++) t->kname[f] = "generic";
+    t->prep = vnpu_prep_generic;
 }

@@ -67,11 +67,22 @@ typedef struct {
  * exceed m: padded rows are computed, never written). */
 typedef void (*vnpu_mm_fn)(const vnpu_mm_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1);
 
+/* Prepares one activation row of k floats for `act` into dst (kpad
+ * elements, zero-padded). Int kinds: symmetric, round-to-nearest-even,
+ * *xs = amax / qmax, xsum[b] = sum of the quantized values of k-block b. */
+typedef void (*vnpu_prep_fn)(int act, const float *x, int64_t k, int64_t kpad, int64_t bk, uint8_t *dst, float *xs,
+                             float *xsum);
+
 typedef struct {
     vnpu_mm_fn fn[VNPU_PK_COUNT];
     uint8_t act[VNPU_PK_COUNT];
     const char *kname[VNPU_PK_COUNT];
+    vnpu_prep_fn prep;
 } vnpu_mm_table;
+
+/* The generic row preparation (the reference the ISA versions match). */
+void vnpu_prep_generic(int act, const float *x, int64_t k, int64_t kpad, int64_t bk, uint8_t *dst, float *xs,
+                       float *xsum);
 
 void vnpu_mm_fill_generic(vnpu_mm_table *t);
 void vnpu_mm_fill_avx2(vnpu_mm_table *t);

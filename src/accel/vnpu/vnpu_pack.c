@@ -164,22 +164,40 @@ static void fill_panel(const fill_job *j, int64_t pi, int8_t *tmp) {
 #undef DST
 }
 
+/* int8: per (block, column) sums of q, for the VNNI u8 x s8 form */
+static void panel_sums(const fill_job *j, int64_t pi) {
+    const vnpu_pack *p = j->p;
+    const int8_t *pd = (const int8_t *)(j->dst + p->off_w) + (size_t)pi * vnpu_pk_panel_bytes(p);
+    int32_t *ws = (int32_t *)(j->dst + p->off_wsum) + pi * VNPU_PANEL;
+    for (int64_t b = 0; b < p->nblk; b++) {
+        int32_t sum[VNPU_PANEL] = {0};
+        for (int64_t q = b * p->bk / 4; q < (b + 1) * p->bk / 4; q++)
+            for (int l = 0; l < VNPU_PANEL; l++) {
+                const int8_t *e = pd + (q * VNPU_PANEL + l) * 4;
+                sum[l] += e[0] + e[1] + e[2] + e[3];
+            }
+        memcpy(ws + b * p->npad, sum, sizeof sum);
+    }
+}
+
 static void fill_task(void *arg, int ith, int nth) {
     const fill_job *j = arg;
     const int64_t np = j->p->npad / VNPU_PANEL;
     int8_t *tmp = NULL;
     const vnpu_tensor *t0 = &j->ctx->t[j->p->w[0]];
     if ((t0->dtype == NPL_ACCEL_DT_Q4_0 || t0->dtype == NPL_ACCEL_DT_Q8_0) && !(tmp = malloc((size_t)j->p->k))) return;
-    for (int64_t pi = np * ith / nth; pi < np * (ith + 1) / nth; pi++) fill_panel(j, pi, tmp);
+    for (int64_t pi = np * ith / nth; pi < np * (ith + 1) / nth; pi++) {
+        fill_panel(j, pi, tmp);
+        if (j->p->off_wsum != VNPU_NOFF) panel_sums(j, pi);
+    }
     free(tmp);
 }
 
-/* Per (block, column) scales, offsets and int8 column sums. */
+/* Per (block, column) scales and offsets. */
 static void fill_tables(const fill_job *j) {
     const vnpu_pack *p = j->p;
     float *sc = (float *)(j->dst + p->off_scale);
     float *of = p->off_offs != VNPU_NOFF ? (float *)(j->dst + p->off_offs) : NULL;
-    int32_t *ws = p->off_wsum != VNPU_NOFF ? (int32_t *)(j->dst + p->off_wsum) : NULL;
     for (int64_t c = 0; c < p->npad; c++) {
         const int part = p->n_parts == 2 && c >= p->col0[1];
         const vnpu_tensor *t = &j->ctx->t[p->w[part]];
@@ -203,13 +221,6 @@ static void fill_tables(const fill_job *j) {
             }
             sc[b * p->npad + c] = s;
             if (of) of[b * p->npad + c] = o;
-            if (ws) {
-                const int8_t *pd = (const int8_t *)(j->dst + p->off_w) + (size_t)(c / VNPU_PANEL) * vnpu_pk_panel_bytes(p);
-                int32_t sum = 0;
-                for (int64_t k = b * p->bk; k < (b + 1) * p->bk; k++)
-                    sum += pd[((k / 4) * VNPU_PANEL + c % VNPU_PANEL) * 4 + k % 4];
-                ws[b * p->npad + c] = sum;
-            }
         }
     }
 }

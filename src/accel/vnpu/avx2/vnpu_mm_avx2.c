@@ -168,7 +168,48 @@ static void mm_int_avx2(const vnpu_mm_job *j, int64_t r0, int64_t r1, int64_t c0
         }
 }
 
+/* ---- activation rows: vectorized int quantization, the rest generic ---- */
+
+static void prep_avx2(int act, const float *x, int64_t k, int64_t kpad, int64_t bk, uint8_t *dst, float *xs,
+                      float *xsum) {
+    if ((act != VNPU_ACT_I8 && act != VNPU_ACT_I16) || k % 8) {
+        vnpu_prep_generic(act, x, k, kpad, bk, dst, xs, xsum);
+        return;
+    }
+    const int i8 = act == VNPU_ACT_I8;
+    const float lim = i8 ? 127.0f : 32767.0f;
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+    __m256 mx = _mm256_setzero_ps();
+    for (int64_t i = 0; i < k; i += 8) mx = _mm256_max_ps(mx, _mm256_and_ps(_mm256_loadu_ps(x + i), absmask));
+    float m8[8], amax = 0.0f;
+    _mm256_storeu_ps(m8, mx);
+    for (int i = 0; i < 8; i++) amax = m8[i] > amax ? m8[i] : amax;
+    const __m256 inv = _mm256_set1_ps(amax > 0.0f ? lim / amax : 0.0f);
+    const __m256i hi = _mm256_set1_epi32((int)lim), lo = _mm256_set1_epi32(-(int)lim);
+    *xs = amax > 0.0f ? amax / lim : 0.0f;
+    for (int64_t b = 0; b * bk < kpad; b++) {
+        __m256i sum = _mm256_setzero_si256();
+        for (int64_t i = b * bk; i < (b + 1) * bk; i += 8) {
+            __m256i q = _mm256_setzero_si256();
+            if (i < k) {
+                q = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
+                q = _mm256_min_epi32(_mm256_max_epi32(q, lo), hi);
+            }
+            sum = _mm256_add_epi32(sum, q);
+            int32_t t[8];
+            _mm256_storeu_si256((__m256i *)t, q);
+            if (i8) for (int e = 0; e < 8; e++) ((int8_t *)dst)[i + e] = (int8_t)t[e];
+            else for (int e = 0; e < 8; e++) ((int16_t *)dst)[i + e] = (int16_t)t[e];
+        }
+        int32_t t[8], s = 0;
+        _mm256_storeu_si256((__m256i *)t, sum);
+        for (int e = 0; e < 8; e++) s += t[e];
+        xsum[b] = (float)s;
+    }
+}
+
 void vnpu_mm_fill_avx2(vnpu_mm_table *t) {
+    t->prep = prep_avx2;
     t->fn[VNPU_PK_F32] = t->fn[VNPU_PK_F16] = t->fn[VNPU_PK_BF16] = mm_float_avx2;
     t->fn[VNPU_PK_I8] = t->fn[VNPU_PK_I16] = mm_int_avx2;
     t->act[VNPU_PK_F32] = VNPU_ACT_F32;

@@ -194,7 +194,57 @@ static void mm_i16_avx512(const vnpu_mm_job *j, int64_t r0, int64_t r1, int64_t 
     }
 }
 
+/* ---- activation rows ---- */
+
+static void prep_avx512(int act, const float *x, int64_t k, int64_t kpad, int64_t bk, uint8_t *dst, float *xs,
+                        float *xsum) {
+    if (act == VNPU_ACT_I8 || act == VNPU_ACT_I16) {
+        const int i8 = act == VNPU_ACT_I8;
+        const float lim = i8 ? 127.0f : 32767.0f;
+        __m512 mx = _mm512_setzero_ps();
+        for (int64_t i = 0; i < k; i += 16) {
+            const __mmask16 mk = k - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (k - i)) - 1);
+            mx = _mm512_max_ps(mx, _mm512_abs_ps(_mm512_maskz_loadu_ps(mk, x + i)));
+        }
+        const float amax = _mm512_reduce_max_ps(mx);
+        const __m512 inv = _mm512_set1_ps(amax > 0.0f ? lim / amax : 0.0f);
+        const __m512i hi = _mm512_set1_epi32((int)lim), lo = _mm512_set1_epi32(-(int)lim);
+        *xs = amax > 0.0f ? amax / lim : 0.0f;
+        for (int64_t b = 0; b * bk < kpad; b++) {
+            __m512i sum = _mm512_setzero_si512();
+            for (int64_t i = b * bk; i < (b + 1) * bk; i += 16) {
+                const __mmask16 mk = i >= k ? 0 : k - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (k - i)) - 1);
+                __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(mk, x + i), inv));
+                q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
+                sum = _mm512_add_epi32(sum, q);
+                if (i8) _mm_storeu_si128((__m128i *)(dst + i), _mm512_cvtepi32_epi8(q));
+                else _mm256_storeu_si256((__m256i *)(dst + 2 * i), _mm512_cvtepi32_epi16(q));
+            }
+            xsum[b] = (float)_mm512_reduce_add_epi32(sum);
+        }
+        return;
+    }
+    const __m512i rbias = _mm512_set1_epi32(0x7FFF), one = _mm512_set1_epi32(1);
+    for (int64_t i = 0; i < kpad; i += 16) {
+        const __mmask16 mk = i >= k ? 0 : k - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (k - i)) - 1);
+        const __m512 v = _mm512_maskz_loadu_ps(mk, x + i);
+        if (act == VNPU_ACT_F32) {
+            _mm512_storeu_ps((float *)dst + i, v);
+        } else if (act == VNPU_ACT_F16R) {
+            const __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            _mm512_storeu_ps((float *)dst + i, _mm512_cvtph_ps(h));
+        } else { /* bf16, round to nearest even */
+            const __m512i u = _mm512_castps_si512(v);
+            const __m512i r = _mm512_srli_epi32(
+                _mm512_add_epi32(u, _mm512_add_epi32(rbias, _mm512_and_si512(_mm512_srli_epi32(u, 16), one))), 16);
+            if (act == VNPU_ACT_BF16R) _mm512_storeu_ps((float *)dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(r, 16)));
+            else _mm256_storeu_si256((__m256i *)((uint16_t *)dst + i), _mm512_cvtepi32_epi16(r));
+        }
+    }
+}
+
 void vnpu_mm_fill_avx512(vnpu_mm_table *t) {
+    t->prep = prep_avx512;
     t->fn[VNPU_PK_F32] = t->fn[VNPU_PK_F16] = t->fn[VNPU_PK_BF16] = mm_float_avx512;
     t->fn[VNPU_PK_I8] = mm_i8_avx512;
     t->fn[VNPU_PK_I16] = mm_i16_avx512;
