@@ -2,6 +2,7 @@
 #include "core/threadpool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -117,5 +118,9 @@ void npl_pool_run(npl_pool *p, npl_pool_fn fn, void *arg) {
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     fn(arg, 0, p->n);
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) NPL_PAUSE();
+    /* a worker still busy was probably preempted: yield the core to it */
+    for (int spins = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; spins++) {
+        if (spins < SPIN_ITERS / 4) NPL_PAUSE();
+        else sched_yield();
+    }
 }

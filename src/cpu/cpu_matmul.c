@@ -1,6 +1,7 @@
 /* Matmul with quantized weights, llama.cpp's way: activations are quantized
  * on the fly to the weight type's dot partner (Q8_0, Q8_K, ...) and every
  * output is one vec_dot of a weight row with an activation row. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,6 +18,9 @@ typedef struct {
     void *xq_out;
     size_t w_row, xq_row;
     int64_t k, n, m;
+    npl_vec_dot_fn dot;
+    npl_vec_dot4_fn dot4; /* one weight row against 4 activation rows, or NULL */
+    atomic_int next;      /* next block of weight rows to take */
 } mm_job;
 
 static void quantize_rows(void *arg, int ith, int nth) {
@@ -27,21 +31,30 @@ static void quantize_rows(void *arg, int ith, int nth) {
         q((const float *)j->x->data + r * j->k, (char *)j->xq_out + r * j->xq_row, j->k);
 }
 
+/* Threads take blocks of weight rows from a shared counter rather than fixed
+ * shares, so a thread the OS delays does not hold the others up. A block's
+ * rows stay in cache while every activation row passes over them. */
 static void dot_rows(void *arg, int ith, int nth) {
+    (void)ith; (void)nth;
     mm_job *j = arg;
-    npl_vec_dot_fn dot = j->cc->k->vec_dot[j->w->type];
-    /* split output rows evenly; rows of a block stay in cache across all m */
-    int64_t per = (j->n + nth - 1) / nth;
-    int64_t n0 = per * ith, n1 = n0 + per < j->n ? n0 + per : j->n;
-    const char *wb = j->w->data;
-    const char *xb = j->xq;
+    const char *wb = j->w->data, *xb = j->xq;
     float *y = j->y->data;
-    for (int64_t nb = n0; nb < n1; nb += ROW_BLOCK) {
-        int64_t ne = nb + ROW_BLOCK < n1 ? nb + ROW_BLOCK : n1;
-        for (int64_t m = 0; m < j->m; m++) {
+    int64_t n_blocks = (j->n + ROW_BLOCK - 1) / ROW_BLOCK;
+    for (;;) {
+        int64_t blk = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (blk >= n_blocks) break;
+        int64_t nb = blk * ROW_BLOCK, ne = nb + ROW_BLOCK < j->n ? nb + ROW_BLOCK : j->n;
+        int64_t m = 0;
+        if (j->dot4)
+            for (; m + 4 <= j->m; m += 4) {
+                const char *xr = xb + m * j->xq_row;
+                for (int64_t r = nb; r < ne; r++)
+                    j->dot4((int)j->k, y + m * j->n + r, (size_t)j->n, wb + r * j->w_row, xr, j->xq_row);
+            }
+        for (; m < j->m; m++) {
             const char *xr = xb + m * j->xq_row;
             float *yr = y + m * j->n;
-            for (int64_t r = nb; r < ne; r++) dot((int)j->k, &yr[r], wb + r * j->w_row, xr);
+            for (int64_t r = nb; r < ne; r++) j->dot((int)j->k, &yr[r], wb + r * j->w_row, xr);
         }
     }
 }
@@ -82,6 +95,9 @@ int npl_cpu_matmul(const npl_cpu_ctx *cc, npl_pool *pool, const npl_tensor *w, c
         j.xq = scratch;
         npl_pool_run(pool, quantize_rows, &j);
     }
+    j.dot = cc->k->vec_dot[w->type];
+    j.dot4 = npl_vec_dot4_get(cc->isa, w->type);
+    atomic_init(&j.next, 0);
     npl_pool_run(pool, dot_rows, &j);
     return 0;
 }
