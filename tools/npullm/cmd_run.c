@@ -11,7 +11,8 @@
 
 static const char *USAGE =
     "usage: npullm run -m MODEL [-p TEXT | -f FILE] [options]\n"
-    "  -m MODEL              a .gguf file or an MNN-style config.json\n"
+    "  -m MODEL              a .gguf file, a compiled package, or an MNN-style config.json\n"
+    "                        (default: $NPULLM_MODEL, else the Gemma 3 270M from scripts/setup.sh)\n"
     "  -p TEXT / -f FILE     the prompt; without one, an interactive chat starts\n"
     "  -n N                  max new tokens (default 512)\n"
     "  -c N                  context length (default: the model's, capped at 4096)\n"
@@ -96,7 +97,10 @@ int npl_cmd_run(int argc, char **argv) {
         if (bad > 0) fprintf(stderr, "npullm run: unknown flag %s\n%s", argv[bad], USAGE);
         return 2;
     }
-    if (!model) { fprintf(stderr, "npullm run: -m MODEL is required\n%s", USAGE); return 2; }
+    if (!model && !(model = cli_default_model())) {
+        fprintf(stderr, "npullm run: no -m MODEL and no default model (run scripts/setup.sh or set NPULLM_MODEL)\n");
+        return 2;
+    }
     char *text = NULL;
     if (file && !(text = cli_read_file("run", file, NULL))) return 1;
     if (raw) p.use_template = 0;
