@@ -11,9 +11,11 @@
 #include "llm/runner.h"
 
 static const char *USAGE =
-    "usage: npullm bench -m MODEL [-p N[,N...]] [-n N] [-r REPS] [-t THREADS] [-c CTX] [-o md|csv|json]\n"
+    "usage: npullm bench -m MODEL [-p N[,N...]] [-n N] [-d N] [--pg P,N] [-r REPS] [-t THREADS] [-c CTX] [-o md|csv|json]\n"
     "  -p  prompt lengths for prefill tests (default 512; 0 to skip)\n"
     "  -n  tokens generated for the decode test (default 128; 0 to skip)\n"
+    "  -d  depth: tokens already in the KV cache before each test (default 0)\n"
+    "  --pg P,N  combined test: prefill P tokens then generate N, timed together\n"
     "  -r  repetitions (default 3); -t threads (default: one per core)\n";
 
 typedef struct { long rss_anon_kb, rss_file_kb, hwm_kb; } mem_info;
@@ -49,7 +51,8 @@ static void stats(const double *v, int n, double *mean, double *sd) {
 int npl_cmd_bench(int argc, char **argv) {
     const char *model = NULL, *fmt = "md", *v;
     int pp[16] = {512}, n_pp = 1;
-    long long n_gen = 128, reps = 3, threads = 0, ctx = 0;
+    long long n_gen = 128, reps = 3, threads = 0, ctx = 0, depth = 0;
+    int pg[2] = {0, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(USAGE, stdout); return 0; }
@@ -59,6 +62,10 @@ int npl_cmd_bench(int argc, char **argv) {
             if (!strcmp(v, "0")) n_pp = 0;
             else if ((n_pp = cli_int_list("bench", a, v, pp, 16)) < 0) return 2;
         } else if (!strcmp(a, "-n")) { if (cli_int("bench", a, v, 0, 1 << 16, &n_gen)) return 2; }
+        else if (!strcmp(a, "-d")) { if (cli_int("bench", a, v, 0, 1 << 20, &depth)) return 2; }
+        else if (!strcmp(a, "--pg")) {
+            if (cli_int_list("bench", a, v, pg, 2) != 2) { fprintf(stderr, "npullm bench: --pg needs P,N\n"); return 2; }
+        }
         else if (!strcmp(a, "-r")) { if (cli_int("bench", a, v, 1, 1000, &reps)) return 2; }
         else if (!strcmp(a, "-t")) { if (cli_int("bench", a, v, 1, 256, &threads)) return 2; }
         else if (!strcmp(a, "-c")) { if (cli_int("bench", a, v, 1, 1 << 20, &ctx)) return 2; }
@@ -73,6 +80,8 @@ int npl_cmd_bench(int argc, char **argv) {
     if (!model) { fprintf(stderr, "%s", USAGE); return 2; }
     int need = (int)n_gen + 1;
     for (int i = 0; i < n_pp; i++) if (pp[i] > need) need = pp[i];
+    if (pg[0] + pg[1] > need) need = pg[0] + pg[1];
+    need += (int)depth;
     npl_runner_params rp = npl_runner_default_params();
     rp.n_threads = (int)threads;
     rp.n_ctx = ctx ? (int)ctx : need;
@@ -96,15 +105,26 @@ int npl_cmd_bench(int argc, char **argv) {
     } else if (!strcmp(fmt, "csv")) printf("model,arch,isa,threads,test,n,tps_mean,tps_std,cpu_s\n");
     else printf("[\n");
     mem_info m_first = m_open;
-    for (int t = 0; t < n_pp + (n_gen > 0); t++) {
-        int is_pp = t < n_pp, n = is_pp ? pp[t] : (int)n_gen;
+    int n_tests = n_pp + (n_gen > 0) + (pg[0] > 0);
+    for (int t = 0; t < n_tests; t++) {
+        int kind = t < n_pp ? 0 : (t == n_pp && n_gen > 0) ? 1 : 2; /* pp, tg, pg */
+        int n = kind == 0 ? pp[t] : kind == 1 ? (int)n_gen : pg[0] + pg[1];
         for (int rep = 0; rep < reps; rep++) {
+            /* the context already holds `depth` tokens (not timed) */
+            for (int d0 = 0; d0 < depth; d0 += 512) {
+                int nd = depth - d0 < 512 ? (int)depth - d0 : 512;
+                if (!npl_runner_forward(r, tok, nd, d0, 1, err, sizeof(err))) { rc = 1; break; }
+            }
+            if (rc) break;
+            int p0 = (int)depth;
             double c0 = cpu_seconds(), t0 = cli_now();
-            if (is_pp) {
-                if (!npl_runner_forward(r, tok, n, 0, 1, err, sizeof(err))) { rc = 1; break; }
+            if (kind == 0) {
+                if (!npl_runner_forward(r, tok, n, p0, 1, err, sizeof(err))) { rc = 1; break; }
             } else {
-                for (int i = 0; i < n; i++)
-                    if (!npl_runner_forward(r, tok + i, 1, i, 1, err, sizeof(err))) { rc = 1; break; }
+                int n_pre = kind == 2 ? pg[0] : 0, n_dec = kind == 2 ? pg[1] : n;
+                if (n_pre && !npl_runner_forward(r, tok, n_pre, p0, 1, err, sizeof(err))) { rc = 1; break; }
+                for (int i = 0; i < n_dec; i++)
+                    if (!npl_runner_forward(r, tok + n_pre + i, 1, p0 + n_pre + i, 1, err, sizeof(err))) { rc = 1; break; }
             }
             tps[rep] = n / (cli_now() - t0);
             cpu[rep] = cpu_seconds() - c0;
@@ -114,8 +134,10 @@ int npl_cmd_bench(int argc, char **argv) {
         double mean, sd, cm, csd;
         stats(tps, (int)reps, &mean, &sd);
         stats(cpu, (int)reps, &cm, &csd);
-        char test[32];
-        snprintf(test, sizeof(test), "%s%d", is_pp ? "pp" : "tg", n);
+        char test[48];
+        if (kind == 2) snprintf(test, sizeof(test), "pp%d+tg%d", pg[0], pg[1]);
+        else snprintf(test, sizeof(test), "%s%d", kind == 0 ? "pp" : "tg", n);
+        if (depth) snprintf(test + strlen(test), sizeof(test) - strlen(test), " @ d%lld", depth);
         const char *name = strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
         if (!strcmp(fmt, "md"))
             printf("| %s | %s | %s | %d | %s | %.2f ± %.2f | %.3f |\n", name, hp->arch_name, npl_runner_isa(r),
