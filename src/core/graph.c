@@ -130,6 +130,18 @@ static int push(npl_graph *g, npl_op op, npl_type type, int n_src, const int *sr
     return g->n++;
 }
 
+int npl_graph_push(npl_graph *g, npl_op op, npl_type type, int n_src, const int *src) {
+    if (op == NPL_OP_INPUT || op == NPL_OP_WEIGHT || op == NPL_OP_STATE || (unsigned)op >= NPL_OP_COUNT) {
+        npl_graph_set_error(g, "op %d cannot be appended as a computed node", (int)op);
+        return -1;
+    }
+    if (!npl_type_get(type)) {
+        npl_graph_set_error(g, "%s: unsupported type %d", npl_op_name(op), (int)type);
+        return -1;
+    }
+    return push(g, op, type, n_src, src);
+}
+
 static int leaf(npl_graph *g, npl_op op, const char *name, npl_type type, int n_dims, const int64_t *ne) {
     if (g->failed) return -1;
     if (!npl_type_get(type)) {

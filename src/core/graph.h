@@ -69,6 +69,10 @@ void npl_graph_set_error(npl_graph *g, const char *fmt, ...);
 int npl_graph_find(const npl_graph *g, const char *name); /* -1 if absent */
 int npl_graph_set_name(npl_graph *g, int id, const char *name);
 
+/* Append a node of any non-leaf op with the arity and source checks of the
+ * builder (loaders fill parameters and attributes afterwards). */
+int npl_graph_push(npl_graph *g, npl_op op, npl_type type, int n_src, const int *src);
+
 /* ---- leaves ---- */
 int npl_input(npl_graph *g, const char *name, npl_type type, int n_dims, const int64_t *ne);
 int npl_weight(npl_graph *g, const char *name, npl_type type, int n_dims, const int64_t *ne,
