@@ -230,6 +230,8 @@ static void test_block_weights(rig *r, int m, int k, int n) {
     double *ref = malloc(sizeof(double) * m * n);
     const int nb = k / 32;
     int8_t *qb = malloc((size_t)n * k);
+    int16_t *qh = malloc(2 * (size_t)n * k);
+    int32_t *oh = malloc(sizeof(int32_t) * n * nb);
     uint8_t *qu = malloc((size_t)n * k);
     float *sb = malloc(sizeof(float) * n * nb), *su = malloc(sizeof(float) * n);
     int32_t *ou = malloc(sizeof(int32_t) * n);
@@ -245,7 +247,13 @@ static void test_block_weights(rig *r, int m, int k, int n) {
             for (int l = 0; l < 32; l++) amax = fmaxf(amax, fabsf(wt[j * k + b * 32 + l]));
             sb[j * nb + b] = amax / 127;
             for (int l = 0; l < 32; l++) qb[j * k + b * 32 + l] = (int8_t)nearbyintf(wt[j * k + b * 32 + l] / sb[j * nb + b]);
+            /* int16 per block with an offset: float = (q + off) * scale, scale = amax / 30000 */
+            oh[j * nb + b] = (j + b) % 5 - 2;
+            for (int l = 0; l < 32; l++)
+                qh[j * k + b * 32 + l] = (int16_t)(nearbyintf(wt[j * k + b * 32 + l] / (amax / 30000)) - (float)oh[j * nb + b]);
         }
+    float *sh = malloc(sizeof(float) * n * nb);
+    for (int i = 0; i < n * nb; i++) sh[i] = sb[i] * 127 / 30000;
     /* uint8 asymmetric per row: float = (q + off) * scale */
     for (int j = 0; j < n; j++) {
         float lo = 1e9f, hi = -1e9f;
@@ -264,6 +272,8 @@ static void test_block_weights(rig *r, int m, int k, int n) {
                           .q = {NPL_ACCEL_QUANT_PER_BLOCK, 0, 32, (uint32_t)(n * nb), sb, NULL}}},
         {"uint8+offset", {.dtype = NPL_ACCEL_DT_UINT8, .data = qu, .size = (size_t)n * k, .trans = 1,
                           .q = {NPL_ACCEL_QUANT_PER_AXIS, 0, 0, (uint32_t)n, su, ou}}},
+        {"int16/blk+off", {.dtype = NPL_ACCEL_DT_INT16, .data = qh, .size = 2 * (size_t)n * k, .trans = 1,
+                           .q = {NPL_ACCEL_QUANT_PER_BLOCK, 0, 32, (uint32_t)(n * nb), sh, oh}}},
         {"q8_0", {.dtype = NPL_ACCEL_DT_Q8_0, .data = b8, .size = sizeof(block_q8_0) * n * nb, .trans = 1}},
         {"q4_0", {.dtype = NPL_ACCEL_DT_Q4_0, .data = b4, .size = sizeof(block_q4_0) * n * nb, .trans = 1}},
     };
@@ -273,7 +283,8 @@ static void test_block_weights(rig *r, int m, int k, int n) {
                 float v;
                 if (ci == 0) v = qb[j * k + l] * sb[j * nb + l / 32];
                 else if (ci == 1) v = ((float)qu[j * k + l] + (float)ou[j]) * su[j];
-                else if (ci == 2) v = b8[j * nb + l / 32].qs[l % 32] * npl_f16_to_f32(b8[j * nb + l / 32].d);
+                else if (ci == 2) v = ((float)qh[j * k + l] + (float)oh[j * nb + l / 32]) * sh[j * nb + l / 32];
+                else if (ci == 3) v = b8[j * nb + l / 32].qs[l % 32] * npl_f16_to_f32(b8[j * nb + l / 32].d);
                 else {
                     const block_q4_0 *bl = &b4[j * nb + l / 32];
                     int e = l % 32, nib = e < 16 ? (bl->qs[e] & 15) : (bl->qs[e - 16] >> 4);
@@ -289,6 +300,7 @@ static void test_block_weights(rig *r, int m, int k, int n) {
         CHECK_NEAR(e, 0, 0.05);
     }
     free(a), free(wt), free(wd), free(c), free(ref), free(qb), free(qu), free(sb), free(su), free(ou), free(b8), free(b4);
+    free(qh), free(oh), free(sh);
 }
 
 int main(void) {

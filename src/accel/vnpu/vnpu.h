@@ -183,6 +183,8 @@ npl_accel_status vnpu_check_node(struct npl_accel_backend *be, const struct npl_
 int vnpu_is_floatlike(const vnpu_tensor *t);
 
 /* ---- vnpu_pack.c ---- */
+/* The pack format for weights of type dt in a context of `family`. */
+uint32_t vnpu_pack_fmt(int family, uint32_t dt);
 /* Geometry and layout of a pack of n_parts weights (w, optional biases b);
  * -1 with a message if they cannot be packed together. */
 int vnpu_pack_plan(vnpu_pack *p, const struct npl_accel_context *ctx, uint32_t n_parts, const uint32_t *w,

@@ -318,15 +318,12 @@ npl_accel_status vnpu_plan(vnpu_graph *g, int alloc) {
 
 static void describe(vnpu_graph *g, int n_bias, int n_gate, int n_act) {
     const vnpu_mm_table *tab = &g->ctx->be->mm[g->ctx->family];
-    static const char *const fmt_names[VNPU_PK_COUNT] = {"raw", "f32", "f16", "bf16", "int8", "int16"};
+    static const char *const fmt_names[VNPU_PK_COUNT] = {"raw", "f32", "f16", "bf16", "int8", "int16", "int16"};
     int count[VNPU_PK_COUNT] = {0};
     for (uint32_t i = 0; i < g->n_steps; i++) {
         const vnpu_node *n = &g->steps[i];
         if (n->op != VNPU_OP_MATMUL && n->op != VNPU_OP_MATMUL_GATED) continue;
-        const vnpu_tensor *w = &g->ctx->t[n->in[1]];
-        uint32_t f = w->dtype == NPL_ACCEL_DT_F32 ? VNPU_PK_F32 : w->dtype == NPL_ACCEL_DT_F16 ? VNPU_PK_F16
-                   : w->dtype == NPL_ACCEL_DT_BF16 ? VNPU_PK_BF16 : w->dtype == NPL_ACCEL_DT_INT16 ? VNPU_PK_I16 : VNPU_PK_I8;
-        count[f]++;
+        count[vnpu_pack_fmt(g->ctx->family, g->ctx->t[n->in[1]].dtype)]++;
     }
     size_t o = (size_t)snprintf(g->detail, sizeof g->detail, "family %s; matmul:", vnpu_family_name(g->ctx->family));
     for (int f = 1; f < VNPU_PK_COUNT && o < sizeof g->detail; f++)

@@ -11,7 +11,7 @@
 static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 static size_t act_esize(int act) {
-    return act == VNPU_ACT_I8 ? 1 : (act == VNPU_ACT_BF16 || act == VNPU_ACT_I16) ? 2 : 4;
+    return act == VNPU_ACT_I8 ? 1 : (act == VNPU_ACT_BF16 || act == VNPU_ACT_I16 || act == VNPU_ACT_I16S) ? 2 : 4;
 }
 
 static size_t a64(size_t v) { return (v + 63) & ~(size_t)63; }
@@ -47,7 +47,8 @@ void vnpu_prep_generic(int act, const float *x, int64_t k, int64_t kpad, int64_t
                 int32_t q = (int32_t)fminf(lim, fmaxf(-lim, v));
                 s += q;
                 if (act == VNPU_ACT_I8) ((int8_t *)dst)[i] = (int8_t)q;
-                else h[i] = (uint16_t)(int16_t)q;
+                else if (act == VNPU_ACT_I16) h[i] = (uint16_t)(int16_t)q;
+                else dst[i] = (uint8_t)(int8_t)(q >> 8), dst[kpad + i] = (uint8_t)(q & 0xFF);
             }
             xsum[b] = (float)s;
         }
@@ -175,7 +176,7 @@ static void mm_float_generic(const vnpu_mm_job *j, int64_t r0, int64_t r1, int64
 
 static void mm_int_generic(const vnpu_mm_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
     const vnpu_pack *p = j->pk;
-    const int i8 = p->fmt == VNPU_PK_I8, G = i8 ? 4 : 2;
+    const int i8 = p->fmt == VNPU_PK_I8, split = p->fmt == VNPU_PK_I16S, G = vnpu_pk_group(p->fmt);
     int64_t iacc[B * B];
     float facc[B * B], tmp[B * B];
     int32_t w[B];
@@ -188,6 +189,7 @@ static void mm_int_generic(const vnpu_mm_job *j, int64_t r0, int64_t r1, int64_t
                         const uint8_t *pan = vnpu_pk_panel(p, cb + c);
                         size_t idx = ((size_t)(k / G) * VNPU_PANEL + (size_t)(c % VNPU_PANEL)) * (size_t)G + (size_t)(k % G);
                         if (i8) w[c] = ((const int8_t *)pan)[idx];
+                        else if (split) w[c] = ((const int8_t *)pan)[idx] * 256 + pan[(size_t)p->kpad * VNPU_PANEL + idx];
                         else {
                             int16_t v;
                             memcpy(&v, pan + idx * 2, 2);
@@ -198,6 +200,7 @@ static void mm_int_generic(const vnpu_mm_job *j, int64_t r0, int64_t r1, int64_t
                         const uint8_t *xr = j->x + (rb + r) * j->x_stride;
                         int32_t xv;
                         if (i8) xv = ((const int8_t *)xr)[k];
+                        else if (split) xv = ((const int8_t *)xr)[k] * 256 + xr[p->kpad + k];
                         else {
                             int16_t v;
                             memcpy(&v, xr + k * 2, 2);
@@ -215,12 +218,13 @@ static void mm_int_generic(const vnpu_mm_job *j, int64_t r0, int64_t r1, int64_t
 
 void vnpu_mm_fill_generic(vnpu_mm_table *t) {
     t->fn[VNPU_PK_F32] = t->fn[VNPU_PK_F16] = t->fn[VNPU_PK_BF16] = mm_float_generic;
-    t->fn[VNPU_PK_I8] = t->fn[VNPU_PK_I16] = mm_int_generic;
+    t->fn[VNPU_PK_I8] = t->fn[VNPU_PK_I16] = t->fn[VNPU_PK_I16S] = mm_int_generic;
     t->act[VNPU_PK_F32] = VNPU_ACT_F32;
     t->act[VNPU_PK_F16] = VNPU_ACT_F16R;
     t->act[VNPU_PK_BF16] = VNPU_ACT_BF16R;
     t->act[VNPU_PK_I8] = VNPU_ACT_I8;
     t->act[VNPU_PK_I16] = VNPU_ACT_I16;
+    t->act[VNPU_PK_I16S] = VNPU_ACT_I16S;
     for (int f = 0; f < VNPU_PK_COUNT; f++) t->kname[f] = "generic";
     t->prep = vnpu_prep_generic;
 }

@@ -22,7 +22,13 @@
 
 typedef enum { VNPU_FAM_GENERIC = 0, VNPU_FAM_AVX2, VNPU_FAM_AVX512, VNPU_FAM_AMX, VNPU_FAM_COUNT } vnpu_family;
 
-typedef enum { VNPU_PK_RAW = 0, VNPU_PK_F32, VNPU_PK_F16, VNPU_PK_BF16, VNPU_PK_I8, VNPU_PK_I16, VNPU_PK_COUNT } vnpu_pk_fmt;
+/* I16S: int16 weights split into a signed high byte and an unsigned low byte
+ * (w = hi * 256 + lo), each plane in the int8 layout: a panel holds the hi
+ * plane (kpad * 16 bytes) then the lo plane. Made for the AMX family, whose
+ * tiles multiply bytes only. */
+typedef enum {
+    VNPU_PK_RAW = 0, VNPU_PK_F32, VNPU_PK_F16, VNPU_PK_BF16, VNPU_PK_I8, VNPU_PK_I16, VNPU_PK_I16S, VNPU_PK_COUNT
+} vnpu_pk_fmt;
 
 #define VNPU_NOFF UINT64_MAX
 #define VNPU_PANEL 16
@@ -48,7 +54,8 @@ typedef enum {
     VNPU_ACT_BF16R,    /* f32 holding values rounded to bf16 */
     VNPU_ACT_BF16,     /* bf16 */
     VNPU_ACT_I8,       /* int8, per-row scale, symmetric +-127 */
-    VNPU_ACT_I16       /* int16, per-row scale, symmetric +-32767 */
+    VNPU_ACT_I16,      /* int16, per-row scale, symmetric +-32767 */
+    VNPU_ACT_I16S      /* int16 as above, stored split: kpad high bytes (s8), then kpad low bytes (u8) */
 } vnpu_act;
 
 typedef struct {
@@ -90,12 +97,14 @@ void vnpu_mm_fill_avx512(vnpu_mm_table *t);
 void vnpu_mm_fill_amx(vnpu_mm_table *t);
 
 static inline int vnpu_pk_group(uint32_t fmt) {
-    return fmt == VNPU_PK_I8 ? 4 : (fmt == VNPU_PK_I16 || fmt == VNPU_PK_BF16) ? 2 : 1;
+    return (fmt == VNPU_PK_I8 || fmt == VNPU_PK_I16S) ? 4 : (fmt == VNPU_PK_I16 || fmt == VNPU_PK_BF16) ? 2 : 1;
 }
 static inline size_t vnpu_pk_esize(uint32_t fmt) {
     return fmt == VNPU_PK_F32 ? 4 : fmt == VNPU_PK_I8 ? 1 : 2;
 }
-static inline int vnpu_pk_is_int(uint32_t fmt) { return fmt == VNPU_PK_I8 || fmt == VNPU_PK_I16; }
+static inline int vnpu_pk_is_int(uint32_t fmt) {
+    return fmt == VNPU_PK_I8 || fmt == VNPU_PK_I16 || fmt == VNPU_PK_I16S;
+}
 static inline size_t vnpu_pk_panel_bytes(const vnpu_pack *p) {
     return (size_t)p->kpad * VNPU_PANEL * vnpu_pk_esize(p->fmt);
 }

@@ -214,9 +214,10 @@ static npl_accel_status check_weight(const chk *c, const vnpu_tensor *w, int tra
         if (w->q.enc == NPL_ACCEL_QUANT_PER_BLOCK && w->q.block % 32)
             return vnpu_fail(c->be, NPL_ACCEL_ERR_UNSUPPORTED, "vnpu: %s: weights '%s': quant block %u is not a "
                              "multiple of 32", c->where, w->name, w->q.block);
-        if (*k > 65536)
-            return vnpu_fail(c->be, NPL_ACCEL_ERR_UNSUPPORTED, "vnpu: %s: integer weights '%s': K = %lld > 65536",
-                             c->where, w->name, (long long)*k);
+        if (*k > (w->dtype == NPL_ACCEL_DT_INT16 ? 32768 : 65536))
+            return vnpu_fail(c->be, NPL_ACCEL_ERR_UNSUPPORTED, "vnpu: %s: integer weights '%s': K = %lld is over the "
+                             "int32 accumulator's limit (65536 for 8-bit, 32768 for 16-bit)", c->where, w->name,
+                             (long long)*k);
         return NPL_ACCEL_OK;
     default: return type_err(c, w, "f32, f16, bf16, quantized int8/uint8/int16, q4_0 or q8_0 weights");
     }

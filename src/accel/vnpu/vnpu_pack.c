@@ -12,12 +12,12 @@
 #include "core/dtype.h"
 #include "core/quant_blocks.h"
 
-static uint32_t fmt_of(uint32_t dt) {
+uint32_t vnpu_pack_fmt(int family, uint32_t dt) {
     switch (dt) {
     case NPL_ACCEL_DT_F32: return VNPU_PK_F32;
     case NPL_ACCEL_DT_F16: return VNPU_PK_F16;
     case NPL_ACCEL_DT_BF16: return VNPU_PK_BF16;
-    case NPL_ACCEL_DT_INT16: return VNPU_PK_I16;
+    case NPL_ACCEL_DT_INT16: return family == VNPU_FAM_AMX ? VNPU_PK_I16S : VNPU_PK_I16;
     default: return VNPU_PK_I8; /* INT8, UINT8, Q4_0, Q8_0 */
     }
 }
@@ -35,7 +35,7 @@ int vnpu_pack_plan(vnpu_pack *p, const struct npl_accel_context *ctx, uint32_t n
                    const uint32_t *b, uint32_t trans, char *err, size_t errlen) {
     memset(p, 0, sizeof *p);
     const vnpu_tensor *w0 = &ctx->t[w[0]];
-    p->fmt = fmt_of(w0->dtype);
+    p->fmt = vnpu_pack_fmt(ctx->family, w0->dtype);
     p->n_parts = n_parts;
     p->trans = trans;
     p->k = w0->dims[trans ? 1 : 0];
@@ -135,6 +135,18 @@ static void fill_panel(const fill_job *j, int64_t pi, int8_t *tmp) {
             decode_block_row(t, src, nl0 + l, tmp, K);
             for (int64_t k = 0; k < K; k++) *(int8_t *)DST(k, l) = tmp[k];
         }
+        return;
+    }
+    if (p->fmt == VNPU_PK_I16S) { /* two byte planes: hi (s8) then lo (u8) */
+        uint8_t *hi = pd, *lo = pd + (size_t)p->kpad * VNPU_PANEL;
+        for (int l = 0; l < lanes; l++)
+            for (int64_t k = 0; k < K; k++) {
+                int16_t v;
+                memcpy(&v, src + (p->trans ? (size_t)(nl0 + l) * (size_t)K + (size_t)k : (size_t)k * (size_t)N + (size_t)(nl0 + l)) * 2, 2);
+                const size_t at = ((size_t)(k / 4) * VNPU_PANEL + (size_t)l) * 4 + (size_t)(k % 4);
+                hi[at] = (uint8_t)(int8_t)(v >> 8);
+                lo[at] = (uint8_t)(v & 0xFF);
+            }
         return;
     }
     const uint8_t flip = t->dtype == NPL_ACCEL_DT_UINT8 ? 0x80 : 0; /* u8 -> s8: q - 128 */

@@ -120,7 +120,61 @@ static void mm_bf16_amx(const vnpu_mm_job *j, int64_t r0, int64_t r1, int64_t c0
     _tile_release();
 }
 
+/* int16 as byte planes: x = xh*256 + xl, w = wh*256 + wl (h signed, l
+ * unsigned), so x.w = 65536 xh.wh + 256 (xh.wl + xl.wh) + xl.wl, the four
+ * products being TDPBSSD, TDPBSUD, TDPBUSD and TDPBUUD. Each 16x16 output
+ * tile takes the four accumulators (tmm0-3); A tiles xh, xl (tmm4-5), B
+ * tiles wh, wl (tmm6-7). Exact in int32 for blocks of up to 32768. */
+static void mm_i16s_amx(const vnpu_mm_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    const vnpu_pack *p = j->pk;
+    const int kt = p->bk % 64 == 0 ? 64 : 32;
+    const int64_t xs = j->x_stride, lo_plane = p->kpad * VNPU_PANEL;
+    _Alignas(64) int32_t part[4][16 * 16];
+    _Alignas(64) float acc[B * B], facc[B * B];
+    configure_tiles(kt, kt / 4);
+    for (int64_t cb = c0; cb < c1; cb += B)
+        for (int64_t rb = r0; rb < r1; rb += B) {
+            for (int64_t b = 0; b < p->nblk; b++) {
+                for (int sub = 0; sub < 4; sub++) {
+                    const int rh = sub >> 1, ch = sub & 1;
+                    const uint8_t *xh = j->x + (rb + 16 * rh) * xs, *xl = xh + p->kpad;
+                    const uint8_t *wh = vnpu_pk_panel(p, cb + VNPU_PANEL * ch), *wl = wh + lo_plane;
+                    _tile_zero(0);
+                    _tile_zero(1);
+                    _tile_zero(2);
+                    _tile_zero(3);
+                    for (int64_t k = b * p->bk; k < (b + 1) * p->bk; k += kt) {
+                        _tile_loadd(4, xh + k, xs);
+                        _tile_loadd(5, xl + k, xs);
+                        _tile_loadd(6, wh + k * 16, 64);
+                        _tile_loadd(7, wl + k * 16, 64);
+                        _tile_dpbssd(0, 4, 6);
+                        _tile_dpbsud(1, 4, 7);
+                        _tile_dpbusd(2, 5, 6);
+                        _tile_dpbuud(3, 5, 7);
+                    }
+                    _tile_stored(0, part[0], 64);
+                    _tile_stored(1, part[1], 64);
+                    _tile_stored(2, part[2], 64);
+                    _tile_stored(3, part[3], 64);
+                    for (int r = 0; r < 16; r++)
+                        for (int c = 0; c < 16; c++) {
+                            const int e = r * 16 + c;
+                            const double v = 65536.0 * part[0][e] + 256.0 * ((double)part[1][e] + part[2][e]) + part[3][e];
+                            acc[(16 * rh + r) * B + 16 * ch + c] = (float)v;
+                        }
+                }
+                vnpu_epi_intf(j, acc, facc, rb, B, cb, b, b == 0);
+            }
+            vnpu_epi_store(j, facc, rb, B, cb);
+        }
+    _tile_release();
+}
+
 void vnpu_mm_fill_amx(vnpu_mm_table *t) {
+    t->fn[VNPU_PK_I16S] = mm_i16s_amx;
+    t->act[VNPU_PK_I16S] = VNPU_ACT_I16S;
+    t->kname[VNPU_PK_I16S] = "amx";
     t->fn[VNPU_PK_I8] = mm_i8_amx;
     t->act[VNPU_PK_I8] = VNPU_ACT_I8;
     t->kname[VNPU_PK_I8] = "amx";

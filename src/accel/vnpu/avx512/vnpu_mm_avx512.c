@@ -198,7 +198,7 @@ static void mm_i16_avx512(const vnpu_mm_job *j, int64_t r0, int64_t r1, int64_t 
 
 static void prep_avx512(int act, const float *x, int64_t k, int64_t kpad, int64_t bk, uint8_t *dst, float *xs,
                         float *xsum) {
-    if (act == VNPU_ACT_I8 || act == VNPU_ACT_I16) {
+    if (act == VNPU_ACT_I8 || act == VNPU_ACT_I16 || act == VNPU_ACT_I16S) {
         const int i8 = act == VNPU_ACT_I8;
         const float lim = i8 ? 127.0f : 32767.0f;
         __m512 mx = _mm512_setzero_ps();
@@ -217,8 +217,14 @@ static void prep_avx512(int act, const float *x, int64_t k, int64_t kpad, int64_
                 __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(mk, x + i), inv));
                 q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
                 sum = _mm512_add_epi32(sum, q);
-                if (i8) _mm_storeu_si128((__m128i *)(dst + i), _mm512_cvtepi32_epi8(q));
-                else _mm256_storeu_si256((__m256i *)(dst + 2 * i), _mm512_cvtepi32_epi16(q));
+                if (i8) {
+                    _mm_storeu_si128((__m128i *)(dst + i), _mm512_cvtepi32_epi8(q));
+                } else if (act == VNPU_ACT_I16) {
+                    _mm256_storeu_si256((__m256i *)(dst + 2 * i), _mm512_cvtepi32_epi16(q));
+                } else { /* split: high bytes, then low bytes */
+                    _mm_storeu_si128((__m128i *)(dst + i), _mm512_cvtepi32_epi8(_mm512_srai_epi32(q, 8)));
+                    _mm_storeu_si128((__m128i *)(dst + kpad + i), _mm512_cvtepi32_epi8(q));
+                }
             }
             xsum[b] = (float)_mm512_reduce_add_epi32(sum);
         }
