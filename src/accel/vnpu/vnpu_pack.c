@@ -139,10 +139,12 @@ static void fill_panel(const fill_job *j, int64_t pi, int8_t *tmp) {
     }
     if (p->fmt == VNPU_PK_I16S) { /* two byte planes: hi (s8) then lo (u8) */
         uint8_t *hi = pd, *lo = pd + (size_t)p->kpad * VNPU_PANEL;
-        for (int l = 0; l < lanes; l++)
-            for (int64_t k = 0; k < K; k++) {
+        /* walk the source in memory order: rows of K when transposed, rows of N otherwise */
+        for (int64_t o = 0; o < (p->trans ? lanes : K); o++)
+            for (int64_t i = 0; i < (p->trans ? K : lanes); i++) {
+                const int64_t k = p->trans ? i : o, l = p->trans ? o : i;
                 int16_t v;
-                memcpy(&v, src + (p->trans ? (size_t)(nl0 + l) * (size_t)K + (size_t)k : (size_t)k * (size_t)N + (size_t)(nl0 + l)) * 2, 2);
+                memcpy(&v, src + (size_t)(p->trans ? (nl0 + l) * K + k : k * N + nl0 + l) * 2, 2);
                 const size_t at = ((size_t)(k / 4) * VNPU_PANEL + (size_t)l) * 4 + (size_t)(k % 4);
                 hi[at] = (uint8_t)(int8_t)(v >> 8);
                 lo[at] = (uint8_t)(v & 0xFF);
