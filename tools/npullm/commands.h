@@ -8,4 +8,5 @@ int npl_cmd_bench_matmul(int argc, char **argv);
 int npl_cmd_run(int argc, char **argv);
 int npl_cmd_tokenize(int argc, char **argv);
 int npl_cmd_perplexity(int argc, char **argv);
+int npl_cmd_compile(int argc, char **argv);
 #endif

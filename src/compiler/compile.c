@@ -1,0 +1,598 @@
+/* npl_compile: the six stages (see compiler.h). Lowering goes straight into
+ * vnpu through the ABI table (the record-and-replay route is not used yet). */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "accel/vnpu/vnpu_api.h"
+#include "compiler/compiler.h"
+#include "compiler/lower.h"
+#include "core/session.h"
+#include "cpu/cpu_backend.h"
+#include "models/model.h"
+#include "plugin/graph_file.h"
+
+#define MAX_SHAPES 3
+
+npl_compile_params npl_compile_default_params(void) {
+    npl_compile_params p = {.chunk = 128, .act = NPL_ACT_F16, .weights = NPL_WEIGHTS_KEEP, .check = 1};
+    return p;
+}
+const char *npl_act_prec_name(npl_act_prec p) {
+    static const char *n[] = {"f32", "f16", "bf16", "int16"};
+    return (unsigned)p < 4 ? n[p] : "?";
+}
+const char *npl_weight_prec_name(npl_weight_prec p) {
+    static const char *n[] = {"keep", "q4", "q8"};
+    return (unsigned)p < 3 ? n[p] : "?";
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+typedef struct {
+    const npl_compile_params *p;
+    double t0, stage_t[6];
+    int stage;
+} progress;
+
+static void prog(progress *pg, int stage, int done, int total, const char *what) {
+    if (!pg->p->log) return;
+    if (stage != pg->stage) {
+        double t = now_s();
+        if (pg->stage >= 0) pg->stage_t[pg->stage] = t - pg->t0;
+        pg->t0 = t;
+        pg->stage = stage;
+    }
+    int w = 30, f = total ? done * w / total : w;
+    fprintf(pg->p->log, "\r[%d/6] %-28.28s [", stage + 1, what);
+    for (int i = 0; i < w; i++) fputc(i < f ? '#' : '.', pg->p->log);
+    fprintf(pg->p->log, "] %d/%d", done, total);
+    if (done == total) fputc('\n', pg->p->log);
+    fflush(pg->p->log);
+}
+
+static int rm_rf(const char *path) {
+    char cmd[8400];
+    /* paths we created ourselves; quote for the shell */
+    if (strchr(path, '\'')) return -1;
+    snprintf(cmd, sizeof cmd, "rm -rf -- '%s'", path);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static int write_file(const char *path, const void *data, size_t n, char *err, size_t errlen) {
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(data, 1, n, f) != n || fclose(f)) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        if (f) fclose(f);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- IO samples: the CPU graph run at every compiled shape ---- */
+
+typedef struct {
+    int seq, n_out;
+    int32_t *tokens, *pos, *rows;
+} shape_case;
+
+typedef struct {
+    float **in;   /* per segment input (f32 / i32 bytes) */
+    size_t *in_bytes;
+    float *out;
+    size_t out_n;
+} sample;
+
+static int run_samples(const npl_model_graph *mg, const npl_hparams *hp, const npl_segment *sg, shape_case *cases,
+                       int n_cases, sample *smp, int n_threads, char *err, size_t errlen) {
+    npl_cpu_ctx cc;
+    npl_backend be;
+    npl_cpu_backend_init(&be, &cc, npl_cpu_best_isa());
+    npl_pool *pool = npl_pool_new(n_threads);
+    int outs[NPL_SEG_MAX_IO + 1], n_outs = 0, rc = -1;
+    for (int i = 0; i < sg->n_inputs; i++) outs[n_outs++] = sg->inputs[i];
+    outs[n_outs++] = sg->outputs[0];
+    npl_session *s = pool ? npl_session_new(mg->g, &be, pool, outs, n_outs, err, errlen) : NULL;
+    size_t row = (size_t)hp->head_dim * hp->n_head_kv * 2 * (size_t)mg->n_ctx;
+    void **kv = calloc(2 * (size_t)hp->n_layer, sizeof(void *));
+    if (!s || !kv) goto done;
+    for (int l = 0; l < 2 * hp->n_layer; l++) {
+        char name[32];
+        snprintf(name, sizeof name, "%ccache.%d", l & 1 ? 'v' : 'k', l / 2);
+        if (!(kv[l] = calloc(1, row)) || npl_session_set_state(s, name, kv[l])) {
+            snprintf(err, errlen, "samples: cannot bind %s", name);
+            goto done;
+        }
+    }
+    for (int c = 0; c < n_cases; c++) {
+        shape_case *k = &cases[c];
+        npl_shape ss = {1, {k->seq, 1, 1, 1}}, so = {1, {k->n_out, 1, 1, 1}};
+        if (npl_session_set_input_id(s, mg->tokens, k->tokens, &ss) || npl_session_set_input_id(s, mg->pos, k->pos, &ss) ||
+            npl_session_set_input_id(s, mg->out_rows, k->rows, &so) || npl_session_run(s)) {
+            snprintf(err, errlen, "samples: %s", npl_session_error(s));
+            goto done;
+        }
+        sample *sp = &smp[c];
+        sp->in = calloc((size_t)sg->n_inputs, sizeof(float *));
+        sp->in_bytes = calloc((size_t)sg->n_inputs, sizeof(size_t));
+        if (!sp->in || !sp->in_bytes) goto done;
+        for (int i = 0; i <= sg->n_inputs; i++) {
+            const npl_tensor *t = npl_session_output(s, i);
+            size_t bytes = (size_t)npl_shape_nelements(&t->shape) * 4; /* f32 / i32 */
+            void *cp = malloc(bytes);
+            if (!cp) goto done;
+            memcpy(cp, t->data, bytes);
+            if (i < sg->n_inputs) {
+                sp->in[i] = cp;
+                sp->in_bytes[i] = bytes;
+            } else {
+                sp->out = cp;
+                sp->out_n = bytes / 4;
+            }
+        }
+    }
+    rc = 0;
+done:
+    npl_session_free(s);
+    if (kv)
+        for (int l = 0; l < 2 * hp->n_layer; l++) free(kv[l]);
+    free(kv);
+    npl_pool_free(pool);
+    return rc;
+}
+
+static void samples_free(sample *smp, int n, int n_in) {
+    for (int c = 0; c < n; c++) {
+        for (int i = 0; smp[c].in && i < n_in; i++) free(smp[c].in[i]);
+        free(smp[c].in);
+        free(smp[c].in_bytes);
+        free(smp[c].out);
+    }
+}
+
+/* ---- stage 6: the package ---- */
+
+static int write_config(const char *dir, const npl_compile_params *p, int n_ctx, int n_bins, char *err, size_t errlen) {
+    char path[4300], body[2048];
+    size_t o = (size_t)snprintf(body, sizeof body,
+                                "{\n  \"llm_model\": \"model.gguf\",\n  \"backend_type\": \"cpu\",\n"
+                                "  \"chunk_limits\": [%d, 1],\n  \"max_context_length\": %d,\n"
+                                "  \"precision\": \"%s\",\n  \"weights\": \"%s\",\n  \"accel\": \"vnpu\",\n"
+                                "  \"context_binaries\": [",
+                                p->chunk, n_ctx, npl_act_prec_name(p->act), npl_weight_prec_name(p->weights));
+    for (int i = 0; i < n_bins && o < sizeof body; i++)
+        o += (size_t)snprintf(body + o, sizeof body - o, "%s\"accel_%d.bin\"", i ? ", " : "", i);
+    if (o < sizeof body) snprintf(body + o, sizeof body - o, "]\n}\n");
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    return write_file(path, body, strlen(body), err, errlen);
+}
+
+/* ---- the driver ---- */
+
+typedef struct {
+    npl_accel_dtype act;
+    uint8_t *bin;
+    uint64_t bin_size;
+    char names[MAX_SHAPES][64];
+    char in_names[MAX_SHAPES][NPL_SEG_MAX_IO][96];
+    char out_names[MAX_SHAPES][96];
+    int n_shapes;
+    double max_err[MAX_SHAPES], rel_err[MAX_SHAPES];
+    uint64_t static_bytes;
+} seg_result;
+
+static int shape_index_ok(const shape_case *c, int n, int seq, int n_out) {
+    for (int i = 0; i < n; i++)
+        if (c[i].seq == seq && c[i].n_out == n_out) return 1;
+    return 0;
+}
+
+int npl_compile(const char *model_path, const char *out_dir, const npl_compile_params *pp, char *err, size_t errlen) {
+    npl_compile_params p = pp ? *pp : npl_compile_default_params();
+    progress pg = {&p, now_s(), {0}, -1};
+    double t_start = now_s();
+    npl_gguf *f = NULL;
+    npl_model_graph mg = {0};
+    npl_partition part = {0};
+    npl_graph *pkg = NULL;
+    npl_gguf_writer *w = NULL;
+    npl_lower_weight *wc = NULL;
+    seg_result *res = NULL;
+    shape_case cases[MAX_SHAPES] = {0};
+    int n_cases = 0, rc = -1, n_nodes = 0, made_tmp = 0;
+    char tmp[4200], path[4300];
+    const npl_accel_api *api = NULL;
+    npl_accel_backend *abe = NULL;
+
+    if (p.chunk <= 0) {
+        snprintf(err, errlen, "--chunk %d: must be positive", p.chunk);
+        return -1;
+    }
+    if (p.act == NPL_ACT_INT16) {
+        snprintf(err, errlen, "--act int16: not supported yet (needs per-tensor calibration of the activations)");
+        return -1;
+    }
+    struct stat sb;
+    if (stat(out_dir, &sb) == 0 && !p.force) {
+        snprintf(err, errlen, "%s: already exists (use --force to replace it)", out_dir);
+        return -1;
+    }
+    /* 1. graph + IO samples */
+    prog(&pg, 0, 0, 2, "model graph");
+    npl_hparams hp;
+    if (!(f = npl_gguf_open(model_path, NULL, err, errlen)) || npl_hparams_load(f, &hp, err, errlen)) goto done;
+    int n_ctx = p.n_ctx > 0 ? p.n_ctx : (hp.n_ctx_train < 4096 ? hp.n_ctx_train : 4096);
+    if (p.n_ctx < 0 || p.chunk > n_ctx) {
+        snprintf(err, errlen, "--chunk %d is larger than the context of %d", p.chunk, n_ctx);
+        goto done;
+    }
+    if (npl_model_build(f, &hp, n_ctx, &mg, err, errlen)) goto done;
+    n_nodes = npl_graph_n_nodes(mg.g);
+    {   /* shapes: AR-N (last row), AR-1, AR-N with every row (perplexity, eval) */
+        int sizes[MAX_SHAPES][2] = {{p.chunk, 1}, {1, 1}, {p.chunk, p.chunk}};
+        for (int i = 0; i < MAX_SHAPES; i++) {
+            if (shape_index_ok(cases, n_cases, sizes[i][0], sizes[i][1])) continue;
+            shape_case *c = &cases[n_cases++];
+            c->seq = sizes[i][0];
+            c->n_out = sizes[i][1];
+            c->tokens = calloc((size_t)c->seq, 4);
+            c->pos = calloc((size_t)c->seq, 4);
+            c->rows = calloc((size_t)c->n_out, 4);
+            if (!c->tokens || !c->pos || !c->rows) goto oom;
+            /* prefill at 0..N-1 with the last rows padded; decode right after */
+            int base = c->seq == 1 ? p.chunk : 0, valid = c->seq > 4 ? c->seq - 2 : c->seq;
+            if (c->seq == 1 && p.chunk >= n_ctx) base = n_ctx - 1;
+            for (int t = 0; t < c->seq; t++) {
+                c->tokens[t] = (int32_t)((t * 7919u + 13u) % (unsigned)hp.n_vocab);
+                c->pos[t] = t < valid ? base + t : -1;
+            }
+            for (int r = 0; r < c->n_out; r++) c->rows[r] = c->n_out == 1 ? valid - 1 : r;
+        }
+    }
+    prog(&pg, 0, 2, 2, "model graph");
+
+    /* 2. partition */
+    prog(&pg, 1, 0, 1, "partition");
+    if (npl_partition_graph(mg.g, &mg.logits, 1, &part, err, errlen)) goto done;
+    prog(&pg, 1, 1, 1, "partition");
+
+    /* 3 + 5. lower per shape, merge into one context per subgraph, check */
+    if (!(api = npl_vnpu_get_api(NPL_ACCEL_ABI_VERSION))) {
+        snprintf(err, errlen, "vnpu: no table for ABI version %u", NPL_ACCEL_ABI_VERSION);
+        goto done;
+    }
+    {
+        char thr[16];
+        snprintf(thr, sizeof thr, "%d", p.n_threads);
+        npl_accel_option opt = {"threads", thr};
+        if (api->backend_create(&opt, 1, &abe, err, (uint32_t)errlen) != NPL_ACCEL_OK) goto done;
+    }
+    res = calloc((size_t)part.n_segs + 1, sizeof(*res));
+    wc = calloc((size_t)n_nodes, sizeof(*wc));
+    npl_shape *shapes = malloc((size_t)n_nodes * sizeof(npl_shape));
+    if (!res || !wc || !shapes) {
+        free(shapes);
+        goto oom;
+    }
+    npl_accel_dtype act = p.act == NPL_ACT_F32 ? NPL_ACCEL_DT_F32 : p.act == NPL_ACT_BF16 ? NPL_ACCEL_DT_BF16 : NPL_ACCEL_DT_F16;
+    int n_kept = 0;
+    for (int si = 0; si < part.n_segs; si++) {
+        npl_segment *sg = &part.segs[si];
+        seg_result *r = &res[si];
+        if (!sg->keep) continue;
+        npl_accel_context *ctx = NULL;
+        if (api->context_create(abe, NULL, NULL, 0, &ctx) != NPL_ACCEL_OK) {
+            snprintf(err, errlen, "vnpu: %s", api->last_error(abe));
+            free(shapes);
+            goto done;
+        }
+        int ok = 1;
+        for (int c = 0; c < n_cases && ok; c++) {
+            prog(&pg, 2, c, n_cases, "lower + compile per shape");
+            npl_lower_args la = {.g = mg.g, .seg = sg, .shapes = shapes, .act = act, .wprec = p.weights, .wc = wc};
+            snprintf(r->names[c], sizeof r->names[c], "s%d_ar%d_o%d", si, cases[c].seq, cases[c].n_out);
+            la.gname = r->names[c];
+            if (npl_infer_all(mg.g, cases[c].seq, cases[c].n_out, shapes, err, errlen) ||
+                npl_lower_segment(api, abe, ctx, &la, err, errlen)) {
+                ok = 0;
+                break;
+            }
+            for (int i = 0; i < sg->n_inputs; i++) snprintf(r->in_names[c][i], 96, "%s", la.in_names[i]);
+            snprintf(r->out_names[c], 96, "%s", la.out_name);
+            if (c == 0) r->static_bytes = la.static_bytes;
+        }
+        if (ok) prog(&pg, 2, n_cases, n_cases, "lower + compile per shape");
+        r->n_shapes = n_cases;
+        if (ok && (api->context_get_binary_size(ctx, &r->bin_size) != NPL_ACCEL_OK ||
+                   !(r->bin = malloc(r->bin_size)) ||
+                   api->context_get_binary(ctx, r->bin, r->bin_size, &r->bin_size) != NPL_ACCEL_OK)) {
+            snprintf(err, errlen, "vnpu: context binary: %s", api->last_error(abe));
+            ok = 0;
+        }
+        api->context_free(ctx);
+        if (!ok) {
+            /* a subgraph the accelerator refuses stays on the CPU */
+            if (p.log) fprintf(p.log, "\nwarning: subgraph %d stays on the CPU: %s\n", si, err);
+            sg->keep = 0;
+            snprintf(sg->why, sizeof sg->why, "lowering failed: %.140s", err);
+            continue;
+        }
+        /* check: the binary as the package will hold it, against the CPU samples */
+        if (p.check) {
+            prog(&pg, 3, 0, n_cases, "check vs CPU samples");
+            sample smp[MAX_SHAPES] = {0};
+            npl_accel_context *lc = NULL;
+            double tol = p.tolerance > 0 ? p.tolerance : 0.1;
+            if (run_samples(&mg, &hp, sg, cases, n_cases, smp, p.n_threads, err, errlen)) {
+                samples_free(smp, n_cases, sg->n_inputs);
+                free(shapes);
+                goto done;
+            }
+            if (api->context_create_from_binary(abe, NULL, NULL, 0, r->bin, r->bin_size, &lc) != NPL_ACCEL_OK) ok = 0;
+            float *y = NULL;
+            for (int c = 0; c < n_cases && ok; c++) {
+                npl_accel_graph *ag;
+                npl_accel_buffer in[NPL_SEG_MAX_IO], out;
+                free(y);
+                if (!(y = malloc(smp[c].out_n * sizeof(float)))) { ok = 0; break; }
+                for (int i = 0; i < sg->n_inputs; i++)
+                    in[i] = (npl_accel_buffer){r->in_names[c][i], smp[c].in[i], smp[c].in_bytes[i]};
+                out = (npl_accel_buffer){r->out_names[c], y, smp[c].out_n * sizeof(float)};
+                if (api->graph_retrieve(lc, r->names[c], &ag) != NPL_ACCEL_OK ||
+                    api->graph_execute(ag, in, (uint32_t)sg->n_inputs, &out, 1) != NPL_ACCEL_OK) {
+                    ok = 0;
+                    break;
+                }
+                double me = 0, mr = 0;
+                for (size_t i = 0; i < smp[c].out_n; i++) {
+                    double d = fabs((double)y[i] - smp[c].out[i]);
+                    if (!(d <= me)) me = d;
+                    if (fabs(smp[c].out[i]) > mr) mr = fabs(smp[c].out[i]);
+                }
+                r->max_err[c] = me;
+                r->rel_err[c] = me / (mr > 0 ? mr : 1);
+                if (!(r->rel_err[c] <= tol)) {
+                    snprintf(err, errlen, "graph %s: max abs error %.4g (%.3g of max |ref|) over tolerance %.3g",
+                             r->names[c], me, r->rel_err[c], tol);
+                    ok = -1;
+                }
+                prog(&pg, 3, c + 1, n_cases, "check vs CPU samples");
+            }
+            free(y);
+            if (!ok) snprintf(err, errlen, "vnpu: %s", api->last_error(abe));
+            if (lc) api->context_free(lc);
+            samples_free(smp, n_cases, sg->n_inputs);
+            if (ok != 1) {
+                if (p.log) fprintf(p.log, "\nwarning: subgraph %d falls back to the CPU: %s\n", si, err);
+                sg->keep = 0;
+                snprintf(sg->why, sizeof sg->why, "check failed: %.140s", err);
+                continue;
+            }
+        }
+        n_kept++;
+    }
+    free(shapes);
+
+    /* 4. replace: the package graph */
+    prog(&pg, 4, 0, 1, "replace with plugin ops");
+    {
+        int *seg_of = malloc((size_t)n_nodes * sizeof(int)), *map = malloc((size_t)n_nodes * sizeof(int));
+        char *used = calloc((size_t)n_nodes, 1);
+        if (!seg_of || !map || !used || !(pkg = npl_graph_new())) {
+            free(seg_of); free(map); free(used);
+            goto oom;
+        }
+        for (int i = 0; i < n_nodes; i++) seg_of[i] = -1, map[i] = -1;
+        for (int si = 0; si < part.n_segs; si++)
+            if (part.segs[si].keep)
+                for (int k = 0; k < part.segs[si].n_nodes; k++) seg_of[part.segs[si].nodes[k]] = si;
+        used[mg.logits] = 1;
+        for (int i = n_nodes - 1; i >= 0; i--) {
+            if (!used[i]) continue;
+            if (seg_of[i] >= 0) {
+                const npl_segment *sg = &part.segs[seg_of[i]];
+                for (int k = 0; k < sg->n_inputs; k++) used[sg->inputs[k]] = 1;
+                continue;
+            }
+            const npl_node *nd = npl_graph_node(mg.g, i);
+            for (int s = 0; s < nd->n_src; s++) used[nd->src[s]] = 1;
+        }
+        int bad = 0;
+        for (int i = 0; i < n_nodes && !bad; i++) {
+            if (!used[i]) continue;
+            const npl_node *nd = npl_graph_node(mg.g, i);
+            int s[NPL_MAX_SRC];
+            if (seg_of[i] >= 0) {
+                const npl_segment *sg = &part.segs[seg_of[i]];
+                if (sg->outputs[0] != i) continue;
+                seg_result *r = &res[seg_of[i]];
+                for (int k = 0; k < sg->n_inputs; k++) s[k] = map[sg->inputs[k]];
+                int id = npl_plugin(pkg, "accel", sg->n_inputs, s, NPL_TYPE_F32);
+                char bin[32];
+                snprintf(bin, sizeof bin, "accel_%d.bin", seg_of[i]);
+                const char *ins[MAX_SHAPES * NPL_SEG_MAX_IO], *outs[MAX_SHAPES], *names[MAX_SHAPES];
+                int64_t ashape[MAX_SHAPES * NPL_SEG_MAX_IO * 4];
+                npl_shape *sh = malloc((size_t)n_nodes * sizeof(npl_shape));
+                if (!sh) { bad = 1; break; }
+                for (int c = 0; c < r->n_shapes && !bad; c++) {
+                    names[c] = r->names[c];
+                    outs[c] = r->out_names[c];
+                    if (npl_infer_all(mg.g, cases[c].seq, cases[c].n_out, sh, err, errlen)) bad = 1;
+                    for (int k = 0; k < sg->n_inputs; k++) {
+                        ins[c * sg->n_inputs + k] = r->in_names[c][k];
+                        for (int d = 0; d < 4; d++) ashape[(c * sg->n_inputs + k) * 4 + d] = sh[sg->inputs[k]].ne[d];
+                    }
+                    char key[32];
+                    snprintf(key, sizeof key, "o_%d_0", c);
+                    int64_t one[4];
+                    for (int d = 0; d < sh[i].n_dims; d++) one[d] = sh[i].ne[d];
+                    npl_attr_set_ints(pkg, id, key, one, sh[i].n_dims);
+                }
+                free(sh);
+                npl_attr_set_str(pkg, id, "path", bin);
+                npl_attr_set_str(pkg, id, "accel", "vnpu");
+                npl_attr_set_strs(pkg, id, "inputs", ins, (int64_t)r->n_shapes * sg->n_inputs);
+                npl_attr_set_strs(pkg, id, "outputs", outs, r->n_shapes);
+                npl_attr_set_strs(pkg, id, "allGraphName", names, r->n_shapes);
+                npl_attr_set_ints(pkg, id, "allInputShape", ashape, (int64_t)r->n_shapes * sg->n_inputs * 4);
+                if (nd->name) npl_graph_set_name(pkg, id, nd->name);
+                map[i] = id;
+            } else {
+                for (int k = 0; k < nd->n_src; k++) s[k] = map[nd->src[k]];
+                map[i] = npl_graph_append_like(pkg, nd, s, nd->name, nd->data);
+            }
+            if (map[i] < 0) bad = 1;
+        }
+        free(seg_of); free(map); free(used);
+        if (bad || npl_graph_error(pkg)) {
+            snprintf(err, errlen, "building the package graph: %s", npl_graph_error(pkg) ? npl_graph_error(pkg) : err);
+            goto done;
+        }
+    }
+    prog(&pg, 4, 1, 1, "replace with plugin ops");
+
+    /* 6. write: tmp dir, then rename */
+    prog(&pg, 5, 0, 3, "write package");
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", out_dir, (int)getpid());
+    if (mkdir(tmp, 0755)) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        goto done;
+    }
+    made_tmp = 1;
+    uint64_t total_bin = 0;
+    for (int si = 0; si < part.n_segs; si++) {
+        if (!part.segs[si].keep) continue;
+        snprintf(path, sizeof path, "%s/accel_%d.bin", tmp, si);
+        if (write_file(path, res[si].bin, res[si].bin_size, err, errlen)) goto done;
+        total_bin += res[si].bin_size;
+    }
+    prog(&pg, 5, 1, 3, "write package");
+    if (!(w = npl_gguf_writer_new())) goto oom;
+    {
+        static const char *const skip[] = {"npullm.", NULL};
+        int64_t cl[2] = {p.chunk, 1};
+        if (npl_gguf_copy_kv(w, f, skip, err, errlen) || npl_graph_file_add(w, pkg, err, errlen)) goto done;
+        npl_gguf_writer_set_u32(w, "npullm.package.version", 1);
+        npl_gguf_writer_set_u32(w, "npullm.package.n_ctx", (uint32_t)n_ctx);
+        npl_gguf_writer_set_arr(w, "npullm.package.chunk_limits", NPL_GGUF_INT64, cl, 2);
+        npl_gguf_writer_set_str(w, "npullm.package.precision", npl_act_prec_name(p.act));
+        npl_gguf_writer_set_str(w, "npullm.package.weights", npl_weight_prec_name(p.weights));
+        snprintf(path, sizeof path, "%s/model.gguf", tmp);
+        if (npl_gguf_writer_write(w, path, err, errlen)) goto done;
+    }
+    prog(&pg, 5, 2, 3, "write package");
+    if (write_config(tmp, &p, n_ctx, n_kept ? 1 : 0, err, errlen)) goto done;
+    if (p.keep_intermediate) {
+        snprintf(path, sizeof path, "%s/intermediate", tmp);
+        mkdir(path, 0755);
+        snprintf(path, sizeof path, "%s/intermediate/npu_postreat.json", tmp);
+        FILE *jf = fopen(path, "w");
+        if (jf) {
+            fprintf(jf, "{\n  \"subgraphs\": [\n");
+            for (int si = 0; si < part.n_segs; si++) {
+                const npl_segment *sg = &part.segs[si];
+                fprintf(jf, "    {\"index\": %d, \"ops\": %d, \"matmuls\": %d, \"first_node\": %d, \"last_node\": %d, "
+                        "\"inputs\": %d, \"outputs\": %d, \"lowered\": %s, \"why\": \"%s\"",
+                        si, sg->n_nodes, sg->n_matmul, sg->nodes[0], sg->nodes[sg->n_nodes - 1], sg->n_inputs,
+                        sg->n_outputs, sg->keep ? "true" : "false", sg->keep ? "" : sg->why);
+                if (sg->keep) {
+                    fprintf(jf, ", \"context_binary\": \"accel_%d.bin\", \"graphs\": [", si);
+                    for (int c = 0; c < res[si].n_shapes; c++) fprintf(jf, "%s\"%s\"", c ? ", " : "", res[si].names[c]);
+                    fprintf(jf, "]");
+                }
+                fprintf(jf, "}%s\n", si + 1 < part.n_segs ? "," : "");
+            }
+            fprintf(jf, "  ],\n  \"cpu_ops\": [\n");
+            for (int i = 0; i < part.n_cpu_ops; i++)
+                fprintf(jf, "    {\"node\": %d, \"op\": \"%s\", \"why\": \"%s\"}%s\n", part.cpu_ops[i],
+                        npl_op_name(npl_graph_node(mg.g, part.cpu_ops[i])->op), part.cpu_why[i],
+                        i + 1 < part.n_cpu_ops ? "," : "");
+            fprintf(jf, "  ]\n}\n");
+            fclose(jf);
+        }
+    }
+    {   /* move into place: the old package (with --force) goes only after the new one is complete */
+        char old[4300];
+        snprintf(old, sizeof old, "%s.old.%d", out_dir, (int)getpid());
+        int had_old = stat(out_dir, &sb) == 0;
+        if (had_old && rename(out_dir, old)) {
+            snprintf(err, errlen, "%s: %s", out_dir, strerror(errno));
+            goto done;
+        }
+        if (rename(tmp, out_dir)) {
+            snprintf(err, errlen, "%s: %s", out_dir, strerror(errno));
+            if (had_old) rename(old, out_dir);
+            goto done;
+        }
+        made_tmp = 0;
+        if (had_old) rm_rf(old);
+    }
+    prog(&pg, 5, 3, 3, "write package");
+    pg.stage_t[5] = now_s() - pg.t0;
+
+    if (p.log) { /* summary */
+        FILE *o = p.log;
+        int lowered = 0;
+        for (int si = 0; si < part.n_segs; si++)
+            if (part.segs[si].keep) lowered += part.segs[si].n_nodes;
+        fprintf(o, "\nnpullm compile: %s -> %s\n", model_path, out_dir);
+        fprintf(o, "  model      %s, %d layers, n_ctx %d, chunk %d, activations %s, weights %s\n", hp.arch_name,
+                hp.n_layer, n_ctx, p.chunk, npl_act_prec_name(p.act), npl_weight_prec_name(p.weights));
+        fprintf(o, "  subgraphs  %d found, %d lowered\n", part.n_segs, n_kept);
+        for (int si = 0; si < part.n_segs; si++) {
+            const npl_segment *sg = &part.segs[si];
+            fprintf(o, "    #%d: %d ops (%d matmul), %d inputs, %d outputs: %s%s\n", si, sg->n_nodes, sg->n_matmul,
+                    sg->n_inputs, sg->n_outputs, sg->keep ? "accelerator" : "CPU: ", sg->keep ? "" : sg->why);
+            if (!sg->keep) continue;
+            fprintf(o, "       accel_%d.bin: %.2f MiB, weights %.2f MiB, %d graphs:", si, res[si].bin_size / 1048576.0,
+                    res[si].static_bytes / 1048576.0, res[si].n_shapes);
+            for (int c = 0; c < res[si].n_shapes; c++)
+                fprintf(o, " %s (max abs err %.3g, rel %.3g)", res[si].names[c], res[si].max_err[c], res[si].rel_err[c]);
+            fprintf(o, "\n");
+        }
+        fprintf(o, "  ops        %d lowered, %d on the CPU\n", lowered, part.n_cpu_ops);
+        for (int i = 0; i < part.n_cpu_ops; i++)
+            fprintf(o, "    CPU: node %d %s: %s\n", part.cpu_ops[i], npl_op_name(npl_graph_node(mg.g, part.cpu_ops[i])->op),
+                    part.cpu_why[i]);
+        snprintf(path, sizeof path, "%s/model.gguf", out_dir);
+        struct stat gs;
+        fprintf(o, "  files      model.gguf %.2f MiB, context binaries %.2f MiB\n",
+                stat(path, &gs) == 0 ? gs.st_size / 1048576.0 : 0.0, total_bin / 1048576.0);
+        static const char *sn[6] = {"graph", "partition", "lower", "check", "replace", "write"};
+        fprintf(o, "  time      ");
+        for (int i = 0; i < 6; i++) fprintf(o, " %s %.2fs", sn[i], pg.stage_t[i]);
+        fprintf(o, "; total %.2fs\n", now_s() - t_start);
+    }
+    rc = 0;
+    goto done;
+oom:
+    snprintf(err, errlen, "out of memory");
+done:
+    if (made_tmp) rm_rf(tmp);
+    npl_gguf_writer_free(w);
+    npl_graph_free(pkg);
+    if (res)
+        for (int si = 0; si < part.n_segs; si++) free(res[si].bin);
+    free(res);
+    npl_lower_weights_free(wc, n_nodes);
+    if (abe) api->backend_free(abe);
+    npl_partition_free(&part);
+    npl_graph_free(mg.g);
+    npl_gguf_close(f);
+    for (int c = 0; c < MAX_SHAPES; c++) {
+        free(cases[c].tokens);
+        free(cases[c].pos);
+        free(cases[c].rows);
+    }
+    return rc;
+}

@@ -1,0 +1,329 @@
+/* Lowering: one subgraph at one shape -> one accelerator graph. ggml shapes
+ * (ne[0] innermost) become ABI dims (dims[0] outermost) by reversal.
+ *
+ *   MATMUL w[k,n], x[k,m]   -> MatMul x[m,k] . w[n,k] (transpose_in1=1), w STATIC
+ *   RMS_NORM, ADD, MUL, SCALE, SWIGLU, GEGLU, ROPE -> the op of the same name
+ *   ATTENTION q,k,v,kc,vc,pos -> Attention (caches = APP_READWRITE f16 [C, Hkv, D]
+ *                               context tensors named like the STATE nodes,
+ *                               shared by every graph of the context) + Reshape
+ *   GET_ROWS act[e,s], ids   -> Gather
+ *   RESHAPE                  -> Reshape
+ * Inputs are APP_WRITE (f32 / i32), the output APP_READ f32; everything in
+ * between is NATIVE in the activation precision. */
+#include "compiler/lower.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/shape.h"
+
+#define NONE UINT32_MAX
+
+typedef struct {
+    const npl_accel_api *api;
+    npl_accel_backend *be;
+    npl_accel_context *actx;
+    npl_accel_graph *ag;
+    npl_lower_args *a;
+    uint32_t *tid;   /* per node: its tensor */
+    npl_accel_dtype *tdt;
+    char *err;
+    size_t errlen;
+} lw;
+
+static int fail_api(lw *l, const char *what) {
+    snprintf(l->err, l->errlen, "lowering %s: %s: %s", l->a->gname, what, l->api->last_error(l->be));
+    return -1;
+}
+
+static void dims_of(const npl_shape *s, npl_accel_tensor_desc *d) {
+    d->rank = (uint32_t)s->n_dims;
+    for (int i = 0; i < s->n_dims; i++) d->dims[i] = (uint32_t)s->ne[s->n_dims - 1 - i];
+}
+
+static int mk(lw *l, const char *name, npl_accel_kind kind, npl_accel_dtype dt, const npl_shape *s, uint32_t *out) {
+    npl_accel_tensor_desc d = {.name = name, .kind = kind, .dtype = dt};
+    dims_of(s, &d);
+    if (l->api->tensor_create(l->ag, &d, out) != NPL_ACCEL_OK) return fail_api(l, name);
+    return 0;
+}
+
+static int node(lw *l, const char *op, const npl_accel_param *p, uint32_t np, const uint32_t *in, uint32_t nin,
+                uint32_t out, int id) {
+    char nm[48];
+    snprintf(nm, sizeof nm, "n%d.%s", id, op);
+    npl_accel_node_desc d = {nm, op, p, np, in, nin, &out, 1};
+    if (l->api->graph_add_node(l->ag, &d) != NPL_ACCEL_OK) return fail_api(l, nm);
+    return 0;
+}
+
+/* ---- weights ---- */
+
+static npl_type target_type(npl_type t, npl_weight_prec wp, int64_t k) {
+    if (k % 32) return NPL_TYPE_F32;
+    if (wp == NPL_WEIGHTS_Q4) return NPL_TYPE_Q4_0;
+    if (wp == NPL_WEIGHTS_Q8) return NPL_TYPE_Q8_0;
+    switch (t) {
+    case NPL_TYPE_F32: case NPL_TYPE_F16: case NPL_TYPE_BF16: case NPL_TYPE_Q4_0: case NPL_TYPE_Q8_0: return t;
+    default: return NPL_TYPE_Q8_0; /* k-quants and others: requantized */
+    }
+}
+
+static npl_accel_dtype accel_dt(npl_type t) {
+    switch (t) {
+    case NPL_TYPE_F16: return NPL_ACCEL_DT_F16;
+    case NPL_TYPE_BF16: return NPL_ACCEL_DT_BF16;
+    case NPL_TYPE_Q4_0: return NPL_ACCEL_DT_Q4_0;
+    case NPL_TYPE_Q8_0: return NPL_ACCEL_DT_Q8_0;
+    case NPL_TYPE_I32: return NPL_ACCEL_DT_INT32;
+    default: return NPL_ACCEL_DT_F32;
+    }
+}
+
+/* Converted bytes of weight node id: use 0 = matmul weights, 1 = f32 vector. */
+static int weight_bytes(lw *l, int id, int use) {
+    npl_lower_weight *w = &l->a->wc[id];
+    if (w->data[use]) return 0;
+    const npl_node *nd = npl_graph_node(l->a->g, id);
+    const npl_type_traits *src = npl_type_get(nd->type);
+    int64_t k = nd->shape.ne[0], rows = nd->shape.ne[1] * nd->shape.ne[2] * nd->shape.ne[3];
+    npl_type tt = use ? NPL_TYPE_F32 : target_type(nd->type, l->a->wprec, k);
+    size_t row_src, row_dst;
+    if (!src || !src->to_float || npl_row_size(nd->type, k, &row_src) || npl_row_size(tt, k, &row_dst)) {
+        snprintf(l->err, l->errlen, "weight %s: type %s cannot be converted", nd->name, npl_type_name(nd->type));
+        return -1;
+    }
+    w->size[use] = row_dst * (size_t)rows;
+    w->dt[use] = accel_dt(tt);
+    if (!(w->data[use] = malloc(w->size[use] ? w->size[use] : 1))) goto oom;
+    if (tt == nd->type) {
+        memcpy(w->data[use], nd->data, w->size[use]);
+        return 0;
+    }
+    float *tmp = malloc((size_t)k * sizeof(float));
+    if (!tmp) goto oom;
+    const npl_type_traits *dst = npl_type_get(tt);
+    for (int64_t r = 0; r < rows; r++) {
+        src->to_float((const char *)nd->data + (size_t)r * row_src, tmp, k);
+        if (tt == NPL_TYPE_F32) memcpy((char *)w->data[use] + (size_t)r * row_dst, tmp, row_dst);
+        else dst->from_float(tmp, (char *)w->data[use] + (size_t)r * row_dst, k);
+    }
+    free(tmp);
+    return 0;
+oom:
+    snprintf(l->err, l->errlen, "weight %s: out of memory", nd->name);
+    return -1;
+}
+
+static int weight_tensor(lw *l, int id, int use, uint32_t *out) {
+    if (weight_bytes(l, id, use)) return -1;
+    const npl_node *nd = npl_graph_node(l->a->g, id);
+    npl_lower_weight *w = &l->a->wc[id];
+    char name[160];
+    snprintf(name, sizeof name, "%s%s", nd->name, use ? "#f32" : "");
+    npl_accel_tensor_desc d = {.name = name, .kind = NPL_ACCEL_STATIC, .dtype = w->dt[use], .data = w->data[use],
+                               .data_size = w->size[use]};
+    if (use) { /* a vector: [n] */
+        d.rank = 1;
+        d.dims[0] = (uint32_t)npl_shape_nelements(&nd->shape);
+    } else {
+        dims_of(&nd->shape, &d);
+    }
+    if (l->api->tensor_create(l->ag, &d, out) != NPL_ACCEL_OK) return fail_api(l, name);
+    l->a->static_bytes += w->size[use];
+    return 0;
+}
+
+/* Tensor of source node id for a non-matmul-weight use. */
+static int src_tensor(lw *l, int id, uint32_t *out) {
+    if (l->tid[id] != NONE) {
+        *out = l->tid[id];
+        return 0;
+    }
+    if (npl_graph_node(l->a->g, id)->op == NPL_OP_WEIGHT) return weight_tensor(l, id, 1, out);
+    snprintf(l->err, l->errlen, "lowering %s: node %d used before it is lowered", l->a->gname, id);
+    return -1;
+}
+
+/* The output tensor of op node id (dtype: act, f32 for the subgraph output). */
+static int out_tensor(lw *l, int id, npl_accel_dtype natural, uint32_t *out) {
+    char name[sizeof l->a->out_name];
+    if (id == l->a->seg->outputs[0]) {
+        snprintf(name, sizeof name, "%s.out", l->a->gname);
+        snprintf(l->a->out_name, sizeof l->a->out_name, "%s", name);
+        if (mk(l, name, NPL_ACCEL_APP_READ, NPL_ACCEL_DT_F32, &l->a->shapes[id], out)) return -1;
+        l->tdt[id] = NPL_ACCEL_DT_F32;
+    } else {
+        snprintf(name, sizeof name, "%s.n%d", l->a->gname, id);
+        if (mk(l, name, NPL_ACCEL_NATIVE, natural, &l->a->shapes[id], out)) return -1;
+        l->tdt[id] = natural;
+    }
+    l->tid[id] = *out;
+    return 0;
+}
+
+static npl_accel_param pint(const char *n, int64_t v) { return (npl_accel_param){.name = n, .type = NPL_ACCEL_PARAM_INT, .i = v}; }
+static npl_accel_param pflt(const char *n, double v) { return (npl_accel_param){.name = n, .type = NPL_ACCEL_PARAM_FLOAT, .f = v}; }
+
+static int cache_tensor(lw *l, int state, const npl_shape *k, uint32_t *out) {
+    const npl_node *nd = npl_graph_node(l->a->g, state);
+    npl_accel_tensor_desc d = {.name = nd->name, .kind = NPL_ACCEL_APP_READWRITE, .dtype = NPL_ACCEL_DT_F16, .rank = 3};
+    d.dims[0] = (uint32_t)nd->shape.ne[1]; /* C */
+    d.dims[1] = (uint32_t)k->ne[1];        /* Hkv */
+    d.dims[2] = (uint32_t)k->ne[0];        /* D */
+    if (nd->type != NPL_TYPE_F16 || nd->shape.ne[0] != k->ne[0] * k->ne[1]) {
+        snprintf(l->err, l->errlen, "lowering %s: cache %s is not f16 [head_dim*n_kv, n_ctx]", l->a->gname, nd->name);
+        return -1;
+    }
+    if (l->api->tensor_create(l->ag, &d, out) != NPL_ACCEL_OK) return fail_api(l, nd->name);
+    return 0;
+}
+
+static int lower_op(lw *l, int id) {
+    const npl_node *nd = npl_graph_node(l->a->g, id);
+    uint32_t in[6], o;
+    const npl_accel_dtype act = l->a->act;
+    switch (nd->op) {
+    case NPL_OP_MATMUL: {
+        npl_accel_param p = pint("transpose_in1", 1);
+        if (src_tensor(l, nd->src[1], &in[0])) return -1;
+        if (npl_graph_node(l->a->g, nd->src[0])->op == NPL_OP_WEIGHT) {
+            if (weight_tensor(l, nd->src[0], 0, &in[1])) return -1;
+        } else if (src_tensor(l, nd->src[0], &in[1])) {
+            return -1;
+        }
+        if (out_tensor(l, id, act, &o)) return -1;
+        return node(l, "MatMul", &p, 1, in, 2, o, id);
+    }
+    case NPL_OP_RMS_NORM: {
+        npl_accel_param p = pflt("epsilon", nd->fp[0]);
+        for (int s = 0; s < nd->n_src; s++)
+            if (src_tensor(l, nd->src[s], &in[s])) return -1;
+        if (out_tensor(l, id, act, &o)) return -1;
+        return node(l, "RmsNorm", &p, 1, in, (uint32_t)nd->n_src, o, id);
+    }
+    case NPL_OP_ADD: case NPL_OP_MUL: case NPL_OP_SWIGLU: case NPL_OP_GEGLU: {
+        static const char *names[NPL_OP_COUNT] = {[NPL_OP_ADD] = "Add", [NPL_OP_MUL] = "Mul",
+                                                  [NPL_OP_SWIGLU] = "SwiGLU", [NPL_OP_GEGLU] = "GeGLU"};
+        if (src_tensor(l, nd->src[0], &in[0]) || src_tensor(l, nd->src[1], &in[1])) return -1;
+        if (out_tensor(l, id, act, &o)) return -1;
+        return node(l, names[nd->op], NULL, 0, in, 2, o, id);
+    }
+    case NPL_OP_SCALE: {
+        npl_accel_param p = pflt("scale", nd->fp[0]);
+        if (src_tensor(l, nd->src[0], &in[0]) || out_tensor(l, id, act, &o)) return -1;
+        return node(l, "Scale", &p, 1, in, 1, o, id);
+    }
+    case NPL_OP_ROPE: {
+        npl_accel_param p[4] = {pint("n_rot", nd->ip[0]), pint("neox", nd->ip[1]), pflt("base", nd->fp[0]),
+                                pflt("freq_scale", nd->fp[1])};
+        if (src_tensor(l, nd->src[0], &in[0]) || src_tensor(l, nd->src[1], &in[1]) || out_tensor(l, id, act, &o))
+            return -1;
+        return node(l, "Rope", p, 4, in, 2, o, id);
+    }
+    case NPL_OP_ATTENTION: {
+        npl_accel_param p[3] = {pflt("scale", nd->fp[0]), pint("window", nd->ip[0]), pflt("softcap", nd->fp[1])};
+        const npl_shape *q = &l->a->shapes[nd->src[0]], *k = &l->a->shapes[nd->src[1]];
+        for (int s = 0; s < 3; s++)
+            if (src_tensor(l, nd->src[s], &in[s])) return -1;
+        if (cache_tensor(l, nd->src[3], k, &in[3]) || cache_tensor(l, nd->src[4], k, &in[4]) ||
+            src_tensor(l, nd->src[5], &in[5]))
+            return -1;
+        char name[128];
+        snprintf(name, sizeof name, "%s.n%d.heads", l->a->gname, id);
+        uint32_t heads;
+        npl_accel_dtype hdt = id == l->a->seg->outputs[0] ? NPL_ACCEL_DT_F32 : act;
+        if (mk(l, name, NPL_ACCEL_NATIVE, hdt, q, &heads)) return -1; /* [S, Hq, D] */
+        if (node(l, "Attention", p, 3, in, 6, heads, id)) return -1;
+        if (out_tensor(l, id, act, &o)) return -1;
+        return node(l, "Reshape", NULL, 0, &heads, 1, o, id);
+    }
+    case NPL_OP_GET_ROWS:
+        if (src_tensor(l, nd->src[0], &in[0]) || src_tensor(l, nd->src[1], &in[1]) || out_tensor(l, id, act, &o))
+            return -1;
+        return node(l, "Gather", NULL, 0, in, 2, o, id);
+    case NPL_OP_RESHAPE: {
+        if (src_tensor(l, nd->src[0], &in[0])) return -1;
+        npl_accel_dtype sdt = l->tdt[nd->src[0]];
+        if (out_tensor(l, id, sdt, &o)) return -1;
+        return node(l, l->tdt[id] == sdt ? "Reshape" : "Cast", NULL, 0, in, 1, o, id);
+    }
+    default:
+        snprintf(l->err, l->errlen, "lowering %s: op %s is not lowered", l->a->gname, npl_op_name(nd->op));
+        return -1;
+    }
+}
+
+int npl_lower_segment(const npl_accel_api *api, npl_accel_backend *be, npl_accel_context *ctx, npl_lower_args *a,
+                      char *err, size_t errlen) {
+    int n = npl_graph_n_nodes(a->g), rc = -1;
+    lw l = {api, be, ctx, NULL, a, malloc((size_t)n * sizeof(uint32_t)), calloc((size_t)n, sizeof(npl_accel_dtype)),
+            err, errlen};
+    if (!l.tid || !l.tdt) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < n; i++) l.tid[i] = NONE;
+    if (api->graph_create(ctx, a->gname, &l.ag) != NPL_ACCEL_OK) {
+        fail_api(&l, "graph_create");
+        goto done;
+    }
+    for (int i = 0; i < a->seg->n_inputs; i++) {
+        int id = a->seg->inputs[i];
+        const npl_node *nd = npl_graph_node(a->g, id);
+        npl_accel_dtype dt = nd->type == NPL_TYPE_I32 ? NPL_ACCEL_DT_INT32 : NPL_ACCEL_DT_F32;
+        if (nd->type != NPL_TYPE_I32 && nd->type != NPL_TYPE_F32) {
+            snprintf(err, errlen, "lowering %s: input node %d is %s (f32 or i32 only)", a->gname, id,
+                     npl_type_name(nd->type));
+            goto done;
+        }
+        snprintf(a->in_names[i], sizeof a->in_names[i], "%s.in.%s", a->gname,
+                 nd->name && nd->op == NPL_OP_INPUT ? nd->name : "x");
+        if (nd->op != NPL_OP_INPUT) snprintf(a->in_names[i], sizeof a->in_names[i], "%s.in%d", a->gname, i);
+        if (mk(&l, a->in_names[i], NPL_ACCEL_APP_WRITE, dt, &a->shapes[id], &l.tid[id])) goto done;
+        l.tdt[id] = dt;
+    }
+    for (int k = 0; k < a->seg->n_nodes; k++)
+        if (lower_op(&l, a->seg->nodes[k])) goto done;
+    if (api->graph_finalize(l.ag) != NPL_ACCEL_OK) {
+        fail_api(&l, "finalize");
+        goto done;
+    }
+    rc = 0;
+done:
+    free(l.tid);
+    free(l.tdt);
+    return rc;
+}
+
+void npl_lower_weights_free(npl_lower_weight *wc, int n) {
+    if (!wc) return;
+    for (int i = 0; i < n; i++) {
+        free(wc[i].data[0]);
+        free(wc[i].data[1]);
+    }
+    free(wc);
+}
+
+int npl_infer_all(const npl_graph *g, int seq, int n_out, npl_shape *shapes, char *err, size_t errlen) {
+    int n = npl_graph_n_nodes(g);
+    for (int i = 0; i < n; i++) {
+        const npl_node *nd = npl_graph_node(g, i);
+        if (nd->op == NPL_OP_INPUT) {
+            shapes[i] = nd->shape;
+            int is_rows = nd->name && !strcmp(nd->name, "out_rows");
+            for (int d = 0; d < nd->shape.n_dims; d++)
+                if (nd->shape.ne[d] == NPL_DIM_SEQ) shapes[i].ne[d] = is_rows ? n_out : seq;
+            continue;
+        }
+        npl_shape src[NPL_MAX_SRC];
+        for (int s = 0; s < nd->n_src; s++) src[s] = shapes[nd->src[s]];
+        if (nd->op == NPL_OP_PLUGIN) {
+            snprintf(err, errlen, "node %d: the graph already has plugin ops", i);
+            return -1;
+        }
+        if (npl_infer_shape(g, i, src, &shapes[i], err, errlen)) return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,39 @@
+/* Lowering of one subgraph at one shape into an accelerator graph (private
+ * to the compiler). */
+#ifndef NPL_COMPILER_LOWER_H
+#define NPL_COMPILER_LOWER_H
+#include "compiler/compiler.h"
+#include "core/graph.h"
+#include "npullm_accel.h"
+
+/* Converted weight bytes per (node, use), shared by every shape's graph so
+ * the context stores them once. */
+typedef struct {
+    void *data[2];     /* [0] matmul layout, [1] f32 (norms, biases) */
+    size_t size[2];
+    npl_accel_dtype dt[2];
+} npl_lower_weight;
+
+typedef struct {
+    const npl_graph *g;
+    const npl_segment *seg;
+    const npl_shape *shapes;    /* every node's shape at this graph's input shapes */
+    npl_accel_dtype act;
+    npl_weight_prec wprec;
+    npl_lower_weight *wc;       /* per node id, owned by the caller */
+    const char *gname;
+    /* out: accelerator tensor names of the segment's inputs and output */
+    char in_names[NPL_SEG_MAX_IO][96];
+    char out_name[96];
+    uint64_t static_bytes;      /* weight bytes created by this call (new or shared) */
+} npl_lower_args;
+
+int npl_lower_segment(const npl_accel_api *api, npl_accel_backend *be, npl_accel_context *ctx, npl_lower_args *a,
+                      char *err, size_t errlen);
+void npl_lower_weights_free(npl_lower_weight *wc, int n);
+/* Shapes of every node of g for inputs tokens/pos [seq] and out_rows
+ * [n_out] (INPUT nodes with a symbolic dim get seq, or n_out for
+ * "out_rows"). 0 or -1 with err. */
+int npl_infer_all(const npl_graph *g, int seq, int n_out, npl_shape *shapes, char *err, size_t errlen);
+
+#endif

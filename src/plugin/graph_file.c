@@ -1,0 +1,349 @@
+/* Graph files (see graph_file.h). */
+#include "plugin/graph_file.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define K_N "npullm.graph.n_nodes"
+
+/* ---- writing ---- */
+
+int npl_graph_file_add(npl_gguf_writer *w, const npl_graph *g, char *err, size_t errlen) {
+    int n = npl_graph_n_nodes(g), rc = -1;
+    int64_t n_attr = 0, n_astr = 0, n_aint = 0, n_aflt = 0;
+    for (int i = 0; i < n; i++)
+        for (const npl_attr *a = npl_graph_node(g, i)->attrs; a; a = a->next) {
+            n_attr++;
+            if (a->kind == NPL_ATTR_STR || a->kind == NPL_ATTR_STRS) n_astr += a->n;
+            else if (a->kind == NPL_ATTR_INTS) n_aint += a->n;
+            else n_aflt += a->n;
+        }
+    int32_t *op = calloc((size_t)n + 1, sizeof *op), *type = calloc((size_t)n + 1, sizeof *type);
+    int32_t *ndims = calloc((size_t)n + 1, sizeof *ndims), *nsrc = calloc((size_t)n + 1, sizeof *nsrc);
+    int64_t *ne = calloc((size_t)n * 4 + 1, sizeof *ne);
+    int32_t *src = calloc((size_t)n * NPL_MAX_SRC + 1, sizeof *src), *ip = calloc((size_t)n * NPL_MAX_IPARAMS + 1, sizeof *ip);
+    float *fp = calloc((size_t)n * NPL_MAX_FPARAMS + 1, sizeof *fp);
+    const char **name = calloc((size_t)n + 1, sizeof *name);
+    int32_t *anode = calloc((size_t)n_attr + 1, sizeof *anode), *akind = calloc((size_t)n_attr + 1, sizeof *akind);
+    int64_t *an = calloc((size_t)n_attr + 1, sizeof *an), *aints = calloc((size_t)n_aint + 1, sizeof *aints);
+    const char **akey = calloc((size_t)n_attr + 1, sizeof *akey), **astrs = calloc((size_t)n_astr + 1, sizeof *astrs);
+    float *aflts = calloc((size_t)n_aflt + 1, sizeof *aflts);
+    if (!op || !type || !ndims || !nsrc || !ne || !src || !ip || !fp || !name || !anode || !akind || !an || !aints ||
+        !akey || !astrs || !aflts) {
+        snprintf(err, errlen, "graph file: out of memory");
+        goto done;
+    }
+    int64_t ia = 0, is = 0, ii = 0, iflt = 0;
+    for (int i = 0; i < n; i++) {
+        const npl_node *nd = npl_graph_node(g, i);
+        op[i] = nd->op;
+        type[i] = nd->type;
+        ndims[i] = nd->shape.n_dims;
+        for (int d = 0; d < 4; d++) ne[i * 4 + d] = nd->shape.ne[d];
+        nsrc[i] = nd->n_src;
+        for (int s = 0; s < nd->n_src; s++) src[i * NPL_MAX_SRC + s] = nd->src[s];
+        memcpy(&ip[i * NPL_MAX_IPARAMS], nd->ip, sizeof nd->ip);
+        memcpy(&fp[i * NPL_MAX_FPARAMS], nd->fp, sizeof nd->fp);
+        name[i] = nd->name ? nd->name : "";
+        if (nd->op == NPL_OP_WEIGHT) {
+            size_t row;
+            if (!nd->name || npl_row_size(nd->type, nd->shape.ne[0], &row)) {
+                snprintf(err, errlen, "graph file: weight node %d has no name or a bad row size", i);
+                goto done;
+            }
+            size_t sz = row * (size_t)(nd->shape.ne[1] * nd->shape.ne[2] * nd->shape.ne[3]);
+            if (npl_gguf_writer_add_tensor(w, nd->name, nd->type, nd->shape.n_dims, nd->shape.ne, nd->data, sz)) {
+                snprintf(err, errlen, "graph file: weight %s: cannot add", nd->name);
+                goto done;
+            }
+        }
+        for (const npl_attr *a = nd->attrs; a; a = a->next, ia++) {
+            anode[ia] = i;
+            akey[ia] = a->key;
+            akind[ia] = a->kind;
+            an[ia] = a->n;
+            for (int64_t k = 0; k < a->n; k++) {
+                if (a->kind == NPL_ATTR_STR || a->kind == NPL_ATTR_STRS) astrs[is++] = a->strs[k];
+                else if (a->kind == NPL_ATTR_INTS) aints[ii++] = a->ints[k];
+                else aflts[iflt++] = a->floats[k];
+            }
+        }
+    }
+    if (npl_gguf_writer_set_u32(w, K_N, (uint32_t)n) ||
+        npl_gguf_writer_set_arr(w, "npullm.graph.op", NPL_GGUF_INT32, op, (uint64_t)n) ||
+        npl_gguf_writer_set_arr(w, "npullm.graph.type", NPL_GGUF_INT32, type, (uint64_t)n) ||
+        npl_gguf_writer_set_arr(w, "npullm.graph.n_dims", NPL_GGUF_INT32, ndims, (uint64_t)n) ||
+        npl_gguf_writer_set_arr(w, "npullm.graph.ne", NPL_GGUF_INT64, ne, (uint64_t)n * 4) ||
+        npl_gguf_writer_set_arr(w, "npullm.graph.n_src", NPL_GGUF_INT32, nsrc, (uint64_t)n) ||
+        npl_gguf_writer_set_arr(w, "npullm.graph.src", NPL_GGUF_INT32, src, (uint64_t)n * NPL_MAX_SRC) ||
+        npl_gguf_writer_set_arr(w, "npullm.graph.ip", NPL_GGUF_INT32, ip, (uint64_t)n * NPL_MAX_IPARAMS) ||
+        npl_gguf_writer_set_arr(w, "npullm.graph.fp", NPL_GGUF_FLOAT32, fp, (uint64_t)n * NPL_MAX_FPARAMS) ||
+        npl_gguf_writer_set_arr_str(w, "npullm.graph.name", name, (uint64_t)n) ||
+        npl_gguf_writer_set_arr(w, "npullm.attr.node", NPL_GGUF_INT32, anode, (uint64_t)n_attr) ||
+        npl_gguf_writer_set_arr(w, "npullm.attr.kind", NPL_GGUF_INT32, akind, (uint64_t)n_attr) ||
+        npl_gguf_writer_set_arr(w, "npullm.attr.n", NPL_GGUF_INT64, an, (uint64_t)n_attr) ||
+        npl_gguf_writer_set_arr_str(w, "npullm.attr.key", akey, (uint64_t)n_attr) ||
+        npl_gguf_writer_set_arr_str(w, "npullm.attr.strs", astrs, (uint64_t)n_astr) ||
+        npl_gguf_writer_set_arr(w, "npullm.attr.ints", NPL_GGUF_INT64, aints, (uint64_t)n_aint) ||
+        npl_gguf_writer_set_arr(w, "npullm.attr.floats", NPL_GGUF_FLOAT32, aflts, (uint64_t)n_aflt)) {
+        snprintf(err, errlen, "graph file: cannot add metadata");
+        goto done;
+    }
+    rc = 0;
+done:
+    free(op); free(type); free(ndims); free(nsrc); free(ne); free(src); free(ip); free(fp); free(name);
+    free(anode); free(akind); free(an); free(aints); free(akey); free(astrs); free(aflts);
+    return rc;
+}
+
+int npl_gguf_copy_kv(npl_gguf_writer *w, const npl_gguf *src, const char *const *skip, char *err, size_t errlen) {
+    for (int64_t i = 0; i < npl_gguf_n_kv(src); i++) {
+        npl_gguf_str k = npl_gguf_key(src, i);
+        char key[256];
+        if (k.len >= sizeof key) continue;
+        memcpy(key, k.ptr, k.len);
+        key[k.len] = 0;
+        int skipped = !strcmp(key, "general.alignment");
+        for (int s = 0; skip && skip[s] && !skipped; s++) skipped = !strncmp(key, skip[s], strlen(skip[s]));
+        if (skipped) continue;
+        npl_gguf_vtype t = npl_gguf_kv_type(src, i);
+        int rc = 0;
+        if (t == NPL_GGUF_STRING) {
+            npl_gguf_str v = npl_gguf_kv_str(src, i);
+            char *s = strndup(v.ptr, v.len);
+            rc = !s || npl_gguf_writer_set_str(w, key, s);
+            free(s);
+        } else if (t == NPL_GGUF_ARRAY) {
+            npl_gguf_vtype et = npl_gguf_arr_type(src, i);
+            uint64_t n = npl_gguf_arr_n(src, i);
+            if (et == NPL_GGUF_STRING) {
+                char **v = calloc(n + 1, sizeof *v);
+                rc = !v;
+                for (uint64_t j = 0; !rc && j < n; j++) {
+                    npl_gguf_str e = npl_gguf_arr_str(src, i, j);
+                    rc = !(v[j] = strndup(e.ptr ? e.ptr : "", e.len));
+                }
+                if (!rc) rc = npl_gguf_writer_set_arr_str(w, key, (const char *const *)v, n);
+                for (uint64_t j = 0; v && j < n; j++) free(v[j]);
+                free(v);
+            } else if (et != NPL_GGUF_ARRAY) {
+                rc = npl_gguf_writer_set_arr(w, key, et, npl_gguf_arr_data(src, i), n);
+            } /* arrays of arrays are not copied */
+        } else {
+            rc = npl_gguf_writer_set_scalar(w, key, t, npl_gguf_kv_data(src, i));
+        }
+        if (rc) {
+            snprintf(err, errlen, "%s: copying key %s failed", npl_gguf_path(src), key);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+
+int npl_graph_append_like(npl_graph *g, const npl_node *like, const int *s, const char *name, const void *wdata) {
+    int id = -1, o = like->op;
+    const npl_shape *sh = &like->shape;
+    switch ((npl_op)o) {
+    case NPL_OP_INPUT: return npl_input(g, name, like->type, sh->n_dims, sh->ne);
+    case NPL_OP_STATE: return npl_state(g, name, like->type, sh->n_dims, sh->ne);
+    case NPL_OP_WEIGHT: return npl_weight(g, name, like->type, sh->n_dims, sh->ne, wdata);
+    case NPL_OP_RMS_NORM: id = npl_rms_norm(g, s[0], like->n_src == 2 ? s[1] : -1, like->fp[0]); break;
+    case NPL_OP_SCALE: id = npl_scale(g, s[0], like->fp[0]); break;
+    case NPL_OP_SOFTCAP: id = npl_softcap(g, s[0], like->fp[0]); break;
+    case NPL_OP_ROPE: id = npl_apply_rope(g, s[0], s[1], 2, 0, 1, 1); break;
+    case NPL_OP_ATTENTION: id = npl_attention(g, s[0], s[1], s[2], s[3], s[4], s[5], like->fp[0], 0, 0); break;
+    case NPL_OP_RESHAPE: {
+        int64_t rne[4] = {1, 1, 1, 1};
+        int nr = like->ip[0];
+        if (nr < 1 || nr > 4) return -1;
+        for (int d = 0; d < nr; d++) rne[d] = like->ip[1 + d];
+        id = npl_reshape(g, s[0], nr, rne);
+        break;
+    }
+    case NPL_OP_PLUGIN: id = npl_plugin(g, "?", like->n_src, s, like->type); break;
+    case NPL_OP_GET_ROWS: id = npl_get_rows(g, s[0], s[1]); break;
+    case NPL_OP_MATMUL: id = npl_matmul(g, s[0], s[1]); break;
+    case NPL_OP_ADD: id = npl_add(g, s[0], s[1]); break;
+    case NPL_OP_MUL: id = npl_mul(g, s[0], s[1]); break;
+    case NPL_OP_SWIGLU: id = npl_swiglu(g, s[0], s[1]); break;
+    case NPL_OP_GEGLU: id = npl_geglu(g, s[0], s[1]); break;
+    default: return -1;
+    }
+    if (id < 0) return -1;
+    npl_node *m = npl_graph_node_mut(g, id);
+    memcpy(m->ip, like->ip, sizeof m->ip);
+    memcpy(m->fp, like->fp, sizeof m->fp);
+    m->type = like->type;
+    if (name && npl_graph_set_name(g, id, name) < 0) return -1;
+    return id;
+}
+
+/* ---- reading ---- */
+
+typedef struct {
+    const npl_gguf *f;
+    char *err;
+    size_t errlen;
+} rd;
+
+static const void *arr(const rd *r, const char *key, npl_gguf_vtype t, uint64_t n) {
+    int64_t i = npl_gguf_find_key(r->f, key);
+    if (i < 0 || npl_gguf_kv_type(r->f, i) != NPL_GGUF_ARRAY || npl_gguf_arr_type(r->f, i) != t ||
+        npl_gguf_arr_n(r->f, i) != n) {
+        snprintf(r->err, r->errlen, "%s: %s: missing, not an array of %s or not %llu elements", npl_gguf_path(r->f),
+                 key, npl_gguf_vtype_name(t), (unsigned long long)n);
+        return NULL;
+    }
+    if (t == NPL_GGUF_STRING || n == 0) return r; /* non-NULL marker (strings: read with npl_gguf_arr_str) */
+    return npl_gguf_arr_data(r->f, i);
+}
+
+static int32_t get_i32(const void *p, uint64_t j) { int32_t v; memcpy(&v, (const char *)p + j * 4, 4); return v; }
+static int64_t get_i64(const void *p, uint64_t j) { int64_t v; memcpy(&v, (const char *)p + j * 8, 8); return v; }
+static float get_f32(const void *p, uint64_t j) { float v; memcpy(&v, (const char *)p + j * 4, 4); return v; }
+
+static char *arr_str(const rd *r, const char *key, uint64_t j) {
+    npl_gguf_str s = npl_gguf_arr_str(r->f, npl_gguf_find_key(r->f, key), j);
+    return strndup(s.ptr ? s.ptr : "", s.len);
+}
+
+int npl_graph_file_present(const npl_gguf *f) { return npl_gguf_find_key(f, K_N) >= 0; }
+
+npl_graph *npl_graph_file_load(const npl_gguf *f, char *err, size_t errlen) {
+    rd r = {f, err, errlen};
+    uint32_t n32;
+    if (npl_gguf_get_u32(f, K_N, &n32) || n32 == 0 || n32 > (1u << 20)) {
+        snprintf(err, errlen, "%s: %s: missing or out of range", npl_gguf_path(f), K_N);
+        return NULL;
+    }
+    uint64_t n = n32;
+    const void *op = arr(&r, "npullm.graph.op", NPL_GGUF_INT32, n), *type = op ? arr(&r, "npullm.graph.type", NPL_GGUF_INT32, n) : NULL;
+    const void *ndims = type ? arr(&r, "npullm.graph.n_dims", NPL_GGUF_INT32, n) : NULL;
+    const void *ne = ndims ? arr(&r, "npullm.graph.ne", NPL_GGUF_INT64, n * 4) : NULL;
+    const void *nsrc = ne ? arr(&r, "npullm.graph.n_src", NPL_GGUF_INT32, n) : NULL;
+    const void *src = nsrc ? arr(&r, "npullm.graph.src", NPL_GGUF_INT32, n * NPL_MAX_SRC) : NULL;
+    const void *ip = src ? arr(&r, "npullm.graph.ip", NPL_GGUF_INT32, n * NPL_MAX_IPARAMS) : NULL;
+    const void *fp = ip ? arr(&r, "npullm.graph.fp", NPL_GGUF_FLOAT32, n * NPL_MAX_FPARAMS) : NULL;
+    const void *names = fp ? arr(&r, "npullm.graph.name", NPL_GGUF_STRING, n) : NULL;
+    if (!names) return NULL;
+    npl_graph *g = npl_graph_new();
+    if (!g) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        int o = get_i32(op, i), t = get_i32(type, i), nd = get_i32(ndims, i), ns = get_i32(nsrc, i);
+        char *name = arr_str(&r, "npullm.graph.name", i);
+        int s[NPL_MAX_SRC] = {0};
+        int64_t e[4];
+        for (int d = 0; d < 4; d++) e[d] = get_i64(ne, i * 4 + d);
+        int bad = !name || o < 0 || o >= NPL_OP_COUNT || ns < npl_op_min_src((npl_op)o) || ns > npl_op_max_src((npl_op)o) ||
+                  !npl_type_get(t) || nd < 1 || nd > 4;
+        for (int k = 0; !bad && k < ns; k++) {
+            s[k] = get_i32(src, i * NPL_MAX_SRC + (uint64_t)k);
+            bad = s[k] < 0 || (uint64_t)s[k] >= i;
+        }
+        if (bad) {
+            snprintf(err, errlen, "%s: npullm.graph: node %llu: bad op, type, dims or sources", npl_gguf_path(f),
+                     (unsigned long long)i);
+            free(name);
+            goto fail;
+        }
+        if (o == NPL_OP_RESHAPE) {
+            int32_t nr = get_i32(ip, i * NPL_MAX_IPARAMS);
+            if (nr < 1 || nr > 4) {
+                snprintf(err, errlen, "%s: npullm.graph.ip: node %llu: reshape to %d dims", npl_gguf_path(f),
+                         (unsigned long long)i, nr);
+                free(name);
+                goto fail;
+            }
+        }
+        const void *wdata = NULL;
+        if (o == NPL_OP_WEIGHT) {
+            const npl_gguf_tensor *tt = npl_gguf_find_tensor(f, name);
+            int ok = tt && tt->type == t;
+            for (int d = 0; ok && d < 4; d++) ok = tt->ne[d] == e[d];
+            if (!ok) {
+                snprintf(err, errlen, "%s: tensor %s: missing or not of the node's type and shape", npl_gguf_path(f), name);
+                free(name);
+                goto fail;
+            }
+            wdata = tt->data;
+        }
+        npl_node like = {.op = (npl_op)o, .type = (npl_type)t, .shape = {nd, {e[0], e[1], e[2], e[3]}}, .n_src = ns};
+        for (int k = 0; k < NPL_MAX_IPARAMS; k++) like.ip[k] = get_i32(ip, i * NPL_MAX_IPARAMS + (uint64_t)k);
+        for (int k = 0; k < NPL_MAX_FPARAMS; k++) like.fp[k] = get_f32(fp, i * NPL_MAX_FPARAMS + (uint64_t)k);
+        int id = npl_graph_append_like(g, &like, s, *name ? name : NULL, wdata);
+        if (id != (int)i) {
+            snprintf(err, errlen, "%s: npullm.graph: node %llu (%s): %s", npl_gguf_path(f), (unsigned long long)i,
+                     npl_op_name((npl_op)o), npl_graph_error(g) ? npl_graph_error(g) : "cannot rebuild");
+            free(name);
+            goto fail;
+        }
+        free(name);
+    }
+    /* attributes */
+    int64_t ki = npl_gguf_find_key(f, "npullm.attr.node");
+    uint64_t na = ki >= 0 ? npl_gguf_arr_n(f, ki) : 0;
+    const void *anode = arr(&r, "npullm.attr.node", NPL_GGUF_INT32, na);
+    const void *akind = anode ? arr(&r, "npullm.attr.kind", NPL_GGUF_INT32, na) : NULL;
+    const void *an = akind ? arr(&r, "npullm.attr.n", NPL_GGUF_INT64, na) : NULL;
+    const void *akey = an ? arr(&r, "npullm.attr.key", NPL_GGUF_STRING, na) : NULL;
+    if (!akey) goto fail;
+    int64_t ks = npl_gguf_find_key(f, "npullm.attr.strs"), kint = npl_gguf_find_key(f, "npullm.attr.ints"),
+            kf = npl_gguf_find_key(f, "npullm.attr.floats");
+    uint64_t nstr = ks >= 0 ? npl_gguf_arr_n(f, ks) : 0, nint = kint >= 0 ? npl_gguf_arr_n(f, kint) : 0,
+             nflt = kf >= 0 ? npl_gguf_arr_n(f, kf) : 0;
+    const void *aints = arr(&r, "npullm.attr.ints", NPL_GGUF_INT64, nint);
+    const void *aflts = aints ? arr(&r, "npullm.attr.floats", NPL_GGUF_FLOAT32, nflt) : NULL;
+    if (!aflts || !arr(&r, "npullm.attr.strs", NPL_GGUF_STRING, nstr)) goto fail;
+    uint64_t is = 0, ii = 0, iflt = 0;
+    for (uint64_t a = 0; a < na; a++) {
+        int node = get_i32(anode, a), kind = get_i32(akind, a);
+        int64_t cnt = get_i64(an, a);
+        uint64_t avail = kind == NPL_ATTR_INTS ? nint - ii : kind == NPL_ATTR_FLOATS ? nflt - iflt : nstr - is;
+        if (node < 0 || (uint64_t)node >= n || kind < 0 || kind > NPL_ATTR_FLOATS || cnt < 0 || (uint64_t)cnt > avail ||
+            (kind == NPL_ATTR_STR && cnt != 1)) {
+            snprintf(err, errlen, "%s: npullm.attr: attribute %llu: bad node, kind or count", npl_gguf_path(f),
+                     (unsigned long long)a);
+            goto fail;
+        }
+        char *key = arr_str(&r, "npullm.attr.key", a);
+        int rc = !key;
+        if (!rc && kind == NPL_ATTR_INTS) {
+            int64_t *v = malloc((size_t)(cnt ? cnt : 1) * sizeof *v);
+            rc = !v;
+            for (int64_t k = 0; !rc && k < cnt; k++) v[k] = get_i64(aints, ii + (uint64_t)k);
+            if (!rc) rc = npl_attr_set_ints(g, node, key, v, cnt);
+            free(v);
+            ii += (uint64_t)cnt;
+        } else if (!rc && kind == NPL_ATTR_FLOATS) {
+            float *v = malloc((size_t)(cnt ? cnt : 1) * sizeof *v);
+            rc = !v;
+            for (int64_t k = 0; !rc && k < cnt; k++) v[k] = get_f32(aflts, iflt + (uint64_t)k);
+            if (!rc) rc = npl_attr_set_floats(g, node, key, v, cnt);
+            free(v);
+            iflt += (uint64_t)cnt;
+        } else if (!rc) {
+            char **v = calloc((size_t)cnt + 1, sizeof *v);
+            rc = !v;
+            for (int64_t k = 0; !rc && k < cnt; k++) rc = !(v[k] = arr_str(&r, "npullm.attr.strs", is + (uint64_t)k));
+            if (!rc) rc = kind == NPL_ATTR_STR ? npl_attr_set_str(g, node, key, v[0])
+                                               : npl_attr_set_strs(g, node, key, (const char *const *)v, cnt);
+            for (int64_t k = 0; v && k < cnt; k++) free(v[k]);
+            free(v);
+            is += (uint64_t)cnt;
+        }
+        free(key);
+        if (rc) {
+            snprintf(err, errlen, "%s: npullm.attr: attribute %llu: cannot set", npl_gguf_path(f), (unsigned long long)a);
+            goto fail;
+        }
+    }
+    return g;
+fail:
+    npl_graph_free(g);
+    return NULL;
+}

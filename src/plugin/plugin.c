@@ -1,0 +1,319 @@
+/* Plugin runtime: registries, accelerator libraries, CPU PLUGIN execution
+ * (see plugin.h). */
+#include "plugin/plugin.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "accel/vnpu/vnpu_api.h"
+
+#define MAX_KINDS 16
+#define MAX_ACCELS 8
+
+typedef struct {
+    char *type;
+    npl_plugin_shape_kernel fn;
+    void *user;
+} shape_entry;
+
+typedef struct {
+    char *type;
+    npl_plugin_compute_kernel k;
+} compute_entry;
+
+typedef struct {
+    char *name;
+    npl_accel_get_api_fn get_api; /* provider (built in / added / dlsym'ed) */
+    void *lib;                    /* dlopen handle, NULL if not a library */
+    const npl_accel_api *api;     /* checked table, once asked for */
+    npl_accel_backend *be;
+} accel_entry;
+
+struct npl_plugin_rt {
+    char *base_dir, *plugin_dir;
+    int n_threads;
+    shape_entry shapes[MAX_KINDS];
+    int n_shapes;
+    compute_entry computes[MAX_KINDS];
+    int n_computes;
+    accel_entry accels[MAX_ACCELS];
+    int n_accels;
+};
+
+npl_plugin_rt *npl_plugin_rt_new(const npl_plugin_rt_params *p, char *err, size_t errlen) {
+    npl_plugin_rt *rt = calloc(1, sizeof(*rt));
+    if (!rt) goto oom;
+    const char *base = p && p->base_dir ? p->base_dir : ".";
+    rt->base_dir = strdup(base);
+    rt->plugin_dir = strdup(p && p->plugin_dir ? p->plugin_dir : base);
+    rt->n_threads = p ? p->n_threads : 0;
+    if (!rt->base_dir || !rt->plugin_dir) goto oom;
+    if (npl_plugin_rt_add_accel(rt, "vnpu", npl_vnpu_get_api) || npl_plugin_register_builtin(rt)) goto oom;
+    return rt;
+oom:
+    snprintf(err, errlen, "plugin runtime: out of memory");
+    npl_plugin_rt_free(rt);
+    return NULL;
+}
+
+void npl_plugin_rt_free(npl_plugin_rt *rt) {
+    if (!rt) return;
+    for (int i = 0; i < rt->n_accels; i++) {
+        accel_entry *a = &rt->accels[i];
+        if (a->be && a->api) a->api->backend_free(a->be);
+        if (a->lib) dlclose(a->lib);
+        free(a->name);
+    }
+    for (int i = 0; i < rt->n_shapes; i++) free(rt->shapes[i].type);
+    for (int i = 0; i < rt->n_computes; i++) free(rt->computes[i].type);
+    free(rt->base_dir);
+    free(rt->plugin_dir);
+    free(rt);
+}
+
+const char *npl_plugin_rt_base_dir(const npl_plugin_rt *rt) { return rt->base_dir; }
+int npl_plugin_rt_n_threads(const npl_plugin_rt *rt) { return rt->n_threads; }
+
+/* ---- registries ---- */
+
+int npl_plugin_register_shape(npl_plugin_rt *rt, const char *type, npl_plugin_shape_kernel fn, void *user) {
+    for (int i = 0; i < rt->n_shapes; i++)
+        if (!strcmp(rt->shapes[i].type, type)) {
+            rt->shapes[i].fn = fn;
+            rt->shapes[i].user = user;
+            return 0;
+        }
+    if (rt->n_shapes == MAX_KINDS) return -1;
+    char *t = strdup(type);
+    if (!t) return -1;
+    rt->shapes[rt->n_shapes++] = (shape_entry){t, fn, user};
+    return 0;
+}
+
+int npl_plugin_register_compute(npl_plugin_rt *rt, const char *type, const npl_plugin_compute_kernel *k) {
+    for (int i = 0; i < rt->n_computes; i++)
+        if (!strcmp(rt->computes[i].type, type)) {
+            rt->computes[i].k = *k;
+            return 0;
+        }
+    if (rt->n_computes == MAX_KINDS) return -1;
+    char *t = strdup(type);
+    if (!t) return -1;
+    rt->computes[rt->n_computes++] = (compute_entry){t, *k};
+    return 0;
+}
+
+const npl_plugin_compute_kernel *npl_plugin_find_compute(const npl_plugin_rt *rt, const char *type) {
+    for (int i = 0; i < rt->n_computes; i++)
+        if (!strcmp(rt->computes[i].type, type)) return &rt->computes[i].k;
+    return NULL;
+}
+
+static const char *node_type(const npl_graph *g, int id) {
+    const npl_attr *a = npl_attr_get(g, id, "type");
+    return a && a->kind == NPL_ATTR_STR && a->n == 1 ? a->strs[0] : NULL;
+}
+
+int npl_plugin_infer_shape(npl_plugin_rt *rt, const npl_graph *g, int id, const npl_shape *src, npl_shape *out,
+                           char *err, size_t errlen) {
+    const char *type = node_type(g, id);
+    if (!type) {
+        snprintf(err, errlen, "plugin node %d: no 'type' attribute", id);
+        return -1;
+    }
+    for (int i = 0; i < rt->n_shapes; i++)
+        if (!strcmp(rt->shapes[i].type, type)) return rt->shapes[i].fn(rt->shapes[i].user, g, id, src, out, err, errlen);
+    snprintf(err, errlen, "plugin node %d: no shape kernel for plugin type '%s'", id, type);
+    return -1;
+}
+
+/* ---- accelerator libraries ---- */
+
+int npl_plugin_check_api(const npl_accel_api *api, const char *who, char *err, size_t errlen) {
+    const char *why = npl_accel_api_check(api, NPL_ACCEL_ABI_VERSION);
+    if (!why && api->struct_size < sizeof(npl_accel_api) && api->abi_version >= NPL_ACCEL_ABI_VERSION)
+        why = "the table is smaller than this ABI version's table";
+    if (why) {
+        snprintf(err, errlen, "accelerator %s: ABI check failed (want version %u, table size %zu): %s", who,
+                 NPL_ACCEL_ABI_VERSION, sizeof(npl_accel_api), why);
+        return -1;
+    }
+    return 0;
+}
+
+int npl_plugin_rt_add_accel(npl_plugin_rt *rt, const char *name, npl_accel_get_api_fn get_api) {
+    if (rt->n_accels == MAX_ACCELS) return -1;
+    char *n = strdup(name);
+    if (!n) return -1;
+    rt->accels[rt->n_accels++] = (accel_entry){n, get_api, NULL, NULL, NULL};
+    return 0;
+}
+
+const npl_accel_api *npl_plugin_accel_api(npl_plugin_rt *rt, const char *name, char *err, size_t errlen) {
+    accel_entry *a = NULL;
+    for (int i = 0; i < rt->n_accels && !a; i++)
+        if (!strcmp(rt->accels[i].name, name)) a = &rt->accels[i];
+    if (!a) { /* a library: loaded now, because a model uses it */
+        if (rt->n_accels == MAX_ACCELS) {
+            snprintf(err, errlen, "accelerator %s: too many accelerator libraries", name);
+            return NULL;
+        }
+        char path[4096];
+        if (strchr(name, '/')) snprintf(path, sizeof path, "%s", name);
+        else snprintf(path, sizeof path, "%s/libnpl_accel_%s.so", rt->plugin_dir, name);
+        void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            snprintf(err, errlen, "accelerator %s: cannot load %s: %s", name, path, dlerror());
+            return NULL;
+        }
+        void *sym = dlsym(lib, NPL_ACCEL_ENTRY_POINT);
+        if (!sym) {
+            snprintf(err, errlen, "accelerator %s: %s does not export %s", name, path, NPL_ACCEL_ENTRY_POINT);
+            dlclose(lib);
+            return NULL;
+        }
+        npl_accel_get_api_fn fn;
+        memcpy(&fn, &sym, sizeof fn);
+        if (npl_plugin_rt_add_accel(rt, name, fn)) {
+            dlclose(lib);
+            snprintf(err, errlen, "out of memory");
+            return NULL;
+        }
+        a = &rt->accels[rt->n_accels - 1];
+        a->lib = lib;
+    }
+    if (!a->api) {
+        const npl_accel_api *api = a->get_api(NPL_ACCEL_ABI_VERSION);
+        if (npl_plugin_check_api(api, name, err, errlen)) return NULL;
+        a->api = api;
+    }
+    return a->api;
+}
+
+npl_accel_backend *npl_plugin_accel_backend(npl_plugin_rt *rt, const npl_accel_api *api, char *err, size_t errlen) {
+    for (int i = 0; i < rt->n_accels; i++) {
+        accel_entry *a = &rt->accels[i];
+        if (a->api != api) continue;
+        if (!a->be) {
+            char thr[16];
+            snprintf(thr, sizeof thr, "%d", rt->n_threads);
+            npl_accel_option opt = {"threads", thr};
+            /* vnpu knows "threads"; other libraries get no options */
+            int is_vnpu = !strcmp(a->name, "vnpu");
+            if (api->backend_create(is_vnpu ? &opt : NULL, is_vnpu ? 1 : 0, &a->be, err, (uint32_t)errlen) !=
+                NPL_ACCEL_OK) {
+                a->be = NULL;
+                return NULL;
+            }
+        }
+        return a->be;
+    }
+    snprintf(err, errlen, "accelerator table not loaded by this runtime");
+    return NULL;
+}
+
+/* ---- the CPU backend's PLUGIN execution ---- */
+
+typedef struct {
+    const npl_plugin_compute_kernel *k;
+    void *state;
+} exec_state;
+
+static npl_plugin_rt *rt_of(const npl_exec_ctx *c) { return ((const npl_plugin_backend *)c->backend_ctx)->rt; }
+
+static int px_create(npl_exec_ctx *c, void **state) {
+    npl_plugin_rt *rt = rt_of(c);
+    const char *type = node_type(c->graph, c->id);
+    const npl_plugin_compute_kernel *k = type ? npl_plugin_find_compute(rt, type) : NULL;
+    if (!k) {
+        snprintf(c->err, c->errlen, "plugin node %d: no compute kernel for plugin type '%s'", c->id,
+                 type ? type : "(none)");
+        return -1;
+    }
+    exec_state *es = calloc(1, sizeof(*es));
+    if (!es) {
+        snprintf(c->err, c->errlen, "out of memory");
+        return -1;
+    }
+    es->k = k;
+    if (k->init && k->init(rt, c->graph, c->id, &es->state, c->err, c->errlen)) {
+        free(es);
+        return -1;
+    }
+    *state = es;
+    return 0;
+}
+
+static int px_resize(npl_exec_ctx *c) {
+    exec_state *es = c->op_state;
+    return es->k->resize ? es->k->resize(es->state, c, c->err, c->errlen) : 0;
+}
+
+static int px_exec(npl_exec_ctx *c) {
+    exec_state *es = c->op_state;
+    return es->k->compute(es->state, c, c->err, c->errlen);
+}
+
+static void px_destroy(void *state) {
+    exec_state *es = state;
+    if (!es) return;
+    if (es->k->release) es->k->release(es->state);
+    free(es);
+}
+
+static int px_shape(void *user, const npl_graph *g, int id, const npl_shape *src, npl_shape *out, char *err,
+                    size_t errlen) {
+    return npl_plugin_infer_shape(user, g, id, src, out, err, errlen);
+}
+
+void npl_plugin_backend_init(npl_plugin_backend *pb, npl_plugin_rt *rt, npl_backend *be) {
+    pb->cpu = *(const npl_cpu_ctx *)be->ctx;
+    pb->rt = rt;
+    be->ctx = pb;
+    be->ops[NPL_OP_PLUGIN] = (npl_op_exec){px_create, px_resize, px_exec, NULL, px_destroy};
+    be->plugin_shape.fn = px_shape;
+    be->plugin_shape.user = rt;
+}
+
+/* ---- shape index ---- */
+
+static void shape_str(const npl_shape *s, char *buf, size_t len) {
+    snprintf(buf, len, "[%lld,%lld,%lld,%lld]", (long long)s->ne[0], (long long)s->ne[1], (long long)s->ne[2],
+             (long long)s->ne[3]);
+}
+
+int npl_plugin_shape_index(const npl_graph *g, int id, const npl_shape *src, int n_src, char *err, size_t errlen) {
+    const npl_attr *a = npl_attr_get(g, id, "allInputShape");
+    if (!a || a->kind != NPL_ATTR_INTS || n_src <= 0 || a->n % ((int64_t)n_src * 4)) {
+        snprintf(err, errlen, "plugin node %d: attribute allInputShape missing or not [shape][%d inputs][4] ints", id,
+                 n_src);
+        return -1;
+    }
+    int64_t n_shapes = a->n / ((int64_t)n_src * 4);
+    for (int64_t s = 0; s < n_shapes; s++) {
+        int ok = 1;
+        for (int i = 0; ok && i < n_src; i++)
+            for (int d = 0; ok && d < 4; d++) ok = a->ints[(s * n_src + i) * 4 + d] == src[i].ne[d];
+        if (ok) return (int)s;
+    }
+    char got[256] = "", comp[512] = "";
+    size_t o = 0;
+    for (int i = 0; i < n_src && o < sizeof got; i++) {
+        char b[64];
+        shape_str(&src[i], b, sizeof b);
+        o += (size_t)snprintf(got + o, sizeof got - o, "%s%s", i ? " " : "", b);
+    }
+    o = 0;
+    for (int64_t s = 0; s < n_shapes && o < sizeof comp; s++) {
+        o += (size_t)snprintf(comp + o, sizeof comp - o, "%s#%lld:", s ? "; " : "", (long long)s);
+        for (int i = 0; i < n_src && o < sizeof comp; i++) {
+            const int64_t *e = &a->ints[(s * n_src + i) * 4];
+            o += (size_t)snprintf(comp + o, sizeof comp - o, " [%lld,%lld,%lld,%lld]", (long long)e[0], (long long)e[1],
+                                  (long long)e[2], (long long)e[3]);
+        }
+    }
+    snprintf(err, errlen, "plugin node %d: input shapes %s are not in allInputShape (compiled: %s)", id, got, comp);
+    return -1;
+}

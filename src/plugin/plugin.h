@@ -1,0 +1,99 @@
+/* Plugin op runtime: shape-kernel and compute-kernel registries keyed by the
+ * plugin node's `type` attribute, owned by one runtime object (no globals),
+ * and the accelerator libraries they use.
+ *
+ * A PLUGIN node runs on the CPU backend (MNN's CPUPlugin): npl_plugin_backend_init
+ * registers the PLUGIN execution and the shape hook into a CPU backend the
+ * caller owns — registration flows downward, the CPU backend never calls up.
+ * Per session the execution calls the kernel's init once (session creation),
+ * resize when a new plan is made for new input shapes, compute on each run.
+ *
+ * The built-in "accel" kernel (plugin_accel.c) runs a context binary through
+ * the accelerator ABI (include/npullm_accel.h). Its attributes:
+ *   path           STR   context binary, relative to the runtime's base dir
+ *   accel          STR   accelerator: "vnpu" (built in) or a library name
+ *                        (<plugin_dir>/libnpl_accel_<name>.so) or a path with
+ *                        '/'; loaded with dlopen only when a node needs it
+ *   inputs         STRS  accelerator tensor name per node input
+ *   outputs        STRS  accelerator tensor name of the node's output
+ *   allGraphName   STRS  one graph per shape index
+ *   allInputShape  INTS  [shape][input][4]: the ggml ne[] of every input
+ *   o_<s>_<i>      INTS  ne[] of output i at shape index s
+ * A shape that is not in allInputShape is an error naming the shapes. */
+#ifndef NPL_PLUGIN_H
+#define NPL_PLUGIN_H
+#include <stddef.h>
+
+#include "core/backend.h"
+#include "cpu/cpu_backend.h"
+#include "npullm_accel.h"
+
+typedef struct npl_plugin_rt npl_plugin_rt;
+
+typedef struct {
+    const char *base_dir;   /* package directory: attribute paths resolve here ("." if NULL) */
+    const char *plugin_dir; /* where accelerator libraries are looked for (NULL: base_dir) */
+    int n_threads;          /* accelerator worker threads (0: one per core) */
+} npl_plugin_rt_params;
+
+npl_plugin_rt *npl_plugin_rt_new(const npl_plugin_rt_params *p, char *err, size_t errlen);
+/* Frees accelerator backends and closes libraries; sessions using the
+ * runtime must be freed first. */
+void npl_plugin_rt_free(npl_plugin_rt *rt);
+const char *npl_plugin_rt_base_dir(const npl_plugin_rt *rt);
+int npl_plugin_rt_n_threads(const npl_plugin_rt *rt);
+
+/* ---- registries ---- */
+typedef int (*npl_plugin_shape_kernel)(void *user, const npl_graph *g, int id, const npl_shape *src, npl_shape *out,
+                                       char *err, size_t errlen);
+typedef struct {
+    /* once per session; *state is passed to the other calls */
+    int (*init)(npl_plugin_rt *rt, const npl_graph *g, int id, void **state, char *err, size_t errlen);
+    /* new input shapes (ctx->src[i].shape); data pointers are not valid yet */
+    int (*resize)(void *state, const npl_exec_ctx *ctx, char *err, size_t errlen);
+    int (*compute)(void *state, const npl_exec_ctx *ctx, char *err, size_t errlen);
+    void (*release)(void *state);
+} npl_plugin_compute_kernel;
+
+/* Type strings are copied; registering a type again replaces it. */
+int npl_plugin_register_shape(npl_plugin_rt *rt, const char *type, npl_plugin_shape_kernel fn, void *user);
+int npl_plugin_register_compute(npl_plugin_rt *rt, const char *type, const npl_plugin_compute_kernel *k);
+/* NULL if the type has no kernel. */
+const npl_plugin_compute_kernel *npl_plugin_find_compute(const npl_plugin_rt *rt, const char *type);
+/* Runs the shape kernel registered for node id's type. */
+int npl_plugin_infer_shape(npl_plugin_rt *rt, const npl_graph *g, int id, const npl_shape *src, npl_shape *out,
+                           char *err, size_t errlen);
+
+/* ---- accelerator libraries ----
+ * The table of accelerator `name`: vnpu is built in; a provider added with
+ * npl_plugin_rt_add_accel comes next; else the library is dlopen'ed (once)
+ * and its npl_accel_get_api entry point called. Every table goes through
+ * npl_plugin_check_api. NULL with err on failure. */
+const npl_accel_api *npl_plugin_accel_api(npl_plugin_rt *rt, const char *name, char *err, size_t errlen);
+int npl_plugin_rt_add_accel(npl_plugin_rt *rt, const char *name, npl_accel_get_api_fn get_api);
+/* ABI version and struct size check of a table; 0 or -1 with err. */
+int npl_plugin_check_api(const npl_accel_api *api, const char *who, char *err, size_t errlen);
+/* One backend per accelerator, shared by the runtime's plugin nodes. */
+npl_accel_backend *npl_plugin_accel_backend(npl_plugin_rt *rt, const npl_accel_api *api, char *err, size_t errlen);
+
+/* ---- the CPU backend's PLUGIN execution ----
+ * `be` must be a CPU backend (npl_cpu_backend_init); its ctx is moved into
+ * `pb` (whose first member is the CPU context, so the CPU executions keep
+ * working) and the PLUGIN execution and shape hook are filled in. pb and rt
+ * must outlive the backend. */
+typedef struct {
+    npl_cpu_ctx cpu; /* must stay first */
+    npl_plugin_rt *rt;
+} npl_plugin_backend;
+
+void npl_plugin_backend_init(npl_plugin_backend *pb, npl_plugin_rt *rt, npl_backend *be);
+
+/* Registers the built-in kernels ("accel") into rt (done by npl_plugin_rt_new). */
+int npl_plugin_register_builtin(npl_plugin_rt *rt);
+
+/* ---- helpers shared by kernels and the compiler ---- */
+/* Index of the shape in allInputShape matching src[0..n_src), or -1 with a
+ * message listing the shapes compiled. */
+int npl_plugin_shape_index(const npl_graph *g, int id, const npl_shape *src, int n_src, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,193 @@
+/* The built-in "accel" plugin kernel: runs the graphs of one context binary
+ * through the accelerator ABI (attributes in plugin.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "plugin/plugin.h"
+
+#define MAX_SHAPES 16
+
+typedef struct {
+    const npl_accel_api *api;
+    npl_accel_backend *be;
+    npl_accel_context *ctx;
+    void *map;
+    size_t map_size;
+    int n_shapes, n_src;
+    npl_accel_graph *graphs[MAX_SHAPES];
+    const npl_attr *ins, *outs;        /* accelerator tensor names (graph attributes) */
+    int shape_index;
+    char path[4096];
+} accel_state;
+
+static const npl_attr *want(const npl_graph *g, int id, const char *key, npl_attr_kind kind, char *err, size_t errlen) {
+    const npl_attr *a = npl_attr_get(g, id, key);
+    if (!a || a->kind != kind) {
+        snprintf(err, errlen, "plugin node %d: attribute '%s' missing or of the wrong kind", id, key);
+        return NULL;
+    }
+    return a;
+}
+
+/* ---- shape kernel ---- */
+
+static int accel_shape(void *user, const npl_graph *g, int id, const npl_shape *src, npl_shape *out, char *err,
+                       size_t errlen) {
+    (void)user;
+    const npl_node *nd = npl_graph_node(g, id);
+    int s = npl_plugin_shape_index(g, id, src, nd->n_src, err, errlen);
+    if (s < 0) return -1;
+    char key[32];
+    snprintf(key, sizeof key, "o_%d_0", s);
+    const npl_attr *a = want(g, id, key, NPL_ATTR_INTS, err, errlen);
+    if (!a) return -1;
+    if (a->n < 1 || a->n > NPL_MAX_DIMS) {
+        snprintf(err, errlen, "plugin node %d: attribute '%s' has %lld dims", id, key, (long long)a->n);
+        return -1;
+    }
+    npl_shape o = {(int)a->n, {1, 1, 1, 1}};
+    for (int i = 0; i < a->n; i++) {
+        if (a->ints[i] <= 0) {
+            snprintf(err, errlen, "plugin node %d: attribute '%s': dim %d is %lld", id, key, i, (long long)a->ints[i]);
+            return -1;
+        }
+        o.ne[i] = a->ints[i];
+    }
+    *out = o;
+    return 0;
+}
+
+/* ---- compute kernel ---- */
+
+static void accel_release(void *state) {
+    accel_state *st = state;
+    if (!st) return;
+    if (st->ctx) st->api->context_free(st->ctx);
+    if (st->map) munmap(st->map, st->map_size);
+    free(st);
+}
+
+static int accel_init(npl_plugin_rt *rt, const npl_graph *g, int id, void **state, char *err, size_t errlen) {
+    const npl_node *nd = npl_graph_node(g, id);
+    const npl_attr *path = want(g, id, "path", NPL_ATTR_STR, err, errlen);
+    const npl_attr *ins = path ? want(g, id, "inputs", NPL_ATTR_STRS, err, errlen) : NULL;
+    const npl_attr *outs = ins ? want(g, id, "outputs", NPL_ATTR_STRS, err, errlen) : NULL;
+    const npl_attr *names = outs ? want(g, id, "allGraphName", NPL_ATTR_STRS, err, errlen) : NULL;
+    if (!names) return -1;
+    if (names->n < 1 || names->n > MAX_SHAPES) {
+        snprintf(err, errlen, "plugin node %d: allGraphName has %lld graphs (1..%d)", id, (long long)names->n,
+                 MAX_SHAPES);
+        return -1;
+    }
+    /* names: one list for every graph, or one per shape index */
+    if ((ins->n != nd->n_src && ins->n != names->n * nd->n_src) || (outs->n != 1 && outs->n != names->n)) {
+        snprintf(err, errlen, "plugin node %d: %lld input names for %d inputs x %lld graphs, %lld output names", id,
+                 (long long)ins->n, nd->n_src, (long long)names->n, (long long)outs->n);
+        return -1;
+    }
+    const npl_attr *shapes = npl_attr_get(g, id, "allInputShape");
+    if (!shapes || shapes->kind != NPL_ATTR_INTS || shapes->n != names->n * nd->n_src * 4) {
+        snprintf(err, errlen, "plugin node %d: allInputShape must hold %lld shapes x %d inputs x 4 dims", id,
+                 (long long)names->n, nd->n_src);
+        return -1;
+    }
+    const npl_attr *acc = npl_attr_get(g, id, "accel");
+    const char *accel = acc && acc->kind == NPL_ATTR_STR ? acc->strs[0] : "vnpu";
+
+    accel_state *st = calloc(1, sizeof(*st));
+    if (!st) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    st->n_shapes = (int)names->n;
+    st->n_src = nd->n_src;
+    st->shape_index = -1;
+    st->ins = ins;
+    st->outs = outs;
+    if (path->strs[0][0] == '/') snprintf(st->path, sizeof st->path, "%s", path->strs[0]);
+    else snprintf(st->path, sizeof st->path, "%s/%s", npl_plugin_rt_base_dir(rt), path->strs[0]);
+
+    if (!(st->api = npl_plugin_accel_api(rt, accel, err, errlen))) goto fail;
+    if (!(st->be = npl_plugin_accel_backend(rt, st->api, err, errlen))) goto fail;
+
+    /* map the context binary: the accelerator points into it (weights are not copied) */
+    int fd = open(st->path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) || sb.st_size <= 0) {
+        snprintf(err, errlen, "%s: %s", st->path, fd < 0 ? strerror(errno) : "empty or unreadable");
+        if (fd >= 0) close(fd);
+        goto fail;
+    }
+    st->map_size = (size_t)sb.st_size;
+    st->map = mmap(NULL, st->map_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (st->map == MAP_FAILED) {
+        st->map = NULL;
+        snprintf(err, errlen, "%s: mmap: %s", st->path, strerror(errno));
+        goto fail;
+    }
+    if (st->api->context_create_from_binary(st->be, NULL, NULL, 0, st->map, st->map_size, &st->ctx) != NPL_ACCEL_OK) {
+        st->ctx = NULL;
+        snprintf(err, errlen, "%s: %s", st->path, st->api->last_error(st->be));
+        goto fail;
+    }
+    for (int s = 0; s < st->n_shapes; s++) {
+        if (st->api->graph_retrieve(st->ctx, names->strs[s], &st->graphs[s]) != NPL_ACCEL_OK) {
+            snprintf(err, errlen, "%s: allGraphName[%d] '%s': %s", st->path, s, names->strs[s],
+                     st->api->last_error(st->be));
+            goto fail;
+        }
+    }
+    *state = st;
+    return 0;
+fail:
+    accel_release(st);
+    return -1;
+}
+
+static int accel_resize(void *state, const npl_exec_ctx *c, char *err, size_t errlen) {
+    accel_state *st = state;
+    npl_shape src[NPL_MAX_SRC];
+    for (int i = 0; i < c->n_src; i++) src[i] = c->src[i].shape;
+    int s = npl_plugin_shape_index(c->graph, c->id, src, c->n_src, err, errlen);
+    if (s < 0) return -1;
+    st->shape_index = s;
+    return 0;
+}
+
+static uint64_t tensor_bytes(const npl_tensor *t) {
+    size_t row = 0;
+    if (npl_row_size(t->type, t->shape.ne[0], &row)) return 0;
+    return (uint64_t)row * (uint64_t)(t->shape.ne[1] * t->shape.ne[2] * t->shape.ne[3]);
+}
+
+static int accel_compute(void *state, const npl_exec_ctx *c, char *err, size_t errlen) {
+    accel_state *st = state;
+    if (st->shape_index < 0 || st->shape_index >= st->n_shapes) {
+        snprintf(err, errlen, "plugin node %d: compute before a valid resize", c->id);
+        return -1;
+    }
+    npl_accel_buffer in[NPL_MAX_SRC], out;
+    int si = st->shape_index, ib = st->ins->n == st->n_src ? 0 : si * st->n_src;
+    for (int i = 0; i < c->n_src; i++)
+        in[i] = (npl_accel_buffer){st->ins->strs[ib + i], c->src[i].data, tensor_bytes(&c->src[i])};
+    out = (npl_accel_buffer){st->outs->strs[st->outs->n == 1 ? 0 : si], c->dst.data, tensor_bytes(&c->dst)};
+    if (st->api->graph_execute(st->graphs[st->shape_index], in, (uint32_t)c->n_src, &out, 1) != NPL_ACCEL_OK) {
+        snprintf(err, errlen, "plugin node %d (%s, shape %d): %s", c->id, st->path, st->shape_index,
+                 st->api->last_error(st->be));
+        return -1;
+    }
+    return 0;
+}
+
+int npl_plugin_register_builtin(npl_plugin_rt *rt) {
+    static const npl_plugin_compute_kernel k = {accel_init, accel_resize, accel_compute, accel_release};
+    if (npl_plugin_register_shape(rt, "accel", accel_shape, NULL)) return -1;
+    return npl_plugin_register_compute(rt, "accel", &k);
+}

@@ -1,0 +1,56 @@
+/* npullm compile: GGUF model -> package (graph file + context binary +
+ * config.json) for the accelerator. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "compiler/compiler.h"
+
+static const char *USAGE =
+    "usage: npullm compile -m MODEL.gguf -o PKG [--chunk N] [--ctx N] [--act f16|bf16|int16|f32]\n"
+    "                      [--weights q4|q8|keep] [-t N] [--keep-intermediate] [--force] [--no-check]\n"
+    "  --chunk N     prefill graph size (AR-N), default 128; decode uses AR-1\n"
+    "  --ctx N       KV cache positions, default the model's capped at 4096\n"
+    "  --act P       activation precision inside the accelerator graphs (default f16)\n"
+    "  --weights W   keep: f32/f16/bf16/q4_0/q8_0 as they are, others to q8_0 (default);\n"
+    "                q4 / q8: every matmul weight to q4_0 / q8_0\n";
+
+int npl_cmd_compile(int argc, char **argv) {
+    const char *model = NULL, *out = NULL, *v;
+    npl_compile_params p = npl_compile_default_params();
+    long long x;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(USAGE, stdout); return 0; }
+        if (!strcmp(a, "--keep-intermediate")) { p.keep_intermediate = 1; continue; }
+        if (!strcmp(a, "--force")) { p.force = 1; continue; }
+        if (!strcmp(a, "--no-check")) { p.check = 0; continue; }
+        if (!(v = cli_value("compile", argc, argv, &i))) return 2;
+        if (!strcmp(a, "-m")) model = v;
+        else if (!strcmp(a, "-o")) out = v;
+        else if (!strcmp(a, "--chunk")) { if (cli_int("compile", a, v, 1, 1 << 16, &x)) return 2; p.chunk = (int)x; }
+        else if (!strcmp(a, "--ctx")) { if (cli_int("compile", a, v, 1, 1 << 20, &x)) return 2; p.n_ctx = (int)x; }
+        else if (!strcmp(a, "-t")) { if (cli_int("compile", a, v, 1, 256, &x)) return 2; p.n_threads = (int)x; }
+        else if (!strcmp(a, "--act")) {
+            if (!strcmp(v, "f16")) p.act = NPL_ACT_F16;
+            else if (!strcmp(v, "bf16")) p.act = NPL_ACT_BF16;
+            else if (!strcmp(v, "f32")) p.act = NPL_ACT_F32;
+            else if (!strcmp(v, "int16")) p.act = NPL_ACT_INT16;
+            else { fprintf(stderr, "npullm compile: --act: '%s' is not f16, bf16, int16 or f32\n", v); return 2; }
+        } else if (!strcmp(a, "--weights")) {
+            if (!strcmp(v, "keep")) p.weights = NPL_WEIGHTS_KEEP;
+            else if (!strcmp(v, "q4")) p.weights = NPL_WEIGHTS_Q4;
+            else if (!strcmp(v, "q8")) p.weights = NPL_WEIGHTS_Q8;
+            else { fprintf(stderr, "npullm compile: --weights: '%s' is not q4, q8 or keep\n", v); return 2; }
+        } else { fprintf(stderr, "npullm compile: unknown flag %s\n%s", a, USAGE); return 2; }
+    }
+    if (!model || !out) { fprintf(stderr, "%s", USAGE); return 2; }
+    p.log = stderr;
+    char err[1024];
+    if (npl_compile(model, out, &p, err, sizeof err)) {
+        fprintf(stderr, "\nnpullm compile: %s\n", err);
+        return 1;
+    }
+    return 0;
+}
