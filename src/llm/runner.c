@@ -1,11 +1,17 @@
 /* Runner (see runner.h). */
 #include "llm/runner.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/checked.h"
+#include "plugin/graph_file.h"
+#include "plugin/plugin.h"
+
+#define MAX_LIMITS 8
 
 struct npl_runner {
     npl_gguf *f;
@@ -18,6 +24,16 @@ struct npl_runner {
     uint16_t **kv;        /* 2 * n_layer buffers */
     int32_t *pos_buf, *rows_buf;
     int buf_cap;
+    /* package mode: the graph file's graph, plugin runtime, chunk sizes */
+    int is_pkg;
+    npl_plugin_rt *rt;
+    npl_plugin_backend pb;
+    void **states;
+    int n_states;
+    int limits[MAX_LIMITS], n_limits; /* ascending */
+    int32_t *ptok, *ppos, *prows;     /* one padded chunk */
+    float *plogits;                   /* [n_out][n_vocab] gathered */
+    int plogits_cap;
 };
 
 npl_runner_params npl_runner_default_params(void) {
@@ -33,10 +49,169 @@ void npl_runner_close(npl_runner *r) {
     free(r->kv);
     free(r->pos_buf);
     free(r->rows_buf);
+    for (int i = 0; i < r->n_states; i++) free(r->states[i]);
+    free(r->states);
+    free(r->ptok);
+    free(r->ppos);
+    free(r->prows);
+    free(r->plogits);
     npl_graph_free(r->mg.g);
+    npl_plugin_rt_free(r->rt);
     npl_pool_free(r->pool);
     npl_gguf_close(r->f);
     free(r);
+}
+
+
+/* ---- packages (npullm compile): DIR, DIR/config.json or DIR/model.gguf ---- */
+
+static int is_dir(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* chunk_limits of a package config.json (absent file: 0 limits) */
+static int config_limits(const char *cfg, int *lim, int *n, char *model, size_t model_len, char *err, size_t errlen) {
+    *n = 0;
+    FILE *fp = fopen(cfg, "rb");
+    if (!fp) return 0;
+    char buf[65536];
+    size_t len = fread(buf, 1, sizeof buf - 1, fp);
+    fclose(fp);
+    buf[len] = 0;
+    cJSON *root = cJSON_ParseWithLength(buf, len);
+    int rc = -1;
+    if (!root || !cJSON_IsObject(root)) {
+        snprintf(err, errlen, "%s: not a JSON object", cfg);
+        goto done;
+    }
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "llm_model");
+    if (model && cJSON_IsString(m)) {
+        const char *slash = strrchr(cfg, '/');
+        if (m->valuestring[0] == '/' || !slash) snprintf(model, model_len, "%s", m->valuestring);
+        else snprintf(model, model_len, "%.*s/%s", (int)(slash - cfg), cfg, m->valuestring);
+    }
+    const cJSON *cl = cJSON_GetObjectItemCaseSensitive(root, "chunk_limits"), *it;
+    if (cl) {
+        if (!cJSON_IsArray(cl)) {
+            snprintf(err, errlen, "%s: chunk_limits: must be an array of positive integers", cfg);
+            goto done;
+        }
+        cJSON_ArrayForEach(it, cl) {
+            if (!cJSON_IsNumber(it) || it->valuedouble < 1 || it->valuedouble > 1e6 || *n == MAX_LIMITS) {
+                snprintf(err, errlen, "%s: chunk_limits: must be an array of 1 to %d positive integers", cfg, MAX_LIMITS);
+                goto done;
+            }
+            lim[(*n)++] = (int)it->valuedouble;
+        }
+    }
+    rc = 0;
+done:
+    cJSON_Delete(root);
+    return rc;
+}
+
+static void sort_limits(int *l, int n) {
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && l[j - 1] > l[j]; j--) {
+            int t = l[j];
+            l[j] = l[j - 1];
+            l[j - 1] = t;
+        }
+}
+
+static int open_package(npl_runner *r, const char *graph_path, const npl_runner_params *p, char *err, size_t errlen) {
+    r->is_pkg = 1;
+    char dir[4096];
+    const char *slash = strrchr(graph_path, '/');
+    if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - graph_path), graph_path);
+    else snprintf(dir, sizeof dir, ".");
+    uint32_t n_ctx = 0;
+    if (npl_gguf_get_u32(r->f, "npullm.package.n_ctx", &n_ctx) || n_ctx == 0) {
+        snprintf(err, errlen, "%s: npullm.package.n_ctx: missing or zero", graph_path);
+        return -1;
+    }
+    if (p->n_ctx > (int)n_ctx) {
+        snprintf(err, errlen, "%s: context %d requested, the package was compiled for %u", graph_path, p->n_ctx, n_ctx);
+        return -1;
+    }
+    /* compiled chunk sizes, and the config's chunk_limits must be among them */
+    int64_t ki = npl_gguf_find_key(r->f, "npullm.package.chunk_limits");
+    if (ki < 0 || npl_gguf_arr_type(r->f, ki) != NPL_GGUF_INT64 || npl_gguf_arr_n(r->f, ki) < 1 ||
+        npl_gguf_arr_n(r->f, ki) > MAX_LIMITS) {
+        snprintf(err, errlen, "%s: npullm.package.chunk_limits: missing or not 1..%d int64", graph_path, MAX_LIMITS);
+        return -1;
+    }
+    r->n_limits = (int)npl_gguf_arr_n(r->f, ki);
+    for (int i = 0; i < r->n_limits; i++) {
+        int64_t v;
+        memcpy(&v, (const char *)npl_gguf_arr_data(r->f, ki) + 8 * i, 8);
+        if (v < 1 || v > (int64_t)n_ctx) {
+            snprintf(err, errlen, "%s: npullm.package.chunk_limits[%d] = %lld out of range", graph_path, i, (long long)v);
+            return -1;
+        }
+        r->limits[i] = (int)v;
+    }
+    sort_limits(r->limits, r->n_limits);
+    char cfg[4200];
+    int cl[MAX_LIMITS], ncl;
+    snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+    if (config_limits(cfg, cl, &ncl, NULL, 0, err, errlen)) return -1;
+    sort_limits(cl, ncl);
+    int match = ncl == 0 || ncl == r->n_limits;
+    for (int i = 0; match && i < ncl; i++) match = cl[i] == r->limits[i];
+    if (!match) {
+        snprintf(err, errlen, "%s: chunk_limits: do not match the shapes compiled into %s (%d values; compiled [",
+                 cfg, graph_path, ncl);
+        size_t o = strlen(err);
+        for (int i = 0; i < r->n_limits && o < errlen; i++)
+            o += (size_t)snprintf(err + o, errlen - o, "%s%d", i ? ", " : "", r->limits[i]);
+        if (o < errlen) snprintf(err + o, errlen - o, "])");
+        return -1;
+    }
+    if (!(r->mg.g = npl_graph_file_load(r->f, err, errlen))) return -1;
+    r->mg.n_ctx = p->n_ctx > 0 ? p->n_ctx : (int)n_ctx;
+    r->mg.tokens = npl_graph_find(r->mg.g, "tokens");
+    r->mg.pos = npl_graph_find(r->mg.g, "pos");
+    r->mg.out_rows = npl_graph_find(r->mg.g, "out_rows");
+    r->mg.logits = npl_graph_find(r->mg.g, "logits");
+    if (r->mg.tokens < 0 || r->mg.pos < 0 || r->mg.out_rows < 0 || r->mg.logits < 0) {
+        snprintf(err, errlen, "%s: graph: needs nodes tokens, pos, out_rows and logits", graph_path);
+        return -1;
+    }
+    npl_plugin_rt_params pp = {dir, NULL, p->n_threads};
+    if (!(r->rt = npl_plugin_rt_new(&pp, err, errlen))) return -1;
+    npl_cpu_backend_init(&r->be, &r->cc, p->isa < 0 ? npl_cpu_best_isa() : (npl_isa)p->isa);
+    npl_plugin_backend_init(&r->pb, r->rt, &r->be);
+    if (!(r->pool = npl_pool_new(p->n_threads))) {
+        snprintf(err, errlen, "cannot start threads");
+        return -1;
+    }
+    /* plugin kernels init here: the context binary is mapped and checked now */
+    if (!(r->sess = npl_session_new(r->mg.g, &r->be, r->pool, &r->mg.logits, 1, err, errlen))) return -1;
+    /* states left on the CPU (a subgraph that fell back) */
+    int n = npl_graph_n_nodes(r->mg.g);
+    if (!(r->states = calloc((size_t)n, sizeof(void *)))) goto oom;
+    for (int i = 0; i < n; i++) {
+        const npl_node *nd = npl_graph_node(r->mg.g, i);
+        if (nd->op != NPL_OP_STATE) continue;
+        size_t row;
+        if (npl_row_size(nd->type, nd->shape.ne[0], &row)) goto oom;
+        if (!(r->states[r->n_states] = calloc(1, row * (size_t)(nd->shape.ne[1] * nd->shape.ne[2] * nd->shape.ne[3]))))
+            goto oom;
+        if (npl_session_set_state(r->sess, nd->name, r->states[r->n_states++])) {
+            snprintf(err, errlen, "%s", npl_session_error(r->sess));
+            return -1;
+        }
+    }
+    int maxc = r->limits[r->n_limits - 1];
+    if (!(r->ptok = calloc((size_t)maxc, 4)) || !(r->ppos = calloc((size_t)maxc, 4)) ||
+        !(r->prows = calloc((size_t)maxc, 4)))
+        goto oom;
+    return 0;
+oom:
+    snprintf(err, errlen, "out of memory");
+    return -1;
 }
 
 npl_runner *npl_runner_open(const char *path, const npl_runner_params *p, char *err, size_t errlen) {
@@ -47,8 +222,32 @@ npl_runner *npl_runner_open(const char *path, const npl_runner_params *p, char *
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    if (!(r->f = npl_gguf_open(path, NULL, err, errlen))) goto fail;
+    /* a package: its directory, its config.json, or its graph file */
+    char gpath[4300];
+    snprintf(gpath, sizeof gpath, "%s", path);
+    size_t plen = strlen(path);
+    if (is_dir(path)) {
+        snprintf(gpath, sizeof gpath, "%s/model.gguf", path);
+        char cfg[4200], model[4200] = "";
+        int lim[MAX_LIMITS], nl;
+        snprintf(cfg, sizeof cfg, "%s/config.json", path);
+        if (config_limits(cfg, lim, &nl, model, sizeof model, err, errlen)) goto fail;
+        if (*model) snprintf(gpath, sizeof gpath, "%s", model);
+    } else if (plen >= 5 && !strcmp(path + plen - 5, ".json")) {
+        int lim[MAX_LIMITS], nl;
+        gpath[0] = 0;
+        if (config_limits(path, lim, &nl, gpath, sizeof gpath, err, errlen)) goto fail;
+        if (!gpath[0]) {
+            snprintf(err, errlen, "%s: llm_model: missing", path);
+            goto fail;
+        }
+    }
+    if (!(r->f = npl_gguf_open(gpath, NULL, err, errlen))) goto fail;
     if (npl_hparams_load(r->f, &r->hp, err, errlen)) goto fail;
+    if (npl_graph_file_present(r->f)) {
+        if (open_package(r, gpath, p, err, errlen)) goto fail;
+        return r;
+    }
     int n_ctx = p->n_ctx > 0 ? p->n_ctx : (r->hp.n_ctx_train < 4096 ? r->hp.n_ctx_train : 4096);
     if (p->n_ctx < 0) {
         snprintf(err, errlen, "context length %d must be positive", p->n_ctx);
@@ -108,6 +307,57 @@ static int grow(npl_runner *r, int n) {
     return 0;
 }
 
+/* Package forward: the compiled graphs have fixed sizes, so the tokens are
+ * cut into blocks of the largest chunk limit and the last block is padded to
+ * the smallest limit that holds it (pos -1: never written, masked). A block
+ * whose logits are wanted on more than one row runs with every row out. */
+static const float *forward_pkg(npl_runner *r, const int32_t *tokens, const int32_t *pos, int n,
+                                const int32_t *out_rows, int n_out, char *err, size_t errlen) {
+    int V = r->hp.n_vocab, block = r->limits[r->n_limits - 1];
+    if (n_out > r->plogits_cap) {
+        float *q = realloc(r->plogits, (size_t)n_out * (size_t)V * sizeof(float));
+        if (!q) {
+            snprintf(err, errlen, "out of memory");
+            return NULL;
+        }
+        r->plogits = q;
+        r->plogits_cap = n_out;
+    }
+    for (int i = 0; i < n; i += block) {
+        int m = n - i < block ? n - i : block, P = block, want = 0, only = -1;
+        for (int k = 0; k < r->n_limits; k++)
+            if (r->limits[k] >= m) {
+                P = r->limits[k];
+                break;
+            }
+        for (int k = 0; k < n_out; k++)
+            if (out_rows[k] >= i && out_rows[k] < i + m) want++, only = out_rows[k] - i;
+        for (int t = 0; t < P; t++) {
+            r->ptok[t] = t < m ? tokens[i + t] : 0;
+            r->ppos[t] = t < m ? pos[i + t] : -1;
+        }
+        int no = want > 1 ? P : 1;
+        if (want > 1)
+            for (int t = 0; t < P; t++) r->prows[t] = t;
+        else
+            r->prows[0] = want ? only : m - 1;
+        npl_shape s = {1, {P, 1, 1, 1}}, so = {1, {no, 1, 1, 1}};
+        if (npl_session_set_input_id(r->sess, r->mg.tokens, r->ptok, &s) ||
+            npl_session_set_input_id(r->sess, r->mg.pos, r->ppos, &s) ||
+            npl_session_set_input_id(r->sess, r->mg.out_rows, r->prows, &so) || npl_session_run(r->sess)) {
+            snprintf(err, errlen, "%s", npl_session_error(r->sess));
+            return NULL;
+        }
+        const float *lg = npl_session_output(r->sess, 0)->data;
+        for (int k = 0; k < n_out; k++) {
+            if (out_rows[k] < i || out_rows[k] >= i + m) continue;
+            int row = want > 1 ? out_rows[k] - i : 0;
+            memcpy(r->plogits + (size_t)k * V, lg + (size_t)row * V, (size_t)V * sizeof(float));
+        }
+    }
+    return r->plogits;
+}
+
 const float *npl_runner_forward_ex(npl_runner *r, const int32_t *tokens, const int32_t *pos, int n,
                                    const int32_t *out_rows, int n_out, char *err, size_t errlen) {
     if (n <= 0 || n_out <= 0 || n_out > n) {
@@ -129,6 +379,7 @@ const float *npl_runner_forward_ex(npl_runner *r, const int32_t *tokens, const i
             snprintf(err, errlen, "forward: output row %d out of range", out_rows[i]);
             return NULL;
         }
+    if (r->is_pkg) return forward_pkg(r, tokens, pos, n, out_rows, n_out, err, errlen);
     npl_shape s = {1, {n, 1, 1, 1}}, so = {1, {n_out, 1, 1, 1}};
     if (npl_session_set_input_id(r->sess, r->mg.tokens, (void *)tokens, &s) ||
         npl_session_set_input_id(r->sess, r->mg.pos, (void *)pos, &s) ||
