@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "llm/engine_config.h"
@@ -116,8 +117,13 @@ npl_engine *npl_engine_open(const char *path, const npl_engine_params *params, c
         return NULL;
     }
     /* an MNN-style config.json names the model and overrides parameters */
-    char model_path[4096];
+    char model_path[4096], cfg_path[4200];
     snprintf(model_path, sizeof(model_path), "%s", path);
+    struct stat sb; /* a compiled package directory: its config.json */
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        snprintf(cfg_path, sizeof(cfg_path), "%s/config.json", path);
+        path = cfg_path;
+    }
     if (npl_engine_config_is_json(path)) {
         if (npl_engine_config_load(path, &p, model_path, sizeof(model_path), e->owned_strings, err, errlen)) goto fail;
     }
