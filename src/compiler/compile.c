@@ -354,7 +354,9 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
                     break;
                 }
                 double me = 0, mr = 0;
+                size_t row_len = smp[c].out_n / (size_t)cases[c].n_out;
                 for (size_t i = 0; i < smp[c].out_n; i++) {
+                    if (cases[c].pos[cases[c].rows[i / row_len]] < 0) continue; /* padding rows: undefined */
                     double d = fabs((double)y[i] - smp[c].out[i]);
                     if (!(d <= me)) me = d;
                     if (fabs(smp[c].out[i]) > mr) mr = fabs(smp[c].out[i]);
