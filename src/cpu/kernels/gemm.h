@@ -21,13 +21,13 @@
 #include "cpu/kernels/vec_dot.h"
 
 enum {
-    NPL_GEMM_MAX_K = 16384, /* longer rows take the vec_dot path (decoded rows live on the stack) */
+    NPL_GEMM_MAX_K = 8192,  /* longer rows take the vec_dot path (decoded rows live on the stack) */
 };
 
 /* Packed activations: m rows of k (padded to kp, a multiple of 64). */
 typedef struct {
     int64_t m, k, kp, ng; /* ng: groups of 16 per row, padded to a multiple of 16 */
-    int8_t *qs;           /* [m][kp] quants, interleaved per step */
+    int8_t *qs;           /* [m][kp] quants, interleaved per step (AVX-512) or plain (AMX) */
     float *d;             /* [m][kp / 16] scale per group */
     float *sum;           /* [m][ng] d * sum of the group's quants (zero past kp / 16) */
 } npl_gemm_x;
@@ -35,10 +35,11 @@ typedef struct {
 static inline int64_t npl_gemm_kp(int64_t k) { return (k + 63) & ~(int64_t)63; }
 static inline int64_t npl_gemm_ng(int64_t k) { return ((npl_gemm_kp(k) / 16) + 15) & ~(int64_t)15; }
 
-/* Bytes for npl_gemm_x_init, including 64 for alignment. */
+/* Bytes for npl_gemm_x_init, including 64 for alignment; rows are counted
+ * up to a multiple of 16 (AMX tiles read, and ignore, up to 15 more). */
 static inline size_t npl_gemm_x_size(int64_t m, int64_t k) {
-    const int64_t kp = npl_gemm_kp(k);
-    return (size_t)(m * (kp + kp / 16 * 4 + npl_gemm_ng(k) * 4) + 3 * 64);
+    const int64_t kp = npl_gemm_kp(k), m16 = (m + 15) & ~(int64_t)15;
+    return (size_t)(m16 * (kp + kp / 16 * 4 + npl_gemm_ng(k) * 4) + 3 * 64);
 }
 
 static inline void npl_gemm_x_init(npl_gemm_x *xp, void *mem, int64_t m, int64_t k) {
@@ -48,9 +49,10 @@ static inline void npl_gemm_x_init(npl_gemm_x *xp, void *mem, int64_t m, int64_t
     xp->kp = npl_gemm_kp(k);
     xp->ng = npl_gemm_ng(k);
     xp->qs = (int8_t *)p;
-    p = (p + (uintptr_t)(m * xp->kp) + 63) & ~(uintptr_t)63;
+    const int64_t m16 = (m + 15) & ~(int64_t)15;
+    p = (p + (uintptr_t)(m16 * xp->kp) + 63) & ~(uintptr_t)63;
     xp->d = (float *)p;
-    p = (p + (uintptr_t)(m * xp->kp / 16 * 4) + 63) & ~(uintptr_t)63;
+    p = (p + (uintptr_t)(m16 * xp->kp / 16 * 4) + 63) & ~(uintptr_t)63;
     xp->sum = (float *)p;
 }
 
@@ -69,5 +71,7 @@ typedef struct {
 /* The GEMM for weights of type t at an ISA no higher than `want` and what
  * this CPU has, or NULL (then use vec_dot). */
 const npl_gemm_kernels *npl_gemm_get(npl_isa want, npl_type t);
+/* Internal: the AMX kernels (x86/amx), or NULL. */
+const npl_gemm_kernels *npl_gemm_get_amx(npl_type t);
 
 #endif

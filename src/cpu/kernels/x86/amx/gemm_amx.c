@@ -1,0 +1,147 @@
+/* AMX-INT8 GEMM for prefill (see gemm.h): C[16 activation rows][16 weight
+ * rows] per block of 32 (16 for q6_K) by one TDPBSSD, then scaled into f32
+ * accumulators with AVX-512 (one conversion, scale product and fma per
+ * activation row). Weights are decoded 16 rows at a time by the AVX-512
+ * decoders and regathered into the tile's VNNI layout (four bytes of K per
+ * column) as signed bytes, so only q4_K's mins need a float correction.
+ * Activations are packed in plain element order: a tile row is a block. */
+#include "cpu/kernels/gemm.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include "cpu/kernels/x86/avx512/gemm_decode.h"
+
+enum { N = 16 }; /* weight rows per panel = activation rows per tile */
+
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tile_config;
+
+/* tmm0: C (16 x 16 int32), tmm1: A activations (16 x bk bytes), tmm2: B
+ * weights (bk/4 x 64 bytes) */
+static void configure(int bk) {
+    _Alignas(64) tile_config c;
+    memset(&c, 0, sizeof c);
+    c.palette = 1;
+    c.rows[0] = 16, c.colsb[0] = 64;
+    c.rows[1] = 16, c.colsb[1] = (uint16_t)bk;
+    c.rows[2] = (uint8_t)(bk / 4), c.colsb[2] = 64;
+    _tile_loadconfig(&c);
+}
+
+typedef struct {
+    decode_fn dec;
+    int bk;        /* elements per scale block: 32, or 16 for q6_K */
+    int offset;    /* subtracted from u to make w signed (0: keep u, add the mins) */
+    int has_min;
+} amx_type;
+
+static void rows_amx(const amx_type *at, const void *w, size_t w_row, int64_t r0, int64_t r1,
+                     const npl_gemm_x *xp, float *y, int64_t ldy) {
+    const int64_t kp = xp->kp, ng = xp->ng, nd = kp / 16, bk = at->bk, nb = kp / bk, gpb = bk / 16;
+    /* decoded rows (u, d, m), the tile-ordered weights, per-block scales and mins over the 16 rows */
+    const size_t dec_bytes = (size_t)N * (size_t)(kp + nd * 4 + ng * 4);
+    const size_t b_bytes = (size_t)N * (size_t)kp, s_bytes = (size_t)(nb + nd) * N * 4;
+    uint8_t raw[dec_bytes + b_bytes + s_bytes + 2 * 64 + 16 * 64];
+    uint8_t *base = (uint8_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    wpanel p = {kp, ng, base, NULL, NULL};
+    p.d = (float *)(p.u + N * kp);
+    p.m = p.d + N * nd;
+    int8_t *bt = (int8_t *)(((uintptr_t)(p.m + N * ng) + 63) & ~(uintptr_t)63); /* [nb][bk/4][64] */
+    float *dw = (float *)(bt + b_bytes);   /* [nb][16] */
+    float *mw = dw + nb * N;               /* [nd][16] */
+    int32_t *cbuf = (int32_t *)(((uintptr_t)(mw + nd * N) + 63) & ~(uintptr_t)63);
+    const __m512i rows_u = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                              _mm512_set1_epi32((int)kp));
+    const __m512i rows_d = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                              _mm512_set1_epi32((int)nd));
+    const __m512i rows_m = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                              _mm512_set1_epi32((int)ng));
+    const __m512i off = _mm512_set1_epi8((char)at->offset);
+    configure((int)bk);
+    for (int64_t rb = r0; rb < r1; rb += N) {
+        const int nrow = r1 - rb < N ? (int)(r1 - rb) : N;
+        for (int j = 0; j < nrow; j++) at->dec((const uint8_t *)w + (rb + j) * (int64_t)w_row, xp->k, &p, j);
+        for (int j = nrow; j < N; j++) decode_tail(&p, j, 0);
+        /* regather: B row q of block b = elements 4q..4q+3 of the block in each of the 16 rows */
+        for (int64_t b = 0; b < nb; b++) {
+            const int64_t e0 = b * bk, s = e0 / 64, g0 = (e0 % 64) / 16;
+            for (int q = 0; q < bk / 4; q++) {
+                /* element e0 + 4q sits in group g0 + 4q / 16, lane 4 * ((4q % 16) / 4) + group */
+                const int g = (int)g0 + q / 4, lane = 4 * (q % 4) + g;
+                __m512i v = _mm512_i32gather_epi32(rows_u, p.u + s * 64 + 4 * lane, 1);
+                _mm512_store_si512(bt + (b * (bk / 4) + q) * 64, _mm512_sub_epi8(v, off));
+            }
+            _mm512_store_ps(dw + b * N, _mm512_i32gather_ps(rows_d, p.d + b * gpb, 4));
+        }
+        if (at->has_min)
+            for (int64_t g = 0; g < nd; g++) _mm512_store_ps(mw + g * N, _mm512_i32gather_ps(rows_m, p.m + g, 4));
+        const __mmask16 keep = (__mmask16)((1u << nrow) - 1);
+        for (int64_t c0 = 0; c0 < xp->m; c0 += N) {
+            const int nc = xp->m - c0 < N ? (int)(xp->m - c0) : N;
+            const int8_t *xa = xp->qs + c0 * kp;
+            const float *xd = xp->d + c0 * nd, *xs = xp->sum + c0 * ng;
+            __m512 acc[N];
+            for (int c = 0; c < N; c++) acc[c] = _mm512_setzero_ps();
+            for (int64_t b = 0; b < nb; b++) {
+                _tile_zero(0);
+                _tile_loadd(1, xa + b * bk, kp);
+                _tile_loadd(2, bt + b * bk * 16, 64);
+                _tile_dpbssd(0, 1, 2);
+                _tile_stored(0, cbuf, 64);
+                const __m512 d = _mm512_load_ps(dw + b * N);
+                const int64_t g = b * gpb;
+                for (int c = 0; c < N; c++)
+                    acc[c] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(xd[c * nd + g]), d),
+                                             _mm512_cvtepi32_ps(_mm512_load_si512(cbuf + c * 16)), acc[c]);
+            }
+            if (at->has_min)
+                for (int64_t g = 0; g < nd; g++) {
+                    const __m512 m = _mm512_load_ps(mw + g * N);
+                    for (int c = 0; c < N; c++) acc[c] = _mm512_fmadd_ps(_mm512_set1_ps(xs[c * ng + g]), m, acc[c]);
+                }
+            for (int c = 0; c < nc; c++) _mm512_mask_storeu_ps(y + (c0 + c) * ldy + rb, keep, acc[c]);
+        }
+    }
+    _tile_release();
+}
+
+static const amx_type t_q4_0 = {decode_q4_0, 32, 8, 0}, t_q5_0 = {decode_q5_0, 32, 16, 0},
+                      t_q8_0 = {decode_q8_0, 32, 128, 0}, t_q4_K = {decode_q4_K, 32, 0, 1},
+                      t_q6_K = {decode_q6_K, 16, 32, 0};
+
+#define ROWS_FN(name, at)                                                                                   \
+    static void name(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y, \
+                     int64_t ldy) {                                                                         \
+        rows_amx(&at, w, w_row, r0, r1, xp, y, ldy);                                                        \
+    }
+ROWS_FN(rows_q4_0, t_q4_0)
+ROWS_FN(rows_q5_0, t_q5_0)
+ROWS_FN(rows_q8_0, t_q8_0)
+ROWS_FN(rows_q4_K, t_q4_K)
+ROWS_FN(rows_q6_K, t_q6_K)
+
+static const npl_gemm_kernels k_q4_0 = {pack_q8_0_plain, rows_q4_0}, k_q5_0 = {pack_q8_0_plain, rows_q5_0},
+                              k_q8_0 = {pack_q8_0_plain, rows_q8_0}, k_q4_K = {pack_q8_K_plain, rows_q4_K},
+                              k_q6_K = {pack_q8_K_plain, rows_q6_K};
+
+const npl_gemm_kernels *npl_gemm_get_amx(npl_type t) {
+    switch (t) {
+    case NPL_TYPE_Q4_0: return &k_q4_0;
+    case NPL_TYPE_Q5_0: return &k_q5_0;
+    case NPL_TYPE_Q8_0: return &k_q8_0;
+    case NPL_TYPE_Q4_K: return &k_q4_K;
+    case NPL_TYPE_Q6_K: return &k_q6_K;
+    default: return NULL;
+    }
+}
+
+#else
+const npl_gemm_kernels *npl_gemm_get_amx(npl_type t) {
+    (void)t;
+    return NULL;
+}
+#endif
