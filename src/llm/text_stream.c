@@ -84,7 +84,8 @@ static int drain(npl_text_stream *s, int final) {
     }
     while (i < keep_from) {
         int cl = char_len((const unsigned char *)s->buf + i, keep_from - i);
-        if (cl == 0 && !final && keep_from == s->len) break; /* wait for the rest */
+        /* wait for the rest, unless the stop string ends the text here */
+        if (cl == 0 && !final && !s->stopped && keep_from == s->len) break;
         if (cl <= 0) {
             if (emit(s, REPLACEMENT, 3)) return -1;
             i++;
@@ -93,8 +94,10 @@ static int drain(npl_text_stream *s, int final) {
         if (emit(s, s->buf + i, (size_t)cl)) return -1;
         i += (size_t)cl;
     }
-    memmove(s->buf, s->buf + i, s->len - i);
-    s->len -= i;
+    if (i) { /* buf is NULL before the first push */
+        memmove(s->buf, s->buf + i, s->len - i);
+        s->len -= i;
+    }
     return 0;
 }
 
