@@ -4,7 +4,7 @@
  * activation row). Weights are decoded 16 rows at a time by the AVX-512
  * decoders and regathered into the tile's VNNI layout (four bytes of K per
  * column) as signed bytes, so only q4_K's mins need a float correction.
- * Activations are packed in plain element order: a tile row is a block. */
+ * Activations are packed tile by tile: 16 rows x one block, contiguous. */
 #include "cpu/kernels/gemm.h"
 
 #if defined(__x86_64__)
@@ -20,15 +20,17 @@ typedef struct {
     uint8_t rows[16];
 } tile_config;
 
-/* tmm0: C (16 x 16 int32), tmm1: A activations (16 x bk bytes), tmm2: B
- * weights (bk/4 x 64 bytes) */
+/* tmm0-3: C (16 x 16 int32) of four blocks, tmm4 / tmm6: A activations
+ * (16 x bk bytes), tmm5 / tmm7: B weights (bk/4 x 64 bytes) */
 static void configure(int bk) {
     _Alignas(64) tile_config c;
     memset(&c, 0, sizeof c);
     c.palette = 1;
-    c.rows[0] = 16, c.colsb[0] = 64;
-    c.rows[1] = 16, c.colsb[1] = (uint16_t)bk;
-    c.rows[2] = (uint8_t)(bk / 4), c.colsb[2] = 64;
+    for (int t = 0; t < 4; t++) c.rows[t] = 16, c.colsb[t] = 64;
+    for (int t = 4; t < 8; t += 2) {
+        c.rows[t] = 16, c.colsb[t] = (uint16_t)bk;
+        c.rows[t + 1] = (uint8_t)(bk / 4), c.colsb[t + 1] = 64;
+    }
     _tile_loadconfig(&c);
 }
 
@@ -39,13 +41,22 @@ typedef struct {
     int has_min;
 } amx_type;
 
+/* acc[c] += dx[c] * dw * C[c] for the 16 activation rows c of one block */
+static inline __attribute__((always_inline)) void scale_block(__m512 acc[N], const int32_t *cb, const float *dw,
+                                                              const float *dx) {
+    const __m512 d = _mm512_load_ps(dw);
+    for (int c = 0; c < N; c++)
+        acc[c] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(dx[c]), d),
+                                 _mm512_cvtepi32_ps(_mm512_load_si512(cb + c * 16)), acc[c]);
+}
+
 static void rows_amx(const amx_type *at, const void *w, size_t w_row, int64_t r0, int64_t r1,
                      const npl_gemm_x *xp, float *y, int64_t ldy) {
     const int64_t kp = xp->kp, ng = xp->ng, nd = kp / 16, bk = at->bk, nb = kp / bk, gpb = bk / 16;
     /* decoded rows (u, d, m), the tile-ordered weights, per-block scales and mins over the 16 rows */
     const size_t dec_bytes = (size_t)N * (size_t)(kp + nd * 4 + ng * 4);
     const size_t b_bytes = (size_t)N * (size_t)kp, s_bytes = (size_t)(nb + nd) * N * 4;
-    uint8_t raw[dec_bytes + b_bytes + s_bytes + 2 * 64 + 16 * 64];
+    uint8_t raw[dec_bytes + b_bytes + s_bytes + 2 * 64 + 4 * 16 * 64];
     uint8_t *base = (uint8_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
     wpanel p = {kp, ng, base, NULL, NULL};
     p.d = (float *)(p.u + N * kp);
@@ -83,25 +94,48 @@ static void rows_amx(const amx_type *at, const void *w, size_t w_row, int64_t r0
         for (int64_t c0 = 0; c0 < xp->m; c0 += N) {
             const int nc = xp->m - c0 < N ? (int)(xp->m - c0) : N;
             const int8_t *xa = xp->qs + c0 * kp;
+            /* activation scales and sums of this tile: [group][16 rows] */
             const float *xd = xp->d + c0 * nd, *xs = xp->sum + c0 * ng;
             __m512 acc[N];
             for (int c = 0; c < N; c++) acc[c] = _mm512_setzero_ps();
-            for (int64_t b = 0; b < nb; b++) {
+            int64_t b = 0;
+            /* four blocks in flight: their products are independent, so the
+             * tile unit runs ahead while earlier blocks are scaled */
+            for (; b + 4 <= nb; b += 4) {
                 _tile_zero(0);
-                _tile_loadd(1, xa + b * bk, kp);
-                _tile_loadd(2, bt + b * bk * 16, 64);
-                _tile_dpbssd(0, 1, 2);
+                _tile_zero(1);
+                _tile_zero(2);
+                _tile_zero(3);
+                _tile_loadd(4, xa + b * bk * 16, bk);
+                _tile_loadd(5, bt + b * bk * 16, 64);
+                _tile_dpbssd(0, 4, 5);
+                _tile_loadd(6, xa + (b + 1) * bk * 16, bk);
+                _tile_loadd(7, bt + (b + 1) * bk * 16, 64);
+                _tile_dpbssd(1, 6, 7);
+                _tile_loadd(4, xa + (b + 2) * bk * 16, bk);
+                _tile_loadd(5, bt + (b + 2) * bk * 16, 64);
+                _tile_dpbssd(2, 4, 5);
+                _tile_loadd(6, xa + (b + 3) * bk * 16, bk);
+                _tile_loadd(7, bt + (b + 3) * bk * 16, 64);
+                _tile_dpbssd(3, 6, 7);
                 _tile_stored(0, cbuf, 64);
-                const __m512 d = _mm512_load_ps(dw + b * N);
-                const int64_t g = b * gpb;
-                for (int c = 0; c < N; c++)
-                    acc[c] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(xd[c * nd + g]), d),
-                                             _mm512_cvtepi32_ps(_mm512_load_si512(cbuf + c * 16)), acc[c]);
+                _tile_stored(1, cbuf + 256, 64);
+                _tile_stored(2, cbuf + 512, 64);
+                _tile_stored(3, cbuf + 768, 64);
+                for (int i = 0; i < 4; i++) scale_block(acc, cbuf + 256 * i, dw + (b + i) * N, xd + (b + i) * gpb * N);
+            }
+            for (; b < nb; b++) {
+                _tile_zero(0);
+                _tile_loadd(4, xa + b * bk * 16, bk);
+                _tile_loadd(5, bt + b * bk * 16, 64);
+                _tile_dpbssd(0, 4, 5);
+                _tile_stored(0, cbuf, 64);
+                scale_block(acc, cbuf, dw + b * N, xd + b * gpb * N);
             }
             if (at->has_min)
                 for (int64_t g = 0; g < nd; g++) {
                     const __m512 m = _mm512_load_ps(mw + g * N);
-                    for (int c = 0; c < N; c++) acc[c] = _mm512_fmadd_ps(_mm512_set1_ps(xs[c * ng + g]), m, acc[c]);
+                    for (int c = 0; c < N; c++) acc[c] = _mm512_fmadd_ps(_mm512_set1_ps(xs[g * N + c]), m, acc[c]);
                 }
             for (int c = 0; c < nc; c++) _mm512_mask_storeu_ps(y + (c0 + c) * ldy + rb, keep, acc[c]);
         }
@@ -124,9 +158,9 @@ ROWS_FN(rows_q8_0, t_q8_0)
 ROWS_FN(rows_q4_K, t_q4_K)
 ROWS_FN(rows_q6_K, t_q6_K)
 
-static const npl_gemm_kernels k_q4_0 = {pack_q8_0_plain, rows_q4_0}, k_q5_0 = {pack_q8_0_plain, rows_q5_0},
-                              k_q8_0 = {pack_q8_0_plain, rows_q8_0}, k_q4_K = {pack_q8_K_plain, rows_q4_K},
-                              k_q6_K = {pack_q8_K_plain, rows_q6_K};
+static const npl_gemm_kernels k_q4_0 = {pack_q8_0_tiles, rows_q4_0}, k_q5_0 = {pack_q8_0_tiles, rows_q5_0},
+                              k_q8_0 = {pack_q8_0_tiles, rows_q8_0}, k_q4_K = {pack_q8_K_tiles32, rows_q4_K},
+                              k_q6_K = {pack_q8_K_tiles16, rows_q6_K};
 
 const npl_gemm_kernels *npl_gemm_get_amx(npl_type t) {
     switch (t) {

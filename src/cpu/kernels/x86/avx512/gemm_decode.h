@@ -27,12 +27,32 @@ static inline __m512i interleave(__m512i v) {
 
 /* ---- activation packing (once per matmul; cost m * k) ---- */
 
-static inline void pack_tail(const npl_gemm_x *xp, int64_t r, int64_t done) {
-    int8_t *qs = xp->qs + r * xp->kp;
-    float *d = xp->d + r * (xp->kp / 16), *sum = xp->sum + r * xp->ng;
-    memset(qs + done, 0, (size_t)(xp->kp - done));
-    for (int64_t g = done / 16; g < xp->kp / 16; g++) d[g] = 0;
-    for (int64_t g = done / 16; g < xp->ng; g++) sum[g] = 0;
+/* Where group g of row r keeps its scale (stride 1 per group) or, for AMX,
+ * the 16 rows of a tile side by side (stride 16). */
+static inline float *scale_at(float *base, int64_t per_row, int64_t r, int plain) {
+    return plain ? base + (r / 16) * per_row * 16 + r % 16 : base + r * per_row;
+}
+
+/* One 64-element step of row r: interleaved in the row (plain = 0), or for
+ * AMX (plain = bk, 32 or 16) each block of bk where a 16 x bk tile of rows
+ * r & ~15 .. r | 15 keeps it, tiles of one row group in block order. */
+static inline void store_step(const npl_gemm_x *xp, int64_t r, int64_t s, __m512i q, int plain) {
+    if (!plain) {
+        _mm512_store_si512(xp->qs + r * xp->kp + s * 64, interleave(q));
+        return;
+    }
+    _Alignas(64) int8_t b[64];
+    _mm512_store_si512(b, q);
+    int8_t *t = xp->qs + (r & ~(int64_t)15) * xp->kp + (r & 15) * plain;
+    for (int i = 0; i < 64 / plain; i++) memcpy(t + (s * 64 / plain + i) * 16 * plain, b + i * plain, (size_t)plain);
+}
+
+static inline void pack_tail(const npl_gemm_x *xp, int64_t r, int64_t done, int plain) {
+    const int64_t st = plain ? 16 : 1;
+    float *d = scale_at(xp->d, xp->kp / 16, r, plain), *sum = scale_at(xp->sum, xp->ng, r, plain);
+    for (int64_t s = done / 64; s < xp->kp / 64; s++) store_step(xp, r, s, _mm512_setzero_si512(), plain);
+    for (int64_t g = done / 16; g < xp->kp / 16; g++) d[g * st] = 0;
+    for (int64_t g = done / 16; g < xp->ng; g++) sum[g * st] = 0;
 }
 
 static inline int group_sum(const int8_t *q) {
@@ -41,52 +61,51 @@ static inline int group_sum(const int8_t *q) {
     return s;
 }
 
-/* interleaved for the AVX-512 tiles, plain element order for AMX */
+/* interleaved for the AVX-512 tiles (plain = 0), AMX tile order (plain = block size) */
 static inline __attribute__((always_inline)) void pack_q8_0_as(const npl_gemm_x *xp, int64_t r, const void *row,
                                                                int plain) {
     const block_q8_0 *x = row;
     const int64_t nb = xp->k / QK8_0;
-    int8_t *qs = xp->qs + r * xp->kp;
-    float *d = xp->d + r * (xp->kp / 16), *sum = xp->sum + r * xp->ng;
+    const int64_t st = plain ? 16 : 1;
+    float *d = scale_at(xp->d, xp->kp / 16, r, plain), *sum = scale_at(xp->sum, xp->ng, r, plain);
     const block_q8_0 zero = {0};
     for (int64_t i = 0; i < nb; i += 2) {
         const block_q8_0 *a = &x[i], *b = i + 1 < nb ? &x[i + 1] : &zero;
-        const __m512i q = load2x256(a->qs, b->qs);
-        _mm512_store_si512(qs + i * 32, plain ? q : interleave(q));
+        store_step(xp, r, i / 2, load2x256(a->qs, b->qs), plain);
         const float da = h2f(a->d), db = h2f(b->d);
-        d[2 * i] = d[2 * i + 1] = da;
-        d[2 * i + 2] = d[2 * i + 3] = db;
-        sum[2 * i] = da * (float)group_sum(a->qs);
-        sum[2 * i + 1] = da * (float)group_sum(a->qs + 16);
-        sum[2 * i + 2] = db * (float)group_sum(b->qs);
-        sum[2 * i + 3] = db * (float)group_sum(b->qs + 16);
+        d[2 * i * st] = d[(2 * i + 1) * st] = da;
+        d[(2 * i + 2) * st] = d[(2 * i + 3) * st] = db;
+        sum[2 * i * st] = da * (float)group_sum(a->qs);
+        sum[(2 * i + 1) * st] = da * (float)group_sum(a->qs + 16);
+        sum[(2 * i + 2) * st] = db * (float)group_sum(b->qs);
+        sum[(2 * i + 3) * st] = db * (float)group_sum(b->qs + 16);
     }
-    pack_tail(xp, r, (nb + 1) / 2 * 64);
+    pack_tail(xp, r, (nb + 1) / 2 * 64, plain);
 }
 
 static inline __attribute__((always_inline)) void pack_q8_K_as(const npl_gemm_x *xp, int64_t r, const void *row,
                                                                int plain) {
     const block_q8_K *x = row;
     const int64_t nb = xp->k / QK_K;
-    int8_t *qs = xp->qs + r * xp->kp;
-    float *d = xp->d + r * (xp->kp / 16), *sum = xp->sum + r * xp->ng;
+    const int64_t st = plain ? 16 : 1;
+    float *d = scale_at(xp->d, xp->kp / 16, r, plain), *sum = scale_at(xp->sum, xp->ng, r, plain);
     for (int64_t i = 0; i < nb; i++)
         for (int j = 0; j < 4; j++) {
             const int64_t s = i * 4 + j;
-            const __m512i q = _mm512_loadu_si512(x[i].qs + 64 * j);
-            _mm512_store_si512(qs + s * 64, plain ? q : interleave(q));
+            store_step(xp, r, s, _mm512_loadu_si512(x[i].qs + 64 * j), plain);
             for (int g = 0; g < 4; g++) {
-                d[4 * s + g] = x[i].d;
-                sum[4 * s + g] = x[i].d * (float)x[i].bsums[4 * j + g];
+                d[(4 * s + g) * st] = x[i].d;
+                sum[(4 * s + g) * st] = x[i].d * (float)x[i].bsums[4 * j + g];
             }
         }
-    pack_tail(xp, r, nb * QK_K);
+    pack_tail(xp, r, nb * QK_K, plain);
 }
 
 static inline void pack_q8_0(const npl_gemm_x *xp, int64_t r, const void *row) { pack_q8_0_as(xp, r, row, 0); }
 static inline void pack_q8_K(const npl_gemm_x *xp, int64_t r, const void *row) { pack_q8_K_as(xp, r, row, 0); }
-static inline void pack_q8_0_plain(const npl_gemm_x *xp, int64_t r, const void *row) { pack_q8_0_as(xp, r, row, 1); }
-static inline void pack_q8_K_plain(const npl_gemm_x *xp, int64_t r, const void *row) { pack_q8_K_as(xp, r, row, 1); }
+static inline void pack_q8_0_tiles(const npl_gemm_x *xp, int64_t r, const void *row) { pack_q8_0_as(xp, r, row, 32); }
+static inline void pack_q8_K_tiles32(const npl_gemm_x *xp, int64_t r, const void *row) { pack_q8_K_as(xp, r, row, 32); }
+static inline void pack_q8_K_tiles16(const npl_gemm_x *xp, int64_t r, const void *row) { pack_q8_K_as(xp, r, row, 16); }
 
 /* ---- weight decoding (cost n * k per matmul, amortized over m rows) ---- */
 
