@@ -36,37 +36,31 @@ static npl_graph *build(float *w_f32, unsigned char *w_q8, float *norm) {
     return g;
 }
 
-static void write_bad(const char *path, const char *op, int src, int with_tensor, uint32_t version) {
-    npl_gguf_writer *w = npl_gguf_writer_new();
-    npl_gguf_writer_set_u32(w, "npullm.graph.version", version);
-    npl_gguf_writer_set_u32(w, "npullm.graph.n_nodes", 2);
-    int64_t shape[1] = {4};
-    int32_t ip[NPL_MAX_IPARAMS] = {0}, srcs[1] = {src};
-    float fp[NPL_MAX_FPARAMS] = {0};
-    static const float data[4] = {1, 2, 3, 4};
-    npl_gguf_writer_set_str(w, "npullm.node.0.op", "weight");
-    npl_gguf_writer_set_u32(w, "npullm.node.0.type", 0);
-    npl_gguf_writer_set_arr(w, "npullm.node.0.shape", NPL_GGUF_INT64, shape, 1);
-    npl_gguf_writer_set_arr(w, "npullm.node.0.src", NPL_GGUF_INT32, srcs, 0);
-    npl_gguf_writer_set_arr(w, "npullm.node.0.ip", NPL_GGUF_INT32, ip, NPL_MAX_IPARAMS);
-    npl_gguf_writer_set_arr(w, "npullm.node.0.fp", NPL_GGUF_FLOAT32, fp, NPL_MAX_FPARAMS);
-    if (with_tensor) npl_gguf_writer_add_tensor(w, "npullm.w.0", 0, 1, shape, data, sizeof(data));
-    npl_gguf_writer_set_str(w, "npullm.node.1.op", op);
-    npl_gguf_writer_set_u32(w, "npullm.node.1.type", 0);
-    npl_gguf_writer_set_arr(w, "npullm.node.1.shape", NPL_GGUF_INT64, shape, 1);
-    npl_gguf_writer_set_arr(w, "npullm.node.1.src", NPL_GGUF_INT32, srcs, 1);
-    npl_gguf_writer_set_arr(w, "npullm.node.1.ip", NPL_GGUF_INT32, ip, NPL_MAX_IPARAMS);
-    npl_gguf_writer_set_arr(w, "npullm.node.1.fp", NPL_GGUF_FLOAT32, fp, NPL_MAX_FPARAMS);
+/* A valid file of a weight-free graph (input -> scale), then copies of it with
+ * one array replaced by a bad value. */
+static void write_graph(const char *path, npl_graph *g) {
     char err[256];
+    npl_gguf_writer *w = npl_gguf_writer_new();
+    CHECK(npl_graph_file_add(w, g, err, sizeof(err)) == 0);
     CHECK(npl_gguf_writer_write(w, path, err, sizeof(err)) == 0);
     npl_gguf_writer_free(w);
 }
-
+static void write_variant(const char *good, const char *path, const char *key, const int32_t *v, uint64_t n) {
+    char err[256];
+    npl_gguf *f = npl_gguf_open(good, NULL, err, sizeof(err));
+    npl_gguf_writer *w = npl_gguf_writer_new();
+    const char *skip[] = {key, NULL};
+    CHECK(f && npl_gguf_copy_kv(w, f, skip, err, sizeof(err)) == 0);
+    npl_gguf_writer_set_arr(w, key, NPL_GGUF_INT32, v, n);
+    CHECK(npl_gguf_writer_write(w, path, err, sizeof(err)) == 0);
+    npl_gguf_writer_free(w);
+    npl_gguf_close(f);
+}
 static void expect_load_error(const char *path, const char *needle) {
     char err[512] = "";
-    npl_gguf *f = NULL;
-    npl_graph *g = npl_graph_load(path, &f, err, sizeof(err));
-    CHECK(g == NULL && f == NULL);
+    npl_gguf *f = npl_gguf_open(path, NULL, err, sizeof(err));
+    npl_graph *g = f ? npl_graph_file_load(f, err, sizeof(err)) : NULL;
+    CHECK(g == NULL);
     if (!strstr(err, needle)) fprintf(stderr, "expected '%s' in: %s\n", needle, err);
     CHECK(strstr(err, needle) != NULL);
     npl_graph_free(g);
@@ -88,7 +82,10 @@ int main(void) {
     CHECK(fd >= 0);
     close(fd);
     char err[512];
-    CHECK(npl_graph_save(g, path, NULL, err, sizeof(err)) == 0);
+    npl_gguf_writer *gw = npl_gguf_writer_new();
+    CHECK(npl_graph_file_add(gw, g, err, sizeof(err)) == 0);
+    CHECK(npl_gguf_writer_write(gw, path, err, sizeof(err)) == 0);
+    npl_gguf_writer_free(gw);
 
     /* reference: the in-memory graph, evaluated lazily */
     npl_cpu_ctx cc;
@@ -136,23 +133,48 @@ int main(void) {
     npl_module_free(m);
     npl_graph_free(g);
 
-    /* malformed graph files */
-    write_bad(path, "matmul", 0, 1, 1);
-    expect_load_error(path, "node 1"); /* matmul needs 2 inputs */
-    write_bad(path, "frobnicate", 0, 1, 1);
-    expect_load_error(path, "npullm.node.1.op");
-    write_bad(path, "scale", 5, 1, 1);
-    expect_load_error(path, "missing node"); /* source after the node */
-    write_bad(path, "scale", 0, 0, 1);
-    expect_load_error(path, "npullm.w.0");
-    write_bad(path, "scale", 0, 1, 9);
-    expect_load_error(path, "npullm.graph.version");
-    write_bad(path, "scale", 0, 1, 1); /* and the good one loads */
-    npl_gguf *f = NULL;
-    npl_graph *ok = npl_graph_load(path, &f, err, sizeof(err));
-    CHECK(ok != NULL);
-    npl_graph_free(ok);
-    npl_gguf_close(f);
+    /* malformed graph files: each a copy of a valid one with one field broken */
+    npl_graph *small = npl_graph_new();
+    int64_t four = 4;
+    int in = npl_input(small, "x", NPL_TYPE_F32, 1, &four);
+    npl_scale(small, npl_scale(small, in, 2.0f), 3.0f);
+    char good[] = "/tmp/npl_graph_good_XXXXXX";
+    int gfd = mkstemp(good);
+    close(gfd);
+    write_graph(good, small);
+    int32_t bad_op[3] = {NPL_OP_INPUT, 999, NPL_OP_SCALE};
+    write_variant(good, path, "npullm.graph.op", bad_op, 3);
+    expect_load_error(path, "npullm.graph.op");
+    int32_t short_op[2] = {NPL_OP_INPUT, NPL_OP_SCALE};
+    write_variant(good, path, "npullm.graph.op", short_op, 2);
+    expect_load_error(path, "npullm.graph.op");
+    int32_t fwd_src[3 * NPL_MAX_SRC] = {0};
+    fwd_src[NPL_MAX_SRC] = 2; /* node 1 reads node 2: not earlier */
+    fwd_src[2 * NPL_MAX_SRC] = 1;
+    write_variant(good, path, "npullm.graph.src", fwd_src, 3 * NPL_MAX_SRC);
+    expect_load_error(path, "node 1");
+    int32_t bad_type[3] = {0, 77, 0};
+    write_variant(good, path, "npullm.graph.type", bad_type, 3);
+    expect_load_error(path, "type");
+    /* a graph whose weight tensor is missing */
+    npl_gguf *gf = npl_gguf_open(path, NULL, err, sizeof(err)); /* any file works for the check below */
+    npl_gguf_close(gf);
+    npl_graph *wg = build(w_f32, w_q8, norm);
+    npl_gguf_writer *nw = npl_gguf_writer_new();
+    CHECK(npl_graph_file_add(nw, wg, err, sizeof(err)) == 0);
+    CHECK(npl_gguf_writer_write(nw, good, err, sizeof(err)) == 0);
+    npl_gguf_writer_free(nw);
+    npl_gguf *full = npl_gguf_open(good, NULL, err, sizeof(err));
+    npl_gguf_writer *mw = npl_gguf_writer_new();
+    const char *none[] = {NULL};
+    CHECK(full && npl_gguf_copy_kv(mw, full, none, err, sizeof(err)) == 0); /* metadata only: no tensors */
+    CHECK(npl_gguf_writer_write(mw, path, err, sizeof(err)) == 0);
+    npl_gguf_writer_free(mw);
+    npl_gguf_close(full);
+    expect_load_error(path, "norm");
+    npl_graph_free(wg);
+    npl_graph_free(small);
+    unlink(good);
     unlink(path);
     TEST_MAIN_END();
 }

@@ -6,7 +6,7 @@
 
 #include "check.h"
 #include "core/session.h"
-#include "plugin/graph_file.h"
+#include "format/graph_file.h"
 #include "plugin/plugin.h"
 
 /* ---- a toy plugin type "twice": y = 2 * x, shape from attributes ---- */

@@ -16,7 +16,7 @@
 #include "core/session.h"
 #include "cpu/cpu_backend.h"
 #include "models/model.h"
-#include "plugin/graph_file.h"
+#include "format/graph_file.h"
 
 #define MAX_SHAPES 3
 

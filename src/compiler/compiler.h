@@ -7,7 +7,7 @@
  * Package layout:
  *   PKG/config.json     llm_model, chunk_limits [N, 1], max_context_length,
  *                       precision, weights, context binaries
- *   PKG/model.gguf      graph file (plugin/graph_file.h): every metadata key
+ *   PKG/model.gguf      graph file (format/graph_file.h): every metadata key
  *                       of the source GGUF (hparams, tokenizer.*), the graph,
  *                       the CPU-side weights (embedding table), npullm.package.*
  *   PKG/accel_<i>.bin   one context binary per plugin node */

@@ -1,277 +1,352 @@
-/* Graph files (see graph_file.h). Node i is stored as keys
- *   npullm.node.I.op / type / shape / src / ip / fp / name / attr.KEY
- * and a WEIGHT node's bytes as tensor "npullm.w.I". */
+/* Graph files (see graph_file.h). */
 #include "format/graph_file.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/checked.h"
+#define K_N "npullm.graph.n_nodes"
 
-#define KEY(buf, i, what) snprintf(buf, sizeof(buf), "npullm.node.%d.%s", i, what)
-enum { GRAPH_FILE_VERSION = 1, MAX_NODES = 1 << 22 };
+/* ---- writing ---- */
 
-static void copy_extra(npl_gguf_writer *w, const npl_graph_file_extra *x) {
-    if (!x || !x->meta) return;
-    const npl_gguf *m = x->meta;
-    for (int64_t i = 0; i < npl_gguf_n_kv(m); i++) {
-        npl_gguf_str k = npl_gguf_key(m, i);
-        int match = 0;
-        for (int p = 0; p < x->n_prefixes && !match; p++) {
-            size_t pl = strlen(x->prefixes[p]);
-            match = k.len >= pl && !memcmp(k.ptr, x->prefixes[p], pl);
+int npl_graph_file_add(npl_gguf_writer *w, const npl_graph *g, char *err, size_t errlen) {
+    int n = npl_graph_n_nodes(g), rc = -1;
+    int64_t n_attr = 0, n_astr = 0, n_aint = 0, n_aflt = 0;
+    for (int i = 0; i < n; i++)
+        for (const npl_attr *a = npl_graph_node(g, i)->attrs; a; a = a->next) {
+            n_attr++;
+            if (a->kind == NPL_ATTR_STR || a->kind == NPL_ATTR_STRS) n_astr += a->n;
+            else if (a->kind == NPL_ATTR_INTS) n_aint += a->n;
+            else n_aflt += a->n;
         }
-        if (!match || k.len > 255) continue;
-        char key[256];
-        memcpy(key, k.ptr, k.len);
-        key[k.len] = 0;
-        npl_gguf_vtype t = npl_gguf_kv_type(m, i);
-        if (t == NPL_GGUF_STRING) {
-            npl_gguf_str v = npl_gguf_kv_str(m, i);
-            char *s = strndup(v.ptr, v.len);
-            if (s) npl_gguf_writer_set_str(w, key, s);
-            free(s);
-        } else if (t == NPL_GGUF_ARRAY) {
-            npl_gguf_vtype et = npl_gguf_arr_type(m, i);
-            uint64_t n = npl_gguf_arr_n(m, i);
-            if (et == NPL_GGUF_STRING) {
-                char **strs = calloc(n ? n : 1, sizeof(char *));
-                for (uint64_t j = 0; strs && j < n; j++) {
-                    npl_gguf_str v = npl_gguf_arr_str(m, i, j);
-                    strs[j] = strndup(v.ptr ? v.ptr : "", v.len);
-                }
-                if (strs) npl_gguf_writer_set_arr_str(w, key, (const char *const *)strs, n);
-                for (uint64_t j = 0; strs && j < n; j++) free(strs[j]);
-                free(strs);
-            } else if (et != NPL_GGUF_ARRAY) {
-                npl_gguf_writer_set_arr(w, key, et, npl_gguf_arr_data(m, i), n);
-            }
-        } else {
-            npl_gguf_writer_set_scalar(w, key, t, npl_gguf_kv_data(m, i));
-        }
+    int32_t *op = calloc((size_t)n + 1, sizeof *op), *type = calloc((size_t)n + 1, sizeof *type);
+    int32_t *ndims = calloc((size_t)n + 1, sizeof *ndims), *nsrc = calloc((size_t)n + 1, sizeof *nsrc);
+    int64_t *ne = calloc((size_t)n * 4 + 1, sizeof *ne);
+    int32_t *src = calloc((size_t)n * NPL_MAX_SRC + 1, sizeof *src), *ip = calloc((size_t)n * NPL_MAX_IPARAMS + 1, sizeof *ip);
+    float *fp = calloc((size_t)n * NPL_MAX_FPARAMS + 1, sizeof *fp);
+    const char **name = calloc((size_t)n + 1, sizeof *name);
+    int32_t *anode = calloc((size_t)n_attr + 1, sizeof *anode), *akind = calloc((size_t)n_attr + 1, sizeof *akind);
+    int64_t *an = calloc((size_t)n_attr + 1, sizeof *an), *aints = calloc((size_t)n_aint + 1, sizeof *aints);
+    const char **akey = calloc((size_t)n_attr + 1, sizeof *akey), **astrs = calloc((size_t)n_astr + 1, sizeof *astrs);
+    float *aflts = calloc((size_t)n_aflt + 1, sizeof *aflts);
+    if (!op || !type || !ndims || !nsrc || !ne || !src || !ip || !fp || !name || !anode || !akind || !an || !aints ||
+        !akey || !astrs || !aflts) {
+        snprintf(err, errlen, "graph file: out of memory");
+        goto done;
     }
-}
-
-int npl_graph_save(const npl_graph *g, const char *path, const npl_graph_file_extra *extra, char *err,
-                   size_t errlen) {
-    if (npl_graph_error(g)) {
-        snprintf(err, errlen, "%s: graph has an error: %s", path, npl_graph_error(g));
-        return -1;
-    }
-    npl_gguf_writer *w = npl_gguf_writer_new();
-    if (!w) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    npl_gguf_writer_set_str(w, "general.architecture", "npullm-graph");
-    npl_gguf_writer_set_u32(w, "npullm.graph.version", GRAPH_FILE_VERSION);
-    int n = npl_graph_n_nodes(g);
-    npl_gguf_writer_set_u32(w, "npullm.graph.n_nodes", (uint32_t)n);
-    char key[128], tname[64];
+    int64_t ia = 0, is = 0, ii = 0, iflt = 0;
     for (int i = 0; i < n; i++) {
         const npl_node *nd = npl_graph_node(g, i);
-        KEY(key, i, "op");
-        npl_gguf_writer_set_str(w, key, npl_op_name(nd->op));
-        KEY(key, i, "type");
-        npl_gguf_writer_set_u32(w, key, (uint32_t)nd->type);
-        int64_t shape[NPL_MAX_DIMS];
-        for (int d = 0; d < nd->shape.n_dims; d++) shape[d] = nd->shape.ne[d];
-        KEY(key, i, "shape");
-        npl_gguf_writer_set_arr(w, key, NPL_GGUF_INT64, shape, (uint64_t)nd->shape.n_dims);
-        int32_t src[NPL_MAX_SRC];
-        for (int s = 0; s < nd->n_src; s++) src[s] = nd->src[s];
-        KEY(key, i, "src");
-        npl_gguf_writer_set_arr(w, key, NPL_GGUF_INT32, src, (uint64_t)nd->n_src);
-        KEY(key, i, "ip");
-        npl_gguf_writer_set_arr(w, key, NPL_GGUF_INT32, nd->ip, NPL_MAX_IPARAMS);
-        KEY(key, i, "fp");
-        npl_gguf_writer_set_arr(w, key, NPL_GGUF_FLOAT32, nd->fp, NPL_MAX_FPARAMS);
-        if (nd->name) {
-            KEY(key, i, "name");
-            npl_gguf_writer_set_str(w, key, nd->name);
-        }
-        for (const npl_attr *a = nd->attrs; a; a = a->next) {
-            snprintf(key, sizeof(key), "npullm.node.%d.attr.%s", i, a->key);
-            if (a->kind == NPL_ATTR_STR) npl_gguf_writer_set_str(w, key, a->strs[0]);
-            else if (a->kind == NPL_ATTR_STRS) npl_gguf_writer_set_arr_str(w, key, (const char *const *)a->strs, (uint64_t)a->n);
-            else if (a->kind == NPL_ATTR_INTS) npl_gguf_writer_set_arr(w, key, NPL_GGUF_INT64, a->ints, (uint64_t)a->n);
-            else npl_gguf_writer_set_arr(w, key, NPL_GGUF_FLOAT32, a->floats, (uint64_t)a->n);
-        }
+        op[i] = nd->op;
+        type[i] = nd->type;
+        ndims[i] = nd->shape.n_dims;
+        for (int d = 0; d < 4; d++) ne[i * 4 + d] = nd->shape.ne[d];
+        nsrc[i] = nd->n_src;
+        for (int s = 0; s < nd->n_src; s++) src[i * NPL_MAX_SRC + s] = nd->src[s];
+        memcpy(&ip[i * NPL_MAX_IPARAMS], nd->ip, sizeof nd->ip);
+        memcpy(&fp[i * NPL_MAX_FPARAMS], nd->fp, sizeof nd->fp);
+        name[i] = nd->name ? nd->name : "";
         if (nd->op == NPL_OP_WEIGHT) {
-            size_t row, bytes;
-            int64_t rows = npl_shape_nelements(&nd->shape) / nd->shape.ne[0];
-            if (npl_row_size(nd->type, nd->shape.ne[0], &row) || npl_mul_size(row, (size_t)rows, &bytes)) {
-                snprintf(err, errlen, "%s: node %d: weight size overflows", path, i);
-                npl_gguf_writer_free(w);
-                return -1;
+            size_t row;
+            if (!nd->name || npl_row_size(nd->type, nd->shape.ne[0], &row)) {
+                snprintf(err, errlen, "graph file: weight node %d has no name or a bad row size", i);
+                goto done;
             }
-            snprintf(tname, sizeof(tname), "npullm.w.%d", i);
-            npl_gguf_writer_add_tensor(w, tname, nd->type, nd->shape.n_dims, nd->shape.ne, nd->data, bytes);
+            size_t sz = row * (size_t)(nd->shape.ne[1] * nd->shape.ne[2] * nd->shape.ne[3]);
+            if (npl_gguf_writer_add_tensor(w, nd->name, nd->type, nd->shape.n_dims, nd->shape.ne, nd->data, sz)) {
+                snprintf(err, errlen, "graph file: weight %s: cannot add", nd->name);
+                goto done;
+            }
+        }
+        for (const npl_attr *a = nd->attrs; a; a = a->next, ia++) {
+            anode[ia] = i;
+            akey[ia] = a->key;
+            akind[ia] = a->kind;
+            an[ia] = a->n;
+            for (int64_t k = 0; k < a->n; k++) {
+                if (a->kind == NPL_ATTR_STR || a->kind == NPL_ATTR_STRS) astrs[is++] = a->strs[k];
+                else if (a->kind == NPL_ATTR_INTS) aints[ii++] = a->ints[k];
+                else aflts[iflt++] = a->floats[k];
+            }
         }
     }
-    copy_extra(w, extra);
-    int rc = npl_gguf_writer_write(w, path, err, errlen);
-    npl_gguf_writer_free(w);
+    if (npl_gguf_writer_set_u32(w, K_N, (uint32_t)n) ||
+        npl_gguf_writer_set_arr(w, "npullm.graph.op", NPL_GGUF_INT32, op, (uint64_t)n) ||
+        npl_gguf_writer_set_arr(w, "npullm.graph.type", NPL_GGUF_INT32, type, (uint64_t)n) ||
+        npl_gguf_writer_set_arr(w, "npullm.graph.n_dims", NPL_GGUF_INT32, ndims, (uint64_t)n) ||
+        npl_gguf_writer_set_arr(w, "npullm.graph.ne", NPL_GGUF_INT64, ne, (uint64_t)n * 4) ||
+        npl_gguf_writer_set_arr(w, "npullm.graph.n_src", NPL_GGUF_INT32, nsrc, (uint64_t)n) ||
+        npl_gguf_writer_set_arr(w, "npullm.graph.src", NPL_GGUF_INT32, src, (uint64_t)n * NPL_MAX_SRC) ||
+        npl_gguf_writer_set_arr(w, "npullm.graph.ip", NPL_GGUF_INT32, ip, (uint64_t)n * NPL_MAX_IPARAMS) ||
+        npl_gguf_writer_set_arr(w, "npullm.graph.fp", NPL_GGUF_FLOAT32, fp, (uint64_t)n * NPL_MAX_FPARAMS) ||
+        npl_gguf_writer_set_arr_str(w, "npullm.graph.name", name, (uint64_t)n) ||
+        npl_gguf_writer_set_arr(w, "npullm.attr.node", NPL_GGUF_INT32, anode, (uint64_t)n_attr) ||
+        npl_gguf_writer_set_arr(w, "npullm.attr.kind", NPL_GGUF_INT32, akind, (uint64_t)n_attr) ||
+        npl_gguf_writer_set_arr(w, "npullm.attr.n", NPL_GGUF_INT64, an, (uint64_t)n_attr) ||
+        npl_gguf_writer_set_arr_str(w, "npullm.attr.key", akey, (uint64_t)n_attr) ||
+        npl_gguf_writer_set_arr_str(w, "npullm.attr.strs", astrs, (uint64_t)n_astr) ||
+        npl_gguf_writer_set_arr(w, "npullm.attr.ints", NPL_GGUF_INT64, aints, (uint64_t)n_aint) ||
+        npl_gguf_writer_set_arr(w, "npullm.attr.floats", NPL_GGUF_FLOAT32, aflts, (uint64_t)n_aflt)) {
+        snprintf(err, errlen, "graph file: cannot add metadata");
+        goto done;
+    }
+    rc = 0;
+done:
+    free(op); free(type); free(ndims); free(nsrc); free(ne); free(src); free(ip); free(fp); free(name);
+    free(anode); free(akind); free(an); free(aints); free(akey); free(astrs); free(aflts);
     return rc;
 }
 
-/* ---- loading ---- */
-
-static int find_op(const char *name, size_t len) {
-    for (int op = 0; op < NPL_OP_COUNT; op++)
-        if (strlen(npl_op_name((npl_op)op)) == len && !memcmp(npl_op_name((npl_op)op), name, len)) return op;
-    return -1;
-}
-
-/* Numeric array at key: element type t, count in [lo, hi]; returns index or -1. */
-static int64_t arr_at(const npl_gguf *f, const char *key, npl_gguf_vtype t, uint64_t lo, uint64_t hi, char *err,
-                      size_t errlen) {
-    int64_t i = npl_gguf_find_key(f, key);
-    if (i < 0 || npl_gguf_kv_type(f, i) != NPL_GGUF_ARRAY || npl_gguf_arr_type(f, i) != t ||
-        npl_gguf_arr_n(f, i) < lo || npl_gguf_arr_n(f, i) > hi) {
-        snprintf(err, errlen, "%s: %s: missing, wrong type or wrong length", npl_gguf_path(f), key);
-        return -1;
-    }
-    return i;
-}
-
-static int load_attrs(npl_graph *g, const npl_gguf *f, int node, char *err, size_t errlen) {
-    char prefix[64];
-    int pl = snprintf(prefix, sizeof(prefix), "npullm.node.%d.attr.", node);
-    for (int64_t i = 0; i < npl_gguf_n_kv(f); i++) {
-        npl_gguf_str k = npl_gguf_key(f, i);
-        if (k.len <= (uint64_t)pl || k.len > 200 || memcmp(k.ptr, prefix, (size_t)pl)) continue;
-        char name[256];
-        memcpy(name, k.ptr + pl, k.len - (uint64_t)pl);
-        name[k.len - (uint64_t)pl] = 0;
-        npl_gguf_vtype t = npl_gguf_kv_type(f, i);
-        int rc = -1;
+int npl_gguf_copy_kv(npl_gguf_writer *w, const npl_gguf *src, const char *const *skip, char *err, size_t errlen) {
+    for (int64_t i = 0; i < npl_gguf_n_kv(src); i++) {
+        npl_gguf_str k = npl_gguf_key(src, i);
+        char key[256];
+        if (k.len >= sizeof key) continue;
+        memcpy(key, k.ptr, k.len);
+        key[k.len] = 0;
+        int skipped = !strcmp(key, "general.alignment");
+        for (int s = 0; skip && skip[s] && !skipped; s++) skipped = !strncmp(key, skip[s], strlen(skip[s]));
+        if (skipped) continue;
+        npl_gguf_vtype t = npl_gguf_kv_type(src, i);
+        int rc = 0;
         if (t == NPL_GGUF_STRING) {
-            npl_gguf_str v = npl_gguf_kv_str(f, i);
+            npl_gguf_str v = npl_gguf_kv_str(src, i);
             char *s = strndup(v.ptr, v.len);
-            if (s) rc = npl_attr_set_str(g, node, name, s);
+            rc = !s || npl_gguf_writer_set_str(w, key, s);
             free(s);
         } else if (t == NPL_GGUF_ARRAY) {
-            npl_gguf_vtype et = npl_gguf_arr_type(f, i);
-            uint64_t n = npl_gguf_arr_n(f, i);
-            if (et == NPL_GGUF_INT64) {
-                int64_t *v = malloc((n ? n : 1) * sizeof(int64_t));
-                if (v) memcpy(v, npl_gguf_arr_data(f, i), n * sizeof(int64_t)), rc = npl_attr_set_ints(g, node, name, v, (int64_t)n);
-                free(v);
-            } else if (et == NPL_GGUF_FLOAT32) {
-                float *v = malloc((n ? n : 1) * sizeof(float));
-                if (v) memcpy(v, npl_gguf_arr_data(f, i), n * sizeof(float)), rc = npl_attr_set_floats(g, node, name, v, (int64_t)n);
-                free(v);
-            } else if (et == NPL_GGUF_STRING) {
-                char **v = calloc(n ? n : 1, sizeof(char *));
-                for (uint64_t j = 0; v && j < n; j++) {
-                    npl_gguf_str s = npl_gguf_arr_str(f, i, j);
-                    v[j] = strndup(s.ptr ? s.ptr : "", s.len);
+            npl_gguf_vtype et = npl_gguf_arr_type(src, i);
+            uint64_t n = npl_gguf_arr_n(src, i);
+            if (et == NPL_GGUF_STRING) {
+                char **v = calloc(n + 1, sizeof *v);
+                rc = !v;
+                for (uint64_t j = 0; !rc && j < n; j++) {
+                    npl_gguf_str e = npl_gguf_arr_str(src, i, j);
+                    rc = !(v[j] = strndup(e.ptr ? e.ptr : "", e.len));
                 }
-                if (v) rc = npl_attr_set_strs(g, node, name, (const char *const *)v, (int64_t)n);
+                if (!rc) rc = npl_gguf_writer_set_arr_str(w, key, (const char *const *)v, n);
                 for (uint64_t j = 0; v && j < n; j++) free(v[j]);
                 free(v);
-            }
+            } else if (et != NPL_GGUF_ARRAY) {
+                rc = npl_gguf_writer_set_arr(w, key, et, npl_gguf_arr_data(src, i), n);
+            } /* arrays of arrays are not copied */
+        } else {
+            rc = npl_gguf_writer_set_scalar(w, key, t, npl_gguf_kv_data(src, i));
         }
-        if (rc != 0) {
-            snprintf(err, errlen, "%s: %.*s: unsupported attribute value", npl_gguf_path(f), (int)k.len, k.ptr);
+        if (rc) {
+            snprintf(err, errlen, "%s: copying key %s failed", npl_gguf_path(src), key);
             return -1;
         }
     }
     return 0;
 }
 
-npl_graph *npl_graph_load(const char *path, npl_gguf **file, char *err, size_t errlen) {
-    *file = NULL;
-    npl_gguf *f = npl_gguf_open(path, NULL, err, errlen);
-    if (!f) return NULL;
-    uint32_t version = 0, n = 0;
-    if (npl_gguf_get_u32(f, "npullm.graph.version", &version) || version != GRAPH_FILE_VERSION) {
-        snprintf(err, errlen, "%s: npullm.graph.version: missing or not %d", path, GRAPH_FILE_VERSION);
-        npl_gguf_close(f);
+
+int npl_graph_append_like(npl_graph *g, const npl_node *like, const int *s, const char *name, const void *wdata) {
+    int id = -1, o = like->op;
+    const npl_shape *sh = &like->shape;
+    switch ((npl_op)o) {
+    case NPL_OP_INPUT: return npl_input(g, name, like->type, sh->n_dims, sh->ne);
+    case NPL_OP_STATE: return npl_state(g, name, like->type, sh->n_dims, sh->ne);
+    case NPL_OP_WEIGHT: return npl_weight(g, name, like->type, sh->n_dims, sh->ne, wdata);
+    case NPL_OP_RMS_NORM: id = npl_rms_norm(g, s[0], like->n_src == 2 ? s[1] : -1, like->fp[0]); break;
+    case NPL_OP_SCALE: id = npl_scale(g, s[0], like->fp[0]); break;
+    case NPL_OP_SOFTCAP: id = npl_softcap(g, s[0], like->fp[0]); break;
+    case NPL_OP_ROPE: id = npl_apply_rope(g, s[0], s[1], 2, 0, 1, 1); break;
+    case NPL_OP_ATTENTION: id = npl_attention(g, s[0], s[1], s[2], s[3], s[4], s[5], like->fp[0], 0, 0); break;
+    case NPL_OP_RESHAPE: {
+        int64_t rne[4] = {1, 1, 1, 1};
+        int nr = like->ip[0];
+        if (nr < 1 || nr > 4) return -1;
+        for (int d = 0; d < nr; d++) rne[d] = like->ip[1 + d];
+        id = npl_reshape(g, s[0], nr, rne);
+        break;
+    }
+    case NPL_OP_PLUGIN: id = npl_plugin(g, "?", like->n_src, s, like->type); break;
+    case NPL_OP_GET_ROWS: id = npl_get_rows(g, s[0], s[1]); break;
+    case NPL_OP_MATMUL: id = npl_matmul(g, s[0], s[1]); break;
+    case NPL_OP_ADD: id = npl_add(g, s[0], s[1]); break;
+    case NPL_OP_MUL: id = npl_mul(g, s[0], s[1]); break;
+    case NPL_OP_SWIGLU: id = npl_swiglu(g, s[0], s[1]); break;
+    case NPL_OP_GEGLU: id = npl_geglu(g, s[0], s[1]); break;
+    default: return -1;
+    }
+    if (id < 0) return -1;
+    npl_node *m = npl_graph_node_mut(g, id);
+    memcpy(m->ip, like->ip, sizeof m->ip);
+    memcpy(m->fp, like->fp, sizeof m->fp);
+    m->type = like->type;
+    if (name && npl_graph_set_name(g, id, name) < 0) return -1;
+    return id;
+}
+
+/* ---- reading ---- */
+
+typedef struct {
+    const npl_gguf *f;
+    char *err;
+    size_t errlen;
+} rd;
+
+static const void *arr(const rd *r, const char *key, npl_gguf_vtype t, uint64_t n) {
+    int64_t i = npl_gguf_find_key(r->f, key);
+    if (i < 0 || npl_gguf_kv_type(r->f, i) != NPL_GGUF_ARRAY || npl_gguf_arr_type(r->f, i) != t ||
+        npl_gguf_arr_n(r->f, i) != n) {
+        snprintf(r->err, r->errlen, "%s: %s: missing, not an array of %s or not %llu elements", npl_gguf_path(r->f),
+                 key, npl_gguf_vtype_name(t), (unsigned long long)n);
         return NULL;
     }
-    if (npl_gguf_get_u32(f, "npullm.graph.n_nodes", &n) || n == 0 || n > MAX_NODES ||
-        (int64_t)n > npl_gguf_n_kv(f)) {
-        snprintf(err, errlen, "%s: npullm.graph.n_nodes: missing or out of range", path);
-        npl_gguf_close(f);
+    if (t == NPL_GGUF_STRING || n == 0) return r; /* non-NULL marker (strings: read with npl_gguf_arr_str) */
+    return npl_gguf_arr_data(r->f, i);
+}
+
+static int32_t get_i32(const void *p, uint64_t j) { int32_t v; memcpy(&v, (const char *)p + j * 4, 4); return v; }
+static int64_t get_i64(const void *p, uint64_t j) { int64_t v; memcpy(&v, (const char *)p + j * 8, 8); return v; }
+static float get_f32(const void *p, uint64_t j) { float v; memcpy(&v, (const char *)p + j * 4, 4); return v; }
+
+static char *arr_str(const rd *r, const char *key, uint64_t j) {
+    npl_gguf_str s = npl_gguf_arr_str(r->f, npl_gguf_find_key(r->f, key), j);
+    return strndup(s.ptr ? s.ptr : "", s.len);
+}
+
+int npl_graph_file_present(const npl_gguf *f) { return npl_gguf_find_key(f, K_N) >= 0; }
+
+npl_graph *npl_graph_file_load(const npl_gguf *f, char *err, size_t errlen) {
+    rd r = {f, err, errlen};
+    uint32_t n32;
+    if (npl_gguf_get_u32(f, K_N, &n32) || n32 == 0 || n32 > (1u << 20)) {
+        snprintf(err, errlen, "%s: %s: missing or out of range", npl_gguf_path(f), K_N);
         return NULL;
     }
+    uint64_t n = n32;
+    const void *op = arr(&r, "npullm.graph.op", NPL_GGUF_INT32, n), *type = op ? arr(&r, "npullm.graph.type", NPL_GGUF_INT32, n) : NULL;
+    const void *ndims = type ? arr(&r, "npullm.graph.n_dims", NPL_GGUF_INT32, n) : NULL;
+    const void *ne = ndims ? arr(&r, "npullm.graph.ne", NPL_GGUF_INT64, n * 4) : NULL;
+    const void *nsrc = ne ? arr(&r, "npullm.graph.n_src", NPL_GGUF_INT32, n) : NULL;
+    const void *src = nsrc ? arr(&r, "npullm.graph.src", NPL_GGUF_INT32, n * NPL_MAX_SRC) : NULL;
+    const void *ip = src ? arr(&r, "npullm.graph.ip", NPL_GGUF_INT32, n * NPL_MAX_IPARAMS) : NULL;
+    const void *fp = ip ? arr(&r, "npullm.graph.fp", NPL_GGUF_FLOAT32, n * NPL_MAX_FPARAMS) : NULL;
+    const void *names = fp ? arr(&r, "npullm.graph.name", NPL_GGUF_STRING, n) : NULL;
+    if (!names) return NULL;
     npl_graph *g = npl_graph_new();
-    char key[128];
-    for (int i = 0; g && i < (int)n; i++) {
-        npl_gguf_str opname;
-        KEY(key, i, "op");
-        int op = npl_gguf_get_str(f, key, &opname) ? -1 : find_op(opname.ptr, opname.len);
-        if (op < 0) {
-            snprintf(err, errlen, "%s: %s: missing or unknown op", path, key);
+    if (!g) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        int o = get_i32(op, i), t = get_i32(type, i), nd = get_i32(ndims, i), ns = get_i32(nsrc, i);
+        char *name = arr_str(&r, "npullm.graph.name", i);
+        int s[NPL_MAX_SRC] = {0};
+        int64_t e[4];
+        for (int d = 0; d < 4; d++) e[d] = get_i64(ne, i * 4 + d);
+        const char *bad = !name ? "npullm.graph.name"
+                          : (o < 0 || o >= NPL_OP_COUNT) ? "npullm.graph.op"
+                          : !npl_type_get(t) ? "npullm.graph.type"
+                          : (nd < 1 || nd > 4) ? "npullm.graph.n_dims"
+                          : (ns < npl_op_min_src((npl_op)o) || ns > npl_op_max_src((npl_op)o)) ? "npullm.graph.n_src"
+                          : NULL;
+        for (int k = 0; !bad && k < ns; k++) {
+            s[k] = get_i32(src, i * NPL_MAX_SRC + (uint64_t)k);
+            if (s[k] < 0 || (uint64_t)s[k] >= i) bad = "npullm.graph.src (must name an earlier node)";
+        }
+        if (bad) {
+            snprintf(err, errlen, "%s: %s: node %llu: invalid value", npl_gguf_path(f), bad, (unsigned long long)i);
+            free(name);
             goto fail;
         }
-        uint32_t type;
-        KEY(key, i, "type");
-        if (npl_gguf_get_u32(f, key, &type) || !npl_type_get((int)type)) {
-            snprintf(err, errlen, "%s: %s: missing or unknown type", path, key);
-            goto fail;
-        }
-        KEY(key, i, "shape");
-        int64_t si = arr_at(f, key, NPL_GGUF_INT64, 1, NPL_MAX_DIMS, err, errlen);
-        KEY(key, i, "src");
-        int64_t ri = si < 0 ? -1 : arr_at(f, key, NPL_GGUF_INT32, 0, NPL_MAX_SRC, err, errlen);
-        KEY(key, i, "ip");
-        int64_t ii = ri < 0 ? -1 : arr_at(f, key, NPL_GGUF_INT32, NPL_MAX_IPARAMS, NPL_MAX_IPARAMS, err, errlen);
-        KEY(key, i, "fp");
-        int64_t fi = ii < 0 ? -1 : arr_at(f, key, NPL_GGUF_FLOAT32, NPL_MAX_FPARAMS, NPL_MAX_FPARAMS, err, errlen);
-        if (fi < 0) goto fail;
-        int64_t ne[NPL_MAX_DIMS];
-        int n_dims = (int)npl_gguf_arr_n(f, si), n_src = (int)npl_gguf_arr_n(f, ri);
-        memcpy(ne, npl_gguf_arr_data(f, si), (size_t)n_dims * sizeof(int64_t));
-        int32_t src[NPL_MAX_SRC];
-        memcpy(src, npl_gguf_arr_data(f, ri), (size_t)n_src * sizeof(int32_t));
-        npl_gguf_str nm = {NULL, 0};
-        KEY(key, i, "name");
-        char *name = npl_gguf_get_str(f, key, &nm) == 0 ? strndup(nm.ptr, nm.len) : NULL;
-        int id;
-        if (op == NPL_OP_INPUT || op == NPL_OP_STATE) {
-            id = op == NPL_OP_INPUT ? npl_input(g, name ? name : "", (npl_type)type, n_dims, ne)
-                                    : npl_state(g, name ? name : "", (npl_type)type, n_dims, ne);
-        } else if (op == NPL_OP_WEIGHT) {
-            char tname[64];
-            snprintf(tname, sizeof(tname), "npullm.w.%d", i);
-            const npl_gguf_tensor *t = npl_gguf_find_tensor(f, tname);
-            int ok = t && t->type == (int)type && t->n_dims == n_dims;
-            for (int d = 0; ok && d < n_dims; d++) ok = t->ne[d] == ne[d];
-            if (!ok) {
-                snprintf(err, errlen, "%s: tensor %s: missing or does not match node %d", path, tname, i);
+        if (o == NPL_OP_RESHAPE) {
+            int32_t nr = get_i32(ip, i * NPL_MAX_IPARAMS);
+            if (nr < 1 || nr > 4) {
+                snprintf(err, errlen, "%s: npullm.graph.ip: node %llu: reshape to %d dims", npl_gguf_path(f),
+                         (unsigned long long)i, nr);
                 free(name);
                 goto fail;
             }
-            id = npl_weight(g, name ? name : tname, (npl_type)type, n_dims, ne, t->data);
-        } else {
-            /* the builder's arity and source checks apply; attrs follow */
-            int srcs[NPL_MAX_SRC];
-            for (int s = 0; s < n_src; s++) srcs[s] = src[s] < i ? src[s] : -1;
-            id = npl_graph_push(g, (npl_op)op, (npl_type)type, n_src, srcs);
-            if (id >= 0 && name) npl_graph_set_name(g, id, name);
         }
-        free(name);
-        if (id != i) {
-            snprintf(err, errlen, "%s: node %d: %s", path, i, npl_graph_error(g) ? npl_graph_error(g) : "invalid");
+        const void *wdata = NULL;
+        if (o == NPL_OP_WEIGHT) {
+            const npl_gguf_tensor *tt = npl_gguf_find_tensor(f, name);
+            int ok = tt && tt->type == t;
+            for (int d = 0; ok && d < 4; d++) ok = tt->ne[d] == e[d];
+            if (!ok) {
+                snprintf(err, errlen, "%s: tensor %s: missing or not of the node's type and shape", npl_gguf_path(f), name);
+                free(name);
+                goto fail;
+            }
+            wdata = tt->data;
+        }
+        npl_node like = {.op = (npl_op)o, .type = (npl_type)t, .shape = {nd, {e[0], e[1], e[2], e[3]}}, .n_src = ns};
+        for (int k = 0; k < NPL_MAX_IPARAMS; k++) like.ip[k] = get_i32(ip, i * NPL_MAX_IPARAMS + (uint64_t)k);
+        for (int k = 0; k < NPL_MAX_FPARAMS; k++) like.fp[k] = get_f32(fp, i * NPL_MAX_FPARAMS + (uint64_t)k);
+        int id = npl_graph_append_like(g, &like, s, *name ? name : NULL, wdata);
+        if (id != (int)i) {
+            snprintf(err, errlen, "%s: npullm.graph: node %llu (%s): %s", npl_gguf_path(f), (unsigned long long)i,
+                     npl_op_name((npl_op)o), npl_graph_error(g) ? npl_graph_error(g) : "cannot rebuild");
+            free(name);
             goto fail;
         }
-        npl_node *nd = npl_graph_node_mut(g, i);
-        memcpy(nd->ip, npl_gguf_arr_data(f, ii), sizeof(nd->ip));
-        memcpy(nd->fp, npl_gguf_arr_data(f, fi), sizeof(nd->fp));
-        if (load_attrs(g, f, i, err, errlen)) goto fail;
+        free(name);
     }
-    if (!g) {
-        snprintf(err, errlen, "out of memory");
-        goto fail;
+    /* attributes */
+    int64_t ki = npl_gguf_find_key(f, "npullm.attr.node");
+    uint64_t na = ki >= 0 ? npl_gguf_arr_n(f, ki) : 0;
+    const void *anode = arr(&r, "npullm.attr.node", NPL_GGUF_INT32, na);
+    const void *akind = anode ? arr(&r, "npullm.attr.kind", NPL_GGUF_INT32, na) : NULL;
+    const void *an = akind ? arr(&r, "npullm.attr.n", NPL_GGUF_INT64, na) : NULL;
+    const void *akey = an ? arr(&r, "npullm.attr.key", NPL_GGUF_STRING, na) : NULL;
+    if (!akey) goto fail;
+    int64_t ks = npl_gguf_find_key(f, "npullm.attr.strs"), kint = npl_gguf_find_key(f, "npullm.attr.ints"),
+            kf = npl_gguf_find_key(f, "npullm.attr.floats");
+    uint64_t nstr = ks >= 0 ? npl_gguf_arr_n(f, ks) : 0, nint = kint >= 0 ? npl_gguf_arr_n(f, kint) : 0,
+             nflt = kf >= 0 ? npl_gguf_arr_n(f, kf) : 0;
+    const void *aints = arr(&r, "npullm.attr.ints", NPL_GGUF_INT64, nint);
+    const void *aflts = aints ? arr(&r, "npullm.attr.floats", NPL_GGUF_FLOAT32, nflt) : NULL;
+    if (!aflts || !arr(&r, "npullm.attr.strs", NPL_GGUF_STRING, nstr)) goto fail;
+    uint64_t is = 0, ii = 0, iflt = 0;
+    for (uint64_t a = 0; a < na; a++) {
+        int node = get_i32(anode, a), kind = get_i32(akind, a);
+        int64_t cnt = get_i64(an, a);
+        uint64_t avail = kind == NPL_ATTR_INTS ? nint - ii : kind == NPL_ATTR_FLOATS ? nflt - iflt : nstr - is;
+        if (node < 0 || (uint64_t)node >= n || kind < 0 || kind > NPL_ATTR_FLOATS || cnt < 0 || (uint64_t)cnt > avail ||
+            (kind == NPL_ATTR_STR && cnt != 1)) {
+            snprintf(err, errlen, "%s: npullm.attr: attribute %llu: bad node, kind or count", npl_gguf_path(f),
+                     (unsigned long long)a);
+            goto fail;
+        }
+        char *key = arr_str(&r, "npullm.attr.key", a);
+        int rc = !key;
+        if (!rc && kind == NPL_ATTR_INTS) {
+            int64_t *v = malloc((size_t)(cnt ? cnt : 1) * sizeof *v);
+            rc = !v;
+            for (int64_t k = 0; !rc && k < cnt; k++) v[k] = get_i64(aints, ii + (uint64_t)k);
+            if (!rc) rc = npl_attr_set_ints(g, node, key, v, cnt);
+            free(v);
+            ii += (uint64_t)cnt;
+        } else if (!rc && kind == NPL_ATTR_FLOATS) {
+            float *v = malloc((size_t)(cnt ? cnt : 1) * sizeof *v);
+            rc = !v;
+            for (int64_t k = 0; !rc && k < cnt; k++) v[k] = get_f32(aflts, iflt + (uint64_t)k);
+            if (!rc) rc = npl_attr_set_floats(g, node, key, v, cnt);
+            free(v);
+            iflt += (uint64_t)cnt;
+        } else if (!rc) {
+            char **v = calloc((size_t)cnt + 1, sizeof *v);
+            rc = !v;
+            for (int64_t k = 0; !rc && k < cnt; k++) rc = !(v[k] = arr_str(&r, "npullm.attr.strs", is + (uint64_t)k));
+            if (!rc) rc = kind == NPL_ATTR_STR ? npl_attr_set_str(g, node, key, v[0])
+                                               : npl_attr_set_strs(g, node, key, (const char *const *)v, cnt);
+            for (int64_t k = 0; v && k < cnt; k++) free(v[k]);
+            free(v);
+            is += (uint64_t)cnt;
+        }
+        free(key);
+        if (rc) {
+            snprintf(err, errlen, "%s: npullm.attr: attribute %llu: cannot set", npl_gguf_path(f), (unsigned long long)a);
+            goto fail;
+        }
     }
-    *file = f;
     return g;
 fail:
     npl_graph_free(g);
-    npl_gguf_close(f);
     return NULL;
 }

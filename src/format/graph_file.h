@@ -1,8 +1,9 @@
-/* Graph files: a graph IR written to disk in a GGUF container — node list
- * under "npullm.graph.*" keys, weights as tensors — and read back with the
- * weights pointing into the read-only mapping. The loader checks every node
- * (known op, arity, sources earlier than the node, types, dims, weight
- * tensors matching their node) before building anything. */
+/* Graph files: an npl_graph stored in a GGUF container (the package's graph
+ * file). Metadata arrays "npullm.graph.*" hold one element per node (op,
+ * type, shape, sources, typed params, name); "npullm.attr.*" hold the
+ * attribute map; WEIGHT nodes are GGUF tensors named like the node. Loading
+ * rebuilds the graph with the builder calls (so every check of the builder
+ * applies) and points weights into the mapping. */
 #ifndef NPL_GRAPH_FILE_H
 #define NPL_GRAPH_FILE_H
 #include <stddef.h>
@@ -10,18 +11,19 @@
 #include "core/graph.h"
 #include "format/gguf.h"
 
-/* Extra metadata to copy into the file (e.g. tokenizer.* keys), may be NULL:
- * every key of `meta` whose name starts with one of the prefixes. */
-typedef struct {
-    const npl_gguf *meta;
-    const char *const *prefixes;
-    int n_prefixes;
-} npl_graph_file_extra;
-
-int npl_graph_save(const npl_graph *g, const char *path, const npl_graph_file_extra *extra, char *err,
-                   size_t errlen);
-/* Reads a graph; the returned graph's weights point into *file, which the
- * caller closes after freeing the graph. */
-npl_graph *npl_graph_load(const char *path, npl_gguf **file, char *err, size_t errlen);
+/* Adds g's nodes, attributes and weights to w (weights' bytes must stay
+ * valid until the writer writes). 0 or -1 with err. */
+int npl_graph_file_add(npl_gguf_writer *w, const npl_graph *g, char *err, size_t errlen);
+/* Rebuilds the graph stored in f (NULL with err naming the file and field). */
+npl_graph *npl_graph_file_load(const npl_gguf *f, char *err, size_t errlen);
+/* Appends a node like `like` (op, type, shape, ip, fp; sources s[] in g,
+ * name, and for WEIGHT the data) through the builder calls. Attributes are
+ * not copied. Returns the new id or -1 (npl_graph_error). */
+int npl_graph_append_like(npl_graph *g, const npl_node *like, const int *s, const char *name, const void *wdata);
+/* Does f hold a graph? */
+int npl_graph_file_present(const npl_gguf *f);
+/* Copies every metadata key of src whose name does not start with one of
+ * the skip prefixes (NULL-terminated list) into w. */
+int npl_gguf_copy_kv(npl_gguf_writer *w, const npl_gguf *src, const char *const *skip, char *err, size_t errlen);
 
 #endif

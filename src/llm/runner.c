@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "core/checked.h"
-#include "plugin/graph_file.h"
+#include "format/graph_file.h"
 #include "plugin/plugin.h"
 
 #define MAX_LIMITS 8

@@ -41,7 +41,8 @@ npl_module *npl_module_load(const char *path, const char *const *outputs, int n_
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    if (!(m->g = npl_graph_load(path, &m->file, err, errlen))) goto fail;
+    if (!(m->file = npl_gguf_open(path, NULL, err, errlen))) goto fail;
+    if (!(m->g = npl_graph_file_load(m->file, err, errlen))) goto fail;
     for (int i = 0; i < n_outputs; i++)
         if ((ids[i] = npl_graph_find(m->g, outputs[i])) < 0) {
             snprintf(err, errlen, "%s: no node named '%s'", path, outputs[i]);
