@@ -320,7 +320,6 @@ static npl_status push_msg(npl_engine *e, const char *role, const char *content)
     return NPL_OK;
 }
 
-npl_status npl_engine_push_assistant(npl_engine *e, const char *text);
 npl_status npl_engine_push_assistant(npl_engine *e, const char *text) { return push_msg(e, "assistant", text); }
 
 /* Builds e->feed for a new user turn: renders the conversation, and if the

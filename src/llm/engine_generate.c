@@ -5,9 +5,6 @@
 
 #include "llm/engine_impl.h"
 
-npl_status npl_engine_build_turn(npl_engine *e, const char *user_text, int templated);
-npl_status npl_engine_push_assistant(npl_engine *e, const char *text);
-
 /* Runs n tokens at the end of the history; with chunk_limits the run is
  * padded up to an allowed size (padding rows have position -1: never written
  * to the cache, hidden by the mask) and the logits are read at the last

@@ -49,6 +49,9 @@ npl_status npl_engine_fail(npl_engine *e, npl_status st, const char *fmt, ...);
 int npl_engine_append(char **buf, size_t *len, size_t *cap, const char *s, size_t n);
 /* Prefill e->feed (chunked by chunk_limits) after the history. */
 npl_status npl_engine_prefill(npl_engine *e);
+/* Tokens of a new user turn into e->feed (only what the cache lacks). */
+npl_status npl_engine_build_turn(npl_engine *e, const char *user_text, int templated);
+npl_status npl_engine_push_assistant(npl_engine *e, const char *text);
 double npl_engine_now(void);
 
 #endif
