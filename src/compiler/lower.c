@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/quant_blocks.h"
 #include "core/shape.h"
 
 #define NONE UINT32_MAX
@@ -81,6 +82,21 @@ static npl_accel_dtype accel_dt(npl_type t) {
     }
 }
 
+/* q5_0 -> q8_0 without loss: a q5_0 value is d * (q - 16) with q in [0, 31],
+ * so the q8_0 block keeps d and stores q - 16. (Going through floats and
+ * requantizing would round every weight a second time.) */
+static void q5_0_to_q8_0(const block_q5_0 *x, block_q8_0 *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++) {
+        uint32_t qh;
+        memcpy(&qh, x[i].qh, sizeof qh);
+        y[i].d = x[i].d;
+        for (int j = 0; j < QK5_0 / 2; j++) {
+            y[i].qs[j] = (int8_t)(((x[i].qs[j] & 0x0F) | (((qh >> j) << 4) & 0x10)) - 16);
+            y[i].qs[j + QK5_0 / 2] = (int8_t)(((x[i].qs[j] >> 4) | ((qh >> (j + 12)) & 0x10)) - 16);
+        }
+    }
+}
+
 /* Converted bytes of weight node id: use 0 = matmul weights, 1 = f32 vector. */
 static int weight_bytes(lw *l, int id, int use) {
     npl_lower_weight *w = &l->a->wc[id];
@@ -99,6 +115,10 @@ static int weight_bytes(lw *l, int id, int use) {
     if (!(w->data[use] = malloc(w->size[use] ? w->size[use] : 1))) goto oom;
     if (tt == nd->type) {
         memcpy(w->data[use], nd->data, w->size[use]);
+        return 0;
+    }
+    if (nd->type == NPL_TYPE_Q5_0 && tt == NPL_TYPE_Q8_0) {
+        q5_0_to_q8_0(nd->data, w->data[use], (int64_t)(w->size[use] / sizeof(block_q8_0)));
         return 0;
     }
     float *tmp = malloc((size_t)k * sizeof(float));

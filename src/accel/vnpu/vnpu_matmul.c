@@ -19,7 +19,7 @@ static size_t a64(size_t v) { return (v + 63) & ~(size_t)63; }
 size_t vnpu_matmul_scratch(const vnpu_mm_table *tab, const vnpu_pack *p, int64_t m) {
     int act = tab->act[p->fmt];
     size_t mpad = (size_t)round_up(m, VNPU_BLOCK);
-    return a64(mpad * (size_t)p->kpad * act_esize(act)) + a64(mpad * 4) + a64(mpad * (size_t)p->nblk * 4);
+    return a64(mpad * (size_t)p->kpad * act_esize(act)) + 2 * a64(mpad * (size_t)p->nblk * 4);
 }
 
 /* ---- activation preparation ---- */
@@ -36,11 +36,11 @@ void vnpu_prep_generic(int act, const float *x, int64_t k, int64_t kpad, int64_t
     case VNPU_ACT_BF16: for (int64_t i = 0; i < k; i++) h[i] = npl_f32_to_bf16(x[i]); break;
     default: {
         const float lim = act == VNPU_ACT_I8 ? 127.0f : 32767.0f;
-        float amax = 0.0f;
-        for (int64_t i = 0; i < k; i++) amax = fmaxf(amax, fabsf(x[i]));
-        const float inv = amax > 0.0f ? lim / amax : 0.0f;
-        *xs = amax > 0.0f ? amax / lim : 0.0f;
         for (int64_t b = 0; b * bk < kpad; b++) {
+            float amax = 0.0f;
+            for (int64_t i = b * bk; i < (b + 1) * bk && i < k; i++) amax = fmaxf(amax, fabsf(x[i]));
+            const float inv = amax > 0.0f ? lim / amax : 0.0f;
+            xs[b] = vnpu_act_scale(amax, lim);
             int32_t s = 0;
             for (int64_t i = b * bk; i < (b + 1) * bk; i++) {
                 float v = i < k ? nearbyintf(x[i] * inv) : 0.0f;
@@ -84,12 +84,12 @@ static void prep_task(void *arg, int ith, int nth) {
         for (int64_t r = r0; r < r0 + PREP_ROWS && r < j->mpad; r++) {
             uint8_t *dst = j->xq + r * j->x_stride;
             if (r < j->m) {
-                j->tab->prep(j->act, j->x + r * p->k, p->k, p->kpad, p->bk, dst, &j->xs[r], &j->xsum[r * p->nblk]);
+                j->tab->prep(j->act, j->x + r * p->k, p->k, p->kpad, p->bk, dst, &j->xs[r * p->nblk],
+                             &j->xsum[r * p->nblk]);
                 continue;
             }
             memset(dst, 0, (size_t)j->x_stride);
-            j->xs[r] = 0.0f;
-            for (int64_t b = 0; b < p->nblk; b++) j->xsum[r * p->nblk + b] = 0.0f;
+            for (int64_t b = 0; b < p->nblk; b++) j->xs[r * p->nblk + b] = j->xsum[r * p->nblk + b] = 0.0f;
         }
     }
 }
@@ -124,7 +124,7 @@ void vnpu_matmul(const vnpu_mm_table *tab, npl_pool *pool, const vnpu_pack *p, c
     prep_job *pj = &(prep_job){tab, p, act, x, m, mpad, scratch, p->kpad * (int64_t)act_esize(act), NULL, NULL, 0};
     size_t off = a64((size_t)mpad * (size_t)pj->x_stride);
     pj->xs = (float *)(scratch + off);
-    pj->xsum = (float *)(scratch + off + a64((size_t)mpad * 4));
+    pj->xsum = (float *)(scratch + off + a64((size_t)mpad * (size_t)p->nblk * 4));
     atomic_init(&pj->next, 0);
     npl_pool_run(pool, prep_task, pj);
     run_job *rj = &(run_job){tab->fn[p->fmt], {p, pj->xq, pj->x_stride, pj->xs, pj->xsum, y, y_stride, m, ncols},

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/dtype.h"
+
 typedef enum { VNPU_FAM_GENERIC = 0, VNPU_FAM_AVX2, VNPU_FAM_AVX512, VNPU_FAM_AMX, VNPU_FAM_COUNT } vnpu_family;
 
 /* I16S: int16 weights split into a signed high byte and an unsigned low byte
@@ -62,7 +64,7 @@ typedef struct {
     const vnpu_pack *pk;
     const uint8_t *x;        /* prepared activations: mpad rows of x_stride bytes, kpad elements */
     int64_t x_stride;
-    const float *xs;         /* int: per-row scale */
+    const float *xs;         /* int: [mpad][nblk] scales per row and k-block */
     const float *xsum;       /* int: [mpad][nblk] sums of the quantized row per k-block */
     float *y;                /* output rows */
     int64_t y_stride;        /* floats */
@@ -75,8 +77,12 @@ typedef struct {
 typedef void (*vnpu_mm_fn)(const vnpu_mm_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1);
 
 /* Prepares one activation row of k floats for `act` into dst (kpad
- * elements, zero-padded). Int kinds: symmetric, round-to-nearest-even,
- * *xs = amax / qmax, xsum[b] = sum of the quantized values of k-block b. */
+ * elements, zero-padded). Int kinds: symmetric, round-to-nearest-even, one
+ * scale per k-block of the weights (like ggml's q8_0 x q8_0 dot: a per-row
+ * scale loses the small values of a row with outliers):
+ * xs[b] = amax_b / qmax, xsum[b] = sum of the quantized values of block b.
+ * For int8 the scale is rounded to f16 after quantizing, as q8_0 stores it,
+ * so a q8_0 / q5_0 weight matmul gives the CPU path's numbers. */
 typedef void (*vnpu_prep_fn)(int act, const float *x, int64_t k, int64_t kpad, int64_t bk, uint8_t *dst, float *xs,
                              float *xsum);
 
@@ -86,6 +92,12 @@ typedef struct {
     const char *kname[VNPU_PK_COUNT];
     vnpu_prep_fn prep;
 } vnpu_mm_table;
+
+/* The scale of a quantized block (see vnpu_prep_fn). */
+static inline float vnpu_act_scale(float amax, float lim) {
+    const float d = amax > 0.0f ? amax / lim : 0.0f;
+    return lim == 127.0f ? npl_f16_to_f32(npl_f32_to_f16(d)) : d;
+}
 
 /* The generic row preparation (the reference the ISA versions match). */
 void vnpu_prep_generic(int act, const float *x, int64_t k, int64_t kpad, int64_t bk, uint8_t *dst, float *xs,
@@ -123,7 +135,7 @@ static inline void vnpu_epi_int(const vnpu_mm_job *j, const int32_t *acc, float 
     const float *of = p->off_offs != VNPU_NOFF ? (const float *)(p->data + p->off_offs) + b * p->npad + c0 : NULL;
     const int32_t *ws = p->off_wsum != VNPU_NOFF ? (const int32_t *)(p->data + p->off_wsum) + b * p->npad + c0 : NULL;
     for (int r = 0; r < rows; r++) {
-        const float xs = j->xs[r0 + r], xsum = j->xsum[(r0 + r) * p->nblk + b];
+        const float xs = j->xs[(r0 + r) * p->nblk + b], xsum = j->xsum[(r0 + r) * p->nblk + b];
         const int32_t *a = acc + r * VNPU_BLOCK;
         float *f = facc + r * VNPU_BLOCK;
         for (int c = 0; c < VNPU_BLOCK; c++) {
@@ -141,7 +153,7 @@ static inline void vnpu_epi_intf(const vnpu_mm_job *j, const float *acc, float *
     const float *sc = (const float *)(p->data + p->off_scale) + b * p->npad + c0;
     const float *of = p->off_offs != VNPU_NOFF ? (const float *)(p->data + p->off_offs) + b * p->npad + c0 : NULL;
     for (int r = 0; r < rows; r++) {
-        const float xs = j->xs[r0 + r], xsum = j->xsum[(r0 + r) * p->nblk + b];
+        const float xs = j->xs[(r0 + r) * p->nblk + b], xsum = j->xsum[(r0 + r) * p->nblk + b];
         const float *a = acc + r * VNPU_BLOCK;
         float *f = facc + r * VNPU_BLOCK;
         for (int c = 0; c < VNPU_BLOCK; c++) {

@@ -179,15 +179,16 @@ static void prep_avx2(int act, const float *x, int64_t k, int64_t kpad, int64_t 
     const int i8 = act == VNPU_ACT_I8;
     const float lim = i8 ? 127.0f : 32767.0f;
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
-    __m256 mx = _mm256_setzero_ps();
-    for (int64_t i = 0; i < k; i += 8) mx = _mm256_max_ps(mx, _mm256_and_ps(_mm256_loadu_ps(x + i), absmask));
-    float m8[8], amax = 0.0f;
-    _mm256_storeu_ps(m8, mx);
-    for (int i = 0; i < 8; i++) amax = m8[i] > amax ? m8[i] : amax;
-    const __m256 inv = _mm256_set1_ps(amax > 0.0f ? lim / amax : 0.0f);
     const __m256i hi = _mm256_set1_epi32((int)lim), lo = _mm256_set1_epi32(-(int)lim);
-    *xs = amax > 0.0f ? amax / lim : 0.0f;
     for (int64_t b = 0; b * bk < kpad; b++) {
+        __m256 mx = _mm256_setzero_ps();
+        for (int64_t i = b * bk; i < (b + 1) * bk && i < k; i += 8)
+            mx = _mm256_max_ps(mx, _mm256_and_ps(_mm256_loadu_ps(x + i), absmask));
+        float m8[8], amax = 0.0f;
+        _mm256_storeu_ps(m8, mx);
+        for (int i = 0; i < 8; i++) amax = m8[i] > amax ? m8[i] : amax;
+        const __m256 inv = _mm256_set1_ps(amax > 0.0f ? lim / amax : 0.0f);
+        xs[b] = vnpu_act_scale(amax, lim);
         __m256i sum = _mm256_setzero_si256();
         for (int64_t i = b * bk; i < (b + 1) * bk; i += 8) {
             __m256i q = _mm256_setzero_si256();

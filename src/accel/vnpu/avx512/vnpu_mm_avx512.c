@@ -201,16 +201,16 @@ static void prep_avx512(int act, const float *x, int64_t k, int64_t kpad, int64_
     if (act == VNPU_ACT_I8 || act == VNPU_ACT_I16 || act == VNPU_ACT_I16S) {
         const int i8 = act == VNPU_ACT_I8;
         const float lim = i8 ? 127.0f : 32767.0f;
-        __m512 mx = _mm512_setzero_ps();
-        for (int64_t i = 0; i < k; i += 16) {
-            const __mmask16 mk = k - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (k - i)) - 1);
-            mx = _mm512_max_ps(mx, _mm512_abs_ps(_mm512_maskz_loadu_ps(mk, x + i)));
-        }
-        const float amax = _mm512_reduce_max_ps(mx);
-        const __m512 inv = _mm512_set1_ps(amax > 0.0f ? lim / amax : 0.0f);
         const __m512i hi = _mm512_set1_epi32((int)lim), lo = _mm512_set1_epi32(-(int)lim);
-        *xs = amax > 0.0f ? amax / lim : 0.0f;
         for (int64_t b = 0; b * bk < kpad; b++) {
+            __m512 mx = _mm512_setzero_ps();
+            for (int64_t i = b * bk; i < (b + 1) * bk && i < k; i += 16) {
+                const __mmask16 mk = k - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (k - i)) - 1);
+                mx = _mm512_max_ps(mx, _mm512_abs_ps(_mm512_maskz_loadu_ps(mk, x + i)));
+            }
+            const float amax = _mm512_reduce_max_ps(mx);
+            const __m512 inv = _mm512_set1_ps(amax > 0.0f ? lim / amax : 0.0f);
+            xs[b] = vnpu_act_scale(amax, lim);
             __m512i sum = _mm512_setzero_si512();
             for (int64_t i = b * bk; i < (b + 1) * bk; i += 16) {
                 const __mmask16 mk = i >= k ? 0 : k - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (k - i)) - 1);
