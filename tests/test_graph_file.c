@@ -71,9 +71,9 @@ int main(void) {
     static float w_f32[E * N], norm[E], x[E * SEQ];
     static unsigned char w_q8[N * (E / 32) * 34];
     srand(7);
-    for (int i = 0; i < E * N; i++) w_f32[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (int i = 0; i < E * N; i++) w_f32[i] = (float)rand() / (float)RAND_MAX - 0.5f;
     for (int i = 0; i < E; i++) norm[i] = 1.0f + (float)i / E;
-    for (int i = 0; i < E * SEQ; i++) x[i] = (float)rand() / RAND_MAX * 4 - 2;
+    for (int i = 0; i < E * SEQ; i++) x[i] = (float)rand() / (float)RAND_MAX * 4 - 2;
     for (int r = 0; r < N; r++) npl_type_get(NPL_TYPE_Q8_0)->from_float(w_f32 + r * E, w_q8 + r * (E / 32) * 34, E);
 
     npl_graph *g = build(w_f32, w_q8, norm);
