@@ -9,7 +9,8 @@
  *   GET_ROWS act[e,s], ids   -> Gather
  *   RESHAPE                  -> Reshape
  * Inputs are APP_WRITE (f32 / i32), the output APP_READ f32; everything in
- * between is NATIVE in the activation precision. */
+ * between is NATIVE in the activation precision, except the residual stream
+ * (Add, Scale outputs), which stays f32. */
 #include "compiler/lower.h"
 
 #include <stdio.h>
@@ -227,12 +228,13 @@ static int lower_op(lw *l, int id) {
         static const char *names[NPL_OP_COUNT] = {[NPL_OP_ADD] = "Add", [NPL_OP_MUL] = "Mul",
                                                   [NPL_OP_SWIGLU] = "SwiGLU", [NPL_OP_GEGLU] = "GeGLU"};
         if (src_tensor(l, nd->src[0], &in[0]) || src_tensor(l, nd->src[1], &in[1])) return -1;
-        if (out_tensor(l, id, act, &o)) return -1;
+        /* the residual stream stays f32: Gemma's reaches 3e4, where f16 has a step of 16 */
+        if (out_tensor(l, id, nd->op == NPL_OP_ADD ? NPL_ACCEL_DT_F32 : act, &o)) return -1;
         return node(l, names[nd->op], NULL, 0, in, 2, o, id);
     }
     case NPL_OP_SCALE: {
         npl_accel_param p = pflt("scale", nd->fp[0]);
-        if (src_tensor(l, nd->src[0], &in[0]) || out_tensor(l, id, act, &o)) return -1;
+        if (src_tensor(l, nd->src[0], &in[0]) || out_tensor(l, id, NPL_ACCEL_DT_F32, &o)) return -1; /* residual */
         return node(l, "Scale", &p, 1, in, 1, o, id);
     }
     case NPL_OP_ROPE: {
@@ -260,7 +262,8 @@ static int lower_op(lw *l, int id) {
         return node(l, "Reshape", NULL, 0, &heads, 1, o, id);
     }
     case NPL_OP_GET_ROWS:
-        if (src_tensor(l, nd->src[0], &in[0]) || src_tensor(l, nd->src[1], &in[1]) || out_tensor(l, id, act, &o))
+        if (src_tensor(l, nd->src[0], &in[0]) || src_tensor(l, nd->src[1], &in[1]) ||
+            out_tensor(l, id, l->tdt[nd->src[0]], &o))
             return -1;
         return node(l, "Gather", NULL, 0, in, 2, o, id);
     case NPL_OP_RESHAPE: {
