@@ -31,7 +31,7 @@ typedef struct {
     int force;                /* replace an existing output directory */
     int n_threads;            /* 0: one per core */
     int check;                /* verify lowered graphs on IO samples (default 1) */
-    double tolerance;         /* max |err| / max |ref| accepted (0: per precision) */
+    double tolerance;         /* relative RMS error accepted (0: 0.25) */
     FILE *log;                /* progress and summary (NULL: silent) */
 } npl_compile_params;
 
