@@ -323,6 +323,9 @@ int main(void) {
         test_precisions(&r, 70, 200, 100);
         test_block_weights(&r, 33, 128, 48);
         test_block_weights(&r, 3, 96, 17);
+        test_precisions(&r, 1, 200, 100);   /* m = 1: the GEMV path */
+        test_block_weights(&r, 1, 96, 17);
+        test_block_weights(&r, 1, 128, 70);
         rig_close(&r);
     }
     CHECK(ran >= 1);

@@ -117,15 +117,44 @@ static void run_task(void *arg, int ith, int nth) {
     }
 }
 
+#define GEMV_CHUNK 4 /* column blocks per unit of the m = 1 path */
+
+typedef struct {
+    vnpu_gemv_fn fn;
+    vnpu_mm_job job;
+    int64_t ncb;
+    atomic_int_fast64_t next;
+} gemv_job;
+
+static void gemv_task(void *arg, int ith, int nth) {
+    gemv_job *g = arg;
+    (void)ith, (void)nth;
+    for (;;) {
+        const int64_t cb = atomic_fetch_add(&g->next, GEMV_CHUNK);
+        if (cb >= g->ncb) break;
+        const int64_t ce = cb + GEMV_CHUNK < g->ncb ? cb + GEMV_CHUNK : g->ncb;
+        g->fn(&g->job, cb * VNPU_BLOCK, ce * VNPU_BLOCK);
+    }
+}
+
 void vnpu_matmul(const vnpu_mm_table *tab, npl_pool *pool, const vnpu_pack *p, const float *x, int64_t m, float *y,
                  int64_t y_stride, int64_t ncols, uint8_t *scratch) {
     const int act = tab->act[p->fmt];
-    const int64_t mpad = round_up(m, VNPU_BLOCK);
+    const int gemv = m == 1 && tab->gemv[p->fmt] && (!vnpu_pk_is_int(p->fmt) || p->off_wsum != VNPU_NOFF);
+    const int64_t mpad = gemv ? 1 : round_up(m, VNPU_BLOCK);
     prep_job *pj = &(prep_job){tab, p, act, x, m, mpad, scratch, p->kpad * (int64_t)act_esize(act), NULL, NULL, 0};
     size_t off = a64((size_t)mpad * (size_t)pj->x_stride);
     pj->xs = (float *)(scratch + off);
     pj->xsum = (float *)(scratch + off + a64((size_t)mpad * (size_t)p->nblk * 4));
     atomic_init(&pj->next, 0);
+    if (gemv) { /* one row: prepare it here, then stream the weights once with every thread */
+        prep_task(pj, 0, 1);
+        gemv_job *gj = &(gemv_job){tab->gemv[p->fmt], {p, pj->xq, pj->x_stride, pj->xs, pj->xsum, y, y_stride, m, ncols},
+                                   p->npad / VNPU_BLOCK, 0};
+        atomic_init(&gj->next, 0);
+        npl_pool_run(pool, gemv_task, gj);
+        return;
+    }
     npl_pool_run(pool, prep_task, pj);
     run_job *rj = &(run_job){tab->fn[p->fmt], {p, pj->xq, pj->x_stride, pj->xs, pj->xsum, y, y_stride, m, ncols},
                              mpad / VNPU_BLOCK, p->npad / VNPU_BLOCK, 0, 0};

@@ -86,8 +86,13 @@ typedef void (*vnpu_mm_fn)(const vnpu_mm_job *j, int64_t r0, int64_t r1, int64_t
 typedef void (*vnpu_prep_fn)(int act, const float *x, int64_t k, int64_t kpad, int64_t bk, uint8_t *dst, float *xs,
                              float *xsum);
 
+/* One activation row (m = 1, decode): columns [c0, c1), multiples of
+ * VNPU_BLOCK; no padding rows are computed. */
+typedef void (*vnpu_gemv_fn)(const vnpu_mm_job *j, int64_t c0, int64_t c1);
+
 typedef struct {
     vnpu_mm_fn fn[VNPU_PK_COUNT];
+    vnpu_gemv_fn gemv[VNPU_PK_COUNT]; /* NULL: fn over a padded block of rows */
     uint8_t act[VNPU_PK_COUNT];
     const char *kname[VNPU_PK_COUNT];
     vnpu_prep_fn prep;

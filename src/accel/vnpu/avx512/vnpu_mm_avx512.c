@@ -156,6 +156,51 @@ static void mm_i8_avx512(const vnpu_mm_job *j, int64_t r0, int64_t r1, int64_t c
     }
 }
 
+/* m = 1: one row against 32 columns (two panels) at a time, each k-block's
+ * int32 sums scaled into f32 at once; the weights are read exactly once. */
+static void gemv_i8_avx512(const vnpu_mm_job *j, int64_t c0, int64_t c1) {
+    const vnpu_pack *p = j->pk;
+    const uint8_t *x = j->x;
+    const __m512i bias = _mm512_set1_epi32((int)0x80808080u);
+    const float *scale = (const float *)(p->data + p->off_scale);
+    const float *offs = p->off_offs != VNPU_NOFF ? (const float *)(p->data + p->off_offs) : NULL;
+    const int32_t *wsum = (const int32_t *)(p->data + p->off_wsum);
+    const float *bias_f = p->off_bias != VNPU_NOFF ? (const float *)(p->data + p->off_bias) : NULL;
+    for (int64_t cb = c0; cb < c1; cb += B) {
+        const uint8_t *w0 = vnpu_pk_panel(p, cb), *w1 = vnpu_pk_panel(p, cb + VNPU_PANEL);
+        __m512 fa = _mm512_setzero_ps(), fb = _mm512_setzero_ps();
+        for (int64_t b = 0; b < p->nblk; b++) {
+            __m512i ia = _mm512_setzero_si512(), ib = _mm512_setzero_si512();
+            for (int64_t k = b * p->bk; k < (b + 1) * p->bk; k += 4) {
+                const __m512i xv = _mm512_xor_si512(_mm512_set1_epi32(load_i32(x + k)), bias);
+                ia = _mm512_dpbusd_epi32(ia, xv, _mm512_loadu_si512(w0 + k * 16));
+                ib = _mm512_dpbusd_epi32(ib, xv, _mm512_loadu_si512(w1 + k * 16));
+            }
+            const int64_t o = b * p->npad + cb;
+            ia = _mm512_sub_epi32(ia, _mm512_slli_epi32(_mm512_loadu_si512(wsum + o), 7));
+            ib = _mm512_sub_epi32(ib, _mm512_slli_epi32(_mm512_loadu_si512(wsum + o + 16), 7));
+            __m512 ta = _mm512_cvtepi32_ps(ia), tb = _mm512_cvtepi32_ps(ib);
+            if (offs) {
+                const __m512 xsum = _mm512_set1_ps(j->xsum[b]);
+                ta = _mm512_fmadd_ps(_mm512_loadu_ps(offs + o), xsum, ta);
+                tb = _mm512_fmadd_ps(_mm512_loadu_ps(offs + o + 16), xsum, tb);
+            }
+            const __m512 xs = _mm512_set1_ps(j->xs[b]);
+            fa = _mm512_fmadd_ps(_mm512_mul_ps(xs, _mm512_loadu_ps(scale + o)), ta, fa);
+            fb = _mm512_fmadd_ps(_mm512_mul_ps(xs, _mm512_loadu_ps(scale + o + 16)), tb, fb);
+        }
+        if (bias_f) {
+            fa = _mm512_add_ps(fa, _mm512_loadu_ps(bias_f + cb));
+            fb = _mm512_add_ps(fb, _mm512_loadu_ps(bias_f + cb + 16));
+        }
+        const int64_t nc = j->ncols - cb;
+        const __mmask16 ma = nc >= 16 ? 0xFFFF : nc <= 0 ? 0 : (__mmask16)((1u << nc) - 1);
+        const __mmask16 mb = nc >= 32 ? 0xFFFF : nc <= 16 ? 0 : (__mmask16)((1u << (nc - 16)) - 1);
+        _mm512_mask_storeu_ps(j->y + cb, ma, fa);
+        _mm512_mask_storeu_ps(j->y + cb + 16, mb, fb);
+    }
+}
+
 /* ---- int16: VPMADDWD pairs, summed in f32 (a pair never overflows int32) ---- */
 
 static void micro_i16(const int16_t *x, int64_t xs, const int16_t *w0, const int16_t *w1, int64_t k0, int64_t k1,
@@ -253,6 +298,7 @@ void vnpu_mm_fill_avx512(vnpu_mm_table *t) {
     t->prep = prep_avx512;
     t->fn[VNPU_PK_F32] = t->fn[VNPU_PK_F16] = t->fn[VNPU_PK_BF16] = mm_float_avx512;
     t->fn[VNPU_PK_I8] = mm_i8_avx512;
+    t->gemv[VNPU_PK_I8] = gemv_i8_avx512;
     t->fn[VNPU_PK_I16] = mm_i16_avx512;
     t->act[VNPU_PK_F32] = VNPU_ACT_F32;
     t->act[VNPU_PK_F16] = VNPU_ACT_F16R;
