@@ -177,7 +177,13 @@ static int exec_attention(npl_exec_ctx *c) {
         npl_f32_to_f16_row_fast((const float *)v->data + s * row, (uint16_t *)vc->data + (int64_t)pos[s] * row, row);
     }
     attn_job j = {.c = c};
-    j.a.q = q->data;
+    /* q goes through f16 as in llama.cpp, whose K.Q product takes f16
+     * operands: the same rounding keeps the two engines' scores closest */
+    float *q16 = c->scratch;
+    uint16_t *tmp = (uint16_t *)(q16 + hd * nh * seq);
+    npl_f32_to_f16_row_fast(q->data, tmp, hd * nh * seq);
+    npl_f16_to_f32_row_fast(tmp, q16, hd * nh * seq);
+    j.a.q = q16;
     j.a.q_stride = hd * nh;
     j.a.kc = kc->data;
     j.a.vc = vc->data;
@@ -193,6 +199,10 @@ static int exec_attention(npl_exec_ctx *c) {
     j.a.window = c->node->ip[0];
     npl_pool_run(c->pool, attn_worker, &j);
     return 0;
+}
+
+static size_t scratch_attention(const npl_exec_ctx *c) {
+    return (size_t)npl_shape_nelements(&c->src[0].shape) * (sizeof(float) + sizeof(uint16_t));
 }
 
 static int exec_reshape(npl_exec_ctx *c) { (void)c; return 0; } /* a view: the session aliases it */
@@ -216,5 +226,6 @@ void npl_cpu_backend_init(npl_backend *be, npl_cpu_ctx *ctx, npl_isa isa) {
     be->ops[NPL_OP_GEGLU].exec = exec_geglu;
     be->ops[NPL_OP_ROPE].exec = exec_rope;
     be->ops[NPL_OP_ATTENTION].exec = exec_attention;
+    be->ops[NPL_OP_ATTENTION].scratch = scratch_attention;
     be->ops[NPL_OP_RESHAPE].exec = exec_reshape;
 }
