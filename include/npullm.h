@@ -57,6 +57,8 @@ typedef struct {
     int chunk_limits[NPL_MAX_CHUNK_LIMITS];
     size_t kv_budget_bytes;    /* refuse a KV cache larger than this; 0 = 4 GiB */
     const char *stop;          /* an extra stop string, or NULL */
+    int kernel_family;         /* -1 = best this CPU has; 0 plain C, 1 AVX2, 2 AVX-512, 3 AMX
+                                  (capped at what the CPU has) */
 } npl_engine_params;
 
 typedef struct {

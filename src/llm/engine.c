@@ -23,6 +23,7 @@ npl_engine_params npl_engine_default_params(void) {
     p.repeat_penalty = 1.0f;
     p.repeat_last_n = 64;
     p.seed = 0xFFFFFFFFu;
+    p.kernel_family = -1;
     return p;
 }
 
@@ -94,6 +95,7 @@ static npl_status validate(const npl_engine_params *p, char *err, size_t errlen)
 #define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); return NPL_ERR_ARGUMENT; } while (0)
     if (p->n_ctx < 0) BAD("n_ctx %d must not be negative", p->n_ctx);
     if (p->n_threads < 0 || p->n_threads > 256) BAD("n_threads %d out of range [0, 256]", p->n_threads);
+    if (p->kernel_family < -1 || p->kernel_family > 3) BAD("kernel_family %d out of range [-1, 3]", p->kernel_family);
     if (p->max_new_tokens < 0) BAD("max_new_tokens %d must not be negative", p->max_new_tokens);
     if (p->top_p < 0 || p->top_p > 1) BAD("top_p %g out of range [0, 1]", p->top_p);
     if (p->min_p < 0 || p->min_p > 1) BAD("min_p %g out of range [0, 1]", p->min_p);
@@ -144,6 +146,7 @@ npl_engine *npl_engine_open(const char *path, const npl_engine_params *params, c
     rp.n_ctx = p.n_ctx;
     rp.n_threads = p.n_threads;
     rp.kv_budget = p.kv_budget_bytes;
+    rp.isa = p.kernel_family;
     if (!(e->r = npl_runner_open(model_path, &rp, err, errlen))) goto fail;
     if (!(e->tok = npl_tokenizer_load(npl_runner_gguf(e->r), err, errlen))) goto fail;
     e->n_ctx = npl_runner_n_ctx(e->r);
