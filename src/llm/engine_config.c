@@ -25,9 +25,10 @@ static int get_int(const cJSON *root, const char *key, long lo, long hi, int *ou
                    size_t errlen) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!v) return 0;
-    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(long)v->valuedouble)
-        return bad(err, errlen, path, key, "must be an integer");
-    if (v->valuedouble < lo || v->valuedouble > hi) return bad(err, errlen, path, key, "out of range");
+    if (!cJSON_IsNumber(v)) return bad(err, errlen, path, key, "must be an integer");
+    /* range first: converting a double outside long's range is undefined */
+    if (!(v->valuedouble >= lo && v->valuedouble <= hi)) return bad(err, errlen, path, key, "out of range");
+    if (v->valuedouble != (double)(long)v->valuedouble) return bad(err, errlen, path, key, "must be an integer");
     *out = (int)v->valuedouble;
     return 0;
 }
