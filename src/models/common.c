@@ -30,6 +30,17 @@ int npl_mb_weight(npl_mb *b, int n_dims, int64_t ne0, int64_t ne1, int optional,
         return mb_fail(b, "%s: tensor %s: shape [%lld, %lld] contradicts the hyperparameters (expected [%lld, %lld])",
                        npl_gguf_path(b->f), name, (long long)t->ne[0], (long long)t->ne[1], (long long)want[0],
                        (long long)want[1]);
+    /* norms and biases are f32 rows; matrices need a dot kernel */
+    static const int matrix_types[] = {NPL_TYPE_F32, NPL_TYPE_F16, NPL_TYPE_BF16, NPL_TYPE_Q4_0, NPL_TYPE_Q4_1,
+                                       NPL_TYPE_Q5_0, NPL_TYPE_Q5_1, NPL_TYPE_Q8_0, NPL_TYPE_Q2_K, NPL_TYPE_Q3_K,
+                                       NPL_TYPE_Q4_K, NPL_TYPE_Q5_K, NPL_TYPE_Q6_K};
+    int type_ok = 0;
+    if (n_dims == 1) type_ok = t->type == NPL_TYPE_F32;
+    else
+        for (size_t k = 0; k < sizeof(matrix_types) / sizeof(matrix_types[0]); k++) type_ok |= t->type == matrix_types[k];
+    if (!type_ok)
+        return mb_fail(b, "%s: tensor %s: type %s is not supported here (%s)", npl_gguf_path(b->f), name,
+                       npl_type_name(t->type), n_dims == 1 ? "expected f32" : "expected a float or block-quantized type");
     int64_t ne[2] = {want[0], want[1]};
     int id = npl_weight(b->g, name, (npl_type)t->type, n_dims, ne, t->data);
     if (id < 0) return mb_fail(b, "%s: tensor %s: %s", npl_gguf_path(b->f), name, npl_graph_error(b->g));

@@ -110,9 +110,12 @@ int npl_hparams_load(const npl_gguf *f, npl_hparams *hp, char *err, size_t errle
     int def_hd = hp->n_embd % hp->n_head == 0 ? hp->n_embd / hp->n_head : -1;
     hp->head_dim = get_int(&r, "attention.key_length", def_hd, 2, 1024);
     int vlen = get_int(&r, "attention.value_length", hp->head_dim, 2, 1024);
-    if (!r.failed && vlen != hp->head_dim) fail(&r, "attention.value_length", "differs from key_length (unsupported)");
+    char key[128];
+    snprintf(key, sizeof(key), "%s.attention.value_length", hp->arch_name);
+    if (!r.failed && vlen != hp->head_dim) fail(&r, key, "differs from key_length (unsupported)");
     hp->n_rot = get_int(&r, "rope.dimension_count", hp->head_dim, 2, hp->head_dim);
-    if (!r.failed && (hp->n_rot & 1)) fail(&r, "rope.dimension_count", "must be even");
+    snprintf(key, sizeof(key), "%s.rope.dimension_count", hp->arch_name);
+    if (!r.failed && (hp->n_rot & 1)) fail(&r, key, "must be even");
     hp->norm_eps = get_float(&r, "attention.layer_norm_rms_epsilon", 1e-5f, 1);
     hp->rope_base = get_float(&r, "rope.freq_base", 10000.0f, 0);
     float scaling = get_float(&r, "rope.scaling.factor", 1.0f, 0);
@@ -130,7 +133,10 @@ int npl_hparams_load(const npl_gguf *f, npl_hparams *hp, char *err, size_t errle
         hp->embd_scale = sqrtf((float)hp->n_embd);
         if (hp->n_layer == 62) hp->attn_scale = 1.0f / sqrtf((float)hp->n_embd / hp->n_head); /* 27B */
     }
-    if (!(hp->norm_eps > 0) || !(hp->rope_base > 0)) fail(&r, "attention.layer_norm_rms_epsilon", "must be positive");
+    snprintf(key, sizeof(key), "%s.attention.layer_norm_rms_epsilon", hp->arch_name);
+    if (!(hp->norm_eps > 0)) fail(&r, key, "must be positive");
+    snprintf(key, sizeof(key), "%s.rope.freq_base", hp->arch_name);
+    if (!(hp->rope_base > 0)) fail(&r, key, "must be positive");
     if (r.failed) return -1;
     const npl_gguf_tensor *emb = npl_gguf_find_tensor(f, "token_embd.weight");
     if (!emb) {
