@@ -27,7 +27,8 @@
 enum { CF_VOCAB = 32 };
 
 static void cf_check_err(const char *err, size_t cap) {
-    if (!memchr(err, 0, cap) || !err[0]) abort();
+    /* a message, and one line: user strings in it are escaped */
+    if (!memchr(err, 0, cap) || !err[0] || strchr(err, '\n')) abort();
 }
 
 /* The temporary file, created once per process and removed at exit. */

@@ -643,6 +643,31 @@ static void test_mnn(void) {
         }
         CHECK(memcmp(&p, &d, sizeof p) == 0);
     }
+
+    /* user strings in messages: control and non-ASCII bytes escaped, long
+     * ones shortened, so every message is one line */
+    const struct { const char *json, *needle; } esc[] = {
+        { "{\"sampler_type\": \"penalty\\n\"}", "sampler_type: unknown 'penalty\\x0a' (expected" },
+        { "{\"sampler_type\": \"a\\r\\nb\\u001b[2J\\t\\\\\"}", "unknown 'a\\x0d\\x0ab\\x1b[2J\\x09\\\\'" },
+        { "{\"sampler_type\": \"caf\\u00e9\"}", "unknown 'caf\\xc3\\xa9'" },
+        { "{\"sampler_type\": \"penalty\", \"penalty_sampler\": \"greedy\\n\\n\"}",
+          "penalty_sampler: unknown 'greedy\\x0a\\x0a'" },
+        { "{\"sampler_type\": \"mixed\", \"mixed_samplers\": [\"topK\", \"\\ntopP\"]}",
+          "mixed_samplers[1]: unknown sampler '\\x0atopP'" },
+        { "{\"sampler_type\": \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}",
+          "unknown 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...' (expected" },
+    };
+    for (size_t i = 0; i < sizeof esc / sizeof esc[0]; i++) {
+        p = d;
+        err[0] = '\0';
+        CHECK_EQ_INT(mnn(esc[i].json, &p, err, sizeof err), -1);
+        if (!strstr(err, esc[i].needle)) {
+            fprintf(stderr, "  escape case %zu: message '%s' lacks '%s'\n", i, err, esc[i].needle);
+            CHECK(0);
+        }
+        for (const char *c = err; *c; c++) CHECK((unsigned char)*c >= 0x20 && (unsigned char)*c < 0x7f);
+        CHECK(memcmp(&p, &d, sizeof p) == 0);
+    }
 }
 
 /* ------------------------------------------------ full vocab, repeated use */

@@ -24,6 +24,36 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...) {
     va_end(ap);
 }
 
+/* A string from the user's config, made fit for a one-line error message:
+ * printable ASCII as is, a backslash doubled, any other byte (control
+ * characters, newlines, non-ASCII) as \xNN, and only the first
+ * SHOWN_MAX bytes, then "...". */
+enum { SHOWN_MAX = 32, SHOWN_CAP = SHOWN_MAX * 4 + 4 };
+static const char *shown(const char *s, char buf[SHOWN_CAP]) {
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0, i = 0;
+    for (; s[i] && i < SHOWN_MAX; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '\\') {
+            buf[o++] = '\\';
+            buf[o++] = '\\';
+        } else if (c >= 0x20 && c < 0x7f) {
+            buf[o++] = (char)c;
+        } else {
+            buf[o++] = '\\';
+            buf[o++] = 'x';
+            buf[o++] = hex[c >> 4];
+            buf[o++] = hex[c & 15];
+        }
+    }
+    if (s[i]) {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o] = 0;
+    return buf;
+}
+
 /* ======================= params ======================= */
 
 npl_sampler_params npl_sampler_default_params(void) {
@@ -320,8 +350,9 @@ static int add_named(npl_sampler_params *q, const mnn_values *v, const char *whe
     if (strcmp(name, "greedy") == 0) return 0;   /* only matters as the last one */
     if (strcmp(name, "tfs") == 0) return unsupported_filter(where, name, v->tfs_z, err, errlen);
     if (strcmp(name, "typical") == 0) return unsupported_filter(where, name, v->typical, err, errlen);
+    char sh[SHOWN_CAP];
     set_err(err, errlen, "llm_config: %s: unknown sampler '%s' (expected greedy, temperature, "
-            "topK, topP, minP, penalty, tfs, typical)", where, name);
+            "topK, topP, minP, penalty, tfs, typical)", where, shown(name, sh));
     return -1;
 }
 
@@ -421,7 +452,9 @@ int npl_sampler_params_from_mnn(npl_sampler_params *p, const struct cJSON *cfg,
             q.temp = (float)v.temp;
             if (push_stage(&q, NPL_SAMPLER_STAGE_TEMP, err, errlen)) return -1;
         } else if (strcmp(sel, "greedy") != 0) {
-            set_err(err, errlen, "llm_config: penalty_sampler: unknown '%s' (expected greedy, temperature)", sel);
+            char sh[SHOWN_CAP];
+            set_err(err, errlen, "llm_config: penalty_sampler: unknown '%s' (expected greedy, temperature)",
+                    shown(sel, sh));
             return -1;
         }
     } else if (strcmp(type, "mixed") == 0) {
@@ -433,8 +466,9 @@ int npl_sampler_params_from_mnn(npl_sampler_params *p, const struct cJSON *cfg,
         q.temp = (float)v.temp;
         if (push_stage(&q, NPL_SAMPLER_STAGE_TEMP, err, errlen)) return -1;
     } else {
+        char sh[SHOWN_CAP];
         set_err(err, errlen, "llm_config: sampler_type: unknown '%s' (expected greedy, temperature, "
-                "topK, topP, minP, penalty, mixed)", type);
+                "topK, topP, minP, penalty, mixed)", shown(type, sh));
         return -1;
     }
     *p = q;
