@@ -648,7 +648,7 @@ static void test_mnn(void) {
      * ones shortened, so every message is one line */
     const struct { const char *json, *needle; } esc[] = {
         { "{\"sampler_type\": \"penalty\\n\"}", "sampler_type: unknown 'penalty\\x0a' (expected" },
-        { "{\"sampler_type\": \"a\\r\\nb\\u001b[2J\\t\\\\\"}", "unknown 'a\\x0d\\x0ab\\x1b[2J\\x09\\\\'" },
+        { "{\"sampler_type\": \"a\\r\\nb\\u001b[2J\\t\\\\\"}", "unknown 'a\\x0d\\x0ab\\x1b[2J\\x09\\x5c'" },
         { "{\"sampler_type\": \"caf\\u00e9\"}", "unknown 'caf\\xc3\\xa9'" },
         { "{\"sampler_type\": \"penalty\", \"penalty_sampler\": \"greedy\\n\\n\"}",
           "penalty_sampler: unknown 'greedy\\x0a\\x0a'" },

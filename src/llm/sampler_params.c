@@ -25,19 +25,16 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...) {
 }
 
 /* A string from the user's config, made fit for a one-line error message:
- * printable ASCII as is, a backslash doubled, any other byte (control
- * characters, newlines, non-ASCII) as \xNN, and only the first
- * SHOWN_MAX bytes, then "...". */
+ * printable ASCII as is, any other byte (control characters, newlines,
+ * non-ASCII) and the backslash as \xNN, as the GGUF reader quotes names;
+ * only the first SHOWN_MAX bytes, then "...". */
 enum { SHOWN_MAX = 32, SHOWN_CAP = SHOWN_MAX * 4 + 4 };
 static const char *shown(const char *s, char buf[SHOWN_CAP]) {
     static const char hex[] = "0123456789abcdef";
     size_t o = 0, i = 0;
     for (; s[i] && i < SHOWN_MAX; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c == '\\') {
-            buf[o++] = '\\';
-            buf[o++] = '\\';
-        } else if (c >= 0x20 && c < 0x7f) {
+        if (c >= 0x20 && c < 0x7f && c != '\\') {
             buf[o++] = (char)c;
         } else {
             buf[o++] = '\\';
