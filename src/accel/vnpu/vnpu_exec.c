@@ -2,6 +2,7 @@
  * MatMul step (static packed weights, weights packed per run, fused bias
  * and gating epilogues). */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,11 +26,68 @@ void *vnpu_xc_alloc(vnpu_xc *x, size_t bytes) {
 const vnpu_tensor *vnpu_xc_t(const vnpu_xc *x, uint32_t tid) { return &x->g->ctx->t[tid]; }
 void *vnpu_xc_addr(const vnpu_xc *x, uint32_t tid) { return x->g->addr[tid]; }
 
+/* ---- conversions and parallel loops ---- */
+
+void vnpu_cvt_to_f32(int family, const vnpu_tensor *t, const void *data, int64_t e0, int64_t n, float *out) {
+    if (t->dtype == NPL_ACCEL_DT_F16 && family >= VNPU_FAM_AVX2) npl_f16_to_f32_row_fast((const uint16_t *)data + e0, out, n);
+    else vnpu_to_f32(t, data, e0, n, out);
+}
+
+void vnpu_cvt_from_f32(int family, const vnpu_tensor *t, const float *in, int64_t e0, int64_t n, void *data) {
+    if (t->dtype == NPL_ACCEL_DT_F16 && family >= VNPU_FAM_AVX2) npl_f32_to_f16_row_fast(in, (uint16_t *)data + e0, n);
+    else vnpu_from_f32(t, in, e0, n, data);
+}
+
+typedef struct {
+    vnpu_unit_fn fn;
+    void *arg;
+    int64_t n;
+    atomic_int_fast64_t next;
+} par_job;
+
+static void par_task(void *arg, int ith, int nth) {
+    par_job *j = arg;
+    (void)nth;
+    for (int64_t u; (u = atomic_fetch_add(&j->next, 1)) < j->n;) j->fn(j->arg, ith, u);
+}
+
+void vnpu_par_for(struct npl_accel_backend *be, int64_t n_units, vnpu_unit_fn fn, void *arg) {
+    if (n_units <= 1 || be->n_threads <= 1) {
+        for (int64_t u = 0; u < n_units; u++) fn(arg, 0, u);
+        return;
+    }
+    par_job j = {fn, arg, n_units, 0};
+    atomic_init(&j.next, 0);
+    npl_pool_run(be->pool, par_task, &j);
+}
+
+#define CVT_CHUNK 16384 /* elements per unit of a whole-tensor conversion (a multiple of 32: block types) */
+
+typedef struct {
+    int family, to;
+    const vnpu_tensor *t;
+    const void *src;
+    void *dst;
+} cvt_job;
+
+static void cvt_unit(void *arg, int ith, int64_t u) {
+    const cvt_job *c = arg;
+    const int64_t e0 = u * CVT_CHUNK, n = e0 + CVT_CHUNK <= c->t->nelem ? CVT_CHUNK : c->t->nelem - e0;
+    (void)ith;
+    if (c->to) vnpu_cvt_to_f32(c->family, c->t, c->src, e0, n, (float *)c->dst + e0);
+    else vnpu_cvt_from_f32(c->family, c->t, (const float *)c->src + e0, e0, n, c->dst);
+}
+
+static void cvt_tensor(vnpu_xc *x, const vnpu_tensor *t, int to, const void *src, void *dst) {
+    cvt_job c = {x->g->ctx->family, to, t, src, dst};
+    vnpu_par_for(x->be, (t->nelem + CVT_CHUNK - 1) / CVT_CHUNK, cvt_unit, &c);
+}
+
 const float *vnpu_xc_in_f32(vnpu_xc *x, uint32_t i) {
     const vnpu_tensor *t = vnpu_xc_t(x, x->n->in[i]);
     if (t->dtype == NPL_ACCEL_DT_F32) return vnpu_xc_measuring(x) ? NULL : vnpu_xc_addr(x, x->n->in[i]);
     float *f = vnpu_xc_alloc(x, (size_t)t->nelem * 4);
-    if (f) vnpu_to_f32(t, vnpu_xc_addr(x, x->n->in[i]), 0, t->nelem, f);
+    if (f) cvt_tensor(x, t, 1, vnpu_xc_addr(x, x->n->in[i]), f);
     return f;
 }
 
@@ -41,24 +99,65 @@ float *vnpu_xc_out_f32(vnpu_xc *x) {
 
 void vnpu_xc_out_done(vnpu_xc *x, float *y) {
     const vnpu_tensor *t = vnpu_xc_t(x, x->n->out[0]);
-    if (t->dtype != NPL_ACCEL_DT_F32) vnpu_from_f32(t, y, 0, t->nelem, vnpu_xc_addr(x, x->n->out[0]));
+    if (t->dtype != NPL_ACCEL_DT_F32) cvt_tensor(x, t, 0, y, vnpu_xc_addr(x, x->n->out[0]));
 }
 
 /* ---- MatMul ---- */
 
-static float silu(float v) { return v / (1.0f + expf(-v)); }
-static float gelu(float v) {
-    return 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+/* The epilogue after the kernel, spread over the pool by rows: a bias the
+ * pack does not hold, the gating of a fused gate/up MatMul and the
+ * conversion of the output to its type. */
+typedef struct {
+    vnpu_xc *x;
+    const float *src;      /* kernel output, row stride src_stride */
+    int64_t src_stride, up; /* gated: the up part starts at column up */
+    const float *bias;
+    int gated, geglu;
+    int64_t nout, rows_per_unit, m;
+    float *y;              /* f32 output (NULL: convert through the thread buffers) */
+    float *tbuf;           /* per thread: rows_per_unit * nout floats */
+} epi_job;
+
+static void epi_unit(void *arg, int ith, int64_t u) {
+    const epi_job *e = arg;
+    const int64_t r0 = u * e->rows_per_unit, nr = r0 + e->rows_per_unit <= e->m ? e->rows_per_unit : e->m - r0;
+    const vnpu_tensor *ot = vnpu_xc_t(e->x, e->x->n->out[0]);
+    float *y = e->y ? e->y + r0 * e->nout : e->tbuf + (size_t)ith * (size_t)(e->rows_per_unit * e->nout);
+    for (int64_t r = 0; r < nr; r++) {
+        const float *t = e->src + (r0 + r) * e->src_stride;
+        float *yr = y + r * e->nout;
+        if (e->gated) {
+            if (e->geglu) e->x->be->nn->geglu(t, t + e->up, yr, (int)e->nout);
+            else e->x->be->nn->swiglu(t, t + e->up, yr, (int)e->nout);
+        } else if (e->bias) {
+            for (int64_t c = 0; c < e->nout; c++) yr[c] = t[c] + e->bias[c];
+        } else if (yr != t) {
+            memcpy(yr, t, (size_t)e->nout * 4);
+        }
+    }
+    if (ot->dtype != NPL_ACCEL_DT_F32)
+        vnpu_cvt_from_f32(e->x->g->ctx->family, ot, y, r0 * e->nout, nr * e->nout, vnpu_xc_addr(e->x, e->x->n->out[0]));
 }
+
+#define EPI_FLOATS 8192 /* floats of output per epilogue unit */
 
 static npl_accel_status exec_matmul(vnpu_xc *x) {
     const vnpu_node *n = x->n;
     struct npl_accel_context *ctx = x->g->ctx;
     const vnpu_mm_table *tab = &x->be->mm[ctx->family];
-    const vnpu_tensor *xt = vnpu_xc_t(x, n->in[0]);
+    const vnpu_tensor *xt = vnpu_xc_t(x, n->in[0]), *ot = vnpu_xc_t(x, n->out[0]);
     const int64_t k = xt->dims[xt->rank - 1], m = xt->nelem / k;
-    const int gated = n->op == VNPU_OP_MATMUL_GATED;
+    const int gated = n->op == VNPU_OP_MATMUL_GATED, out_f32 = ot->dtype == NPL_ACCEL_DT_F32;
+    const int prof = !vnpu_xc_measuring(x) && vnpu_prof_on();
+    uint64_t tp = prof ? vnpu_now_ns() : 0;
+#define PHASE(slot)                                                                                                    \
+    if (prof) {                                                                                                        \
+        const uint64_t t1 = vnpu_now_ns();                                                                             \
+        vnpu_prof_add(x->g, slot, t1 - tp);                                                                            \
+        tp = t1;                                                                                                       \
+    }
     const float *xf = vnpu_xc_in_f32(x, 0);
+    PHASE(VNPU_PROF_MM_IN)
     vnpu_pack local;
     const vnpu_pack *pk = n->pack >= 0 ? &ctx->packs[n->pack] : &local;
     uint8_t *wbuf = NULL;
@@ -69,52 +168,56 @@ static npl_accel_status exec_matmul(vnpu_xc *x) {
         wbuf = vnpu_xc_alloc(x, local.size);
         local.data = wbuf;
     }
-    const int64_t nout = gated ? pk->n[0] : pk->n[0];
-    const float *bias = NULL;
-    if (!gated && n->n_in == 3 && pk->off_bias == VNPU_NOFF) bias = vnpu_xc_in_f32(x, 2);
-    float *tmp = gated ? vnpu_xc_alloc(x, (size_t)m * (size_t)pk->npad * 4) : NULL;
-    float *y = vnpu_xc_out_f32(x);
+    const int64_t nout = pk->n[0];
+    const int has_bias = !gated && n->n_in == 3 && pk->off_bias == VNPU_NOFF;
+    const float *bias = has_bias ? vnpu_xc_in_f32(x, 2) : NULL;
+    /* the kernel writes f32: straight into an f32 output unless gating follows */
+    float *tmp = gated || !out_f32 ? vnpu_xc_alloc(x, (size_t)m * (size_t)(gated ? pk->npad : nout) * 4) : NULL;
+    const int64_t rpu = nout >= EPI_FLOATS ? 1 : EPI_FLOATS / nout;
+    float *tbuf = out_f32 ? NULL : vnpu_xc_alloc(x, (size_t)x->be->n_threads * (size_t)(rpu * nout) * 4);
+    float *y = out_f32 ? vnpu_xc_measuring(x) ? NULL : vnpu_xc_addr(x, n->out[0]) : NULL;
     uint8_t *mm = vnpu_xc_alloc(x, vnpu_matmul_scratch(tab, pk, m));
     if (vnpu_xc_measuring(x)) return NPL_ACCEL_OK;
-    if (!mm || !y || !xf || (n->pack < 0 && !wbuf) || (gated && !tmp) || (!gated && n->n_in == 3 && pk->off_bias == VNPU_NOFF && !bias))
+    if (!mm || !xf || (n->pack < 0 && !wbuf) || ((gated || !out_f32) && !tmp) || (!out_f32 && !tbuf) ||
+        (has_bias && !bias))
         return vnpu_fail(x->be, NPL_ACCEL_ERR_INTERNAL, "vnpu: scratch plan too small for a MatMul step");
     if (wbuf) {
         const void *wd[1] = {vnpu_xc_addr(x, n->in[1])};
         vnpu_pack_fill(&local, ctx, wbuf, wd, NULL, x->be->pool);
     }
-    if (!gated) {
-        vnpu_matmul(tab, x->be->pool, pk, xf, m, y, nout, nout, mm);
-        if (bias)
-            for (int64_t r = 0; r < m; r++)
-                for (int64_t c = 0; c < nout; c++) y[r * nout + c] += bias[c];
-    } else {
-        vnpu_matmul(tab, x->be->pool, pk, xf, m, tmp, pk->npad, pk->npad, mm);
-        const int64_t up = pk->col0[1];
-        for (int64_t r = 0; r < m; r++) {
-            const float *t = tmp + r * pk->npad;
-            float *yr = y + r * nout;
-            if (n->ip[2]) for (int64_t c = 0; c < nout; c++) yr[c] = gelu(t[c]) * t[up + c];
-            else for (int64_t c = 0; c < nout; c++) yr[c] = silu(t[c]) * t[up + c];
-        }
+    const int64_t stride = gated ? pk->npad : nout;
+    float *kout = tmp ? tmp : y;
+    vnpu_matmul(tab, x->be->pool, pk, xf, m, kout, stride, gated ? pk->npad : nout, mm);
+    PHASE(VNPU_PROF_MM_KERNEL)
+    if (gated || bias || !out_f32) {
+        epi_job e = {x, kout, stride, gated ? pk->col0[1] : 0, bias, gated, (int)n->ip[2], nout, rpu, m, y, tbuf};
+        vnpu_par_for(x->be, (m + rpu - 1) / rpu, epi_unit, &e);
     }
-    vnpu_xc_out_done(x, y);
+    PHASE(VNPU_PROF_MM_EPI)
+#undef PHASE
     return NPL_ACCEL_OK;
 }
 
 static npl_accel_status exec_step(vnpu_xc *x) {
     if (x->n->op == VNPU_OP_MATMUL || x->n->op == VNPU_OP_MATMUL_GATED) return exec_matmul(x);
+    if (vnpu_xc_measuring(x)) { /* room to run it in a row group or alone */
+        const size_t rows = vnpu_rows_scratch(x->g, x->n);
+        const npl_accel_status st = vnpu_exec_op(x);
+        if (rows > x->used) x->used = rows;
+        return st;
+    }
     return vnpu_exec_op(x);
 }
 
 size_t vnpu_step_scratch(const vnpu_graph *g, const vnpu_node *n) {
-    vnpu_xc x = {(vnpu_graph *)g, n, g->ctx->be, NULL, NULL, 0};
+    vnpu_xc x = {(vnpu_graph *)g, n, g->ctx->be, NULL, NULL, 0, NULL};
     exec_step(&x);
     return x.used;
 }
 
 /* ---- binding and the step loop ---- */
 
-static uint64_t now_ns(void) {
+uint64_t vnpu_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -147,7 +250,7 @@ static npl_accel_status bind(vnpu_graph *g, const npl_accel_buffer *b, uint32_t 
 
 npl_accel_status vnpu_execute(vnpu_graph *g, const npl_accel_buffer *in, uint32_t n_in, const npl_accel_buffer *out,
                               uint32_t n_out) {
-    const uint64_t t0 = now_ns();
+    const uint64_t t0 = vnpu_now_ns();
     struct npl_accel_context *ctx = g->ctx;
     uint8_t *bound = vnpu_aligned_alloc(g->n_tmap + 1);
     if (!bound) return vnpu_fail(ctx->be, NPL_ACCEL_ERR_NO_MEMORY, "vnpu: out of memory");
@@ -165,12 +268,30 @@ npl_accel_status vnpu_execute(vnpu_graph *g, const npl_accel_buffer *in, uint32_
         else if (t->kind == NPL_ACCEL_APP_READWRITE) g->addr[i] = t->rw;
     }
     free(bound);
-    for (uint32_t s = 0; !st && s < g->n_steps; s++) {
-        vnpu_xc x = {g, &g->steps[s], ctx->be, g->arena + g->scratch_off, g->arena + g->arena_size, 0};
+    const int prof = vnpu_prof_on();
+    if (prof) vnpu_prof_dump(g);
+    vnpu_run run = {0};
+    for (uint32_t s = 0; !st && s < g->n_steps;) {
+        vnpu_xc x = {g, &g->steps[s], ctx->be, g->arena + g->scratch_off, g->arena + g->arena_size, 0, &run};
+        const uint32_t grp = vnpu_rows_group(g, s);
+        if (grp) { /* row-local steps: one fused pass (profiled inside) */
+            const uint64_t ts = prof ? vnpu_now_ns() : 0;
+            st = vnpu_rows_exec(&x, s, grp);
+            if (prof) vnpu_prof_step(g, s, vnpu_now_ns() - ts);
+            s += grp;
+            continue;
+        }
+        const uint64_t ts = prof ? vnpu_now_ns() : 0;
         st = exec_step(&x);
+        if (prof) {
+            vnpu_prof_add(g, g->steps[s].op, vnpu_now_ns() - ts);
+            vnpu_prof_step(g, s, vnpu_now_ns() - ts);
+        }
+        s++;
     }
+    for (int i = 0; i < run.n_rope; i++) free(run.rope[i].cs);
     if (st) return st;
-    const uint64_t dt = now_ns() - t0;
+    const uint64_t dt = vnpu_now_ns() - t0;
     vnpu_counters *p = &g->prof;
     p->executions++;
     p->total_ns += dt;
