@@ -1,7 +1,9 @@
-/* Persistent thread pool: workers are created once and wait for jobs; the
- * calling thread takes share 0 of every job, so a pool of n threads runs
- * n shares with n-1 workers. Workers spin briefly before sleeping because a
- * decode step dispatches hundreds of small jobs. */
+/* Persistent thread pool: workers are created once and wait for jobs. A job
+ * is n shares for a pool of n threads (the caller and n-1 workers); each
+ * share runs exactly once, on whichever thread claims it first, so a worker
+ * the OS has not scheduled yet does not hold the job up. Workers spin
+ * briefly before sleeping because a decode step dispatches hundreds of
+ * small jobs. */
 #ifndef NPL_THREADPOOL_H
 #define NPL_THREADPOOL_H
 
@@ -12,7 +14,9 @@ typedef void (*npl_pool_fn)(void *arg, int ith, int nth);
 npl_pool *npl_pool_new(int n_threads);
 void npl_pool_free(npl_pool *p);
 int npl_pool_size(const npl_pool *p);
-/* Run fn(arg, i, n) for i in [0, n) across the pool; returns when all are done. */
+/* Run fn(arg, i, n) for i in [0, n) across the pool; returns when all are
+ * done. Shares may run one after another on the same thread, so fn must not
+ * wait for another share. */
 void npl_pool_run(npl_pool *p, npl_pool_fn fn, void *arg);
 
 #endif

@@ -3,7 +3,8 @@
  * output is one vec_dot of a weight row with an activation row. With many
  * activation rows (prefill) and a GEMM for the weight type, the quantized
  * rows are packed once and a register-tiled GEMM (cpu/kernels/gemm.h) takes
- * blocks of weight rows instead. */
+ * blocks of weight rows instead; with one row (decode) and a GEMV for the
+ * type, 16 weight rows are taken at once (cpu/kernels/gemv.h). */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,10 +12,13 @@
 #include "core/checked.h"
 #include "cpu/cpu_backend.h"
 #include "cpu/kernels/gemm.h"
+#include "cpu/kernels/gemv.h"
 
 enum {
-    ROW_BLOCK = 16,  /* weight rows kept hot while sweeping activations */
-    GEMM_MIN_M = 16, /* fewer activation rows: decoding weights for the GEMM does not pay */
+    ROW_BLOCK = 16,      /* weight rows kept hot while sweeping activations */
+    GEMM_MIN_M = 16,     /* fewer activation rows: decoding weights for the GEMM does not pay */
+    CHUNK_ROWS = 1024,   /* most weight rows one thread takes at once */
+    INLINE_QUANT = 1 << 14, /* m * k up to this: quantize on the calling thread, no dispatch */
 };
 
 typedef struct {
@@ -29,8 +33,32 @@ typedef struct {
     npl_vec_dot4_fn dot4; /* one weight row against 4 activation rows, or NULL */
     const npl_gemm_kernels *gemm; /* or NULL: vec_dot path */
     npl_gemm_x xp;                /* packed activations for the GEMM */
-    atomic_int next;      /* next block of weight rows to take */
+    const npl_gemv_kernels *gemv; /* m = 1 and a GEMV for the type, or NULL */
+    npl_gemv_x gx;                /* the prepared activation row for the GEMV */
+    int64_t chunk_max;    /* rows per take at most */
+    int nth;
+    atomic_int_fast64_t next; /* first weight row not yet taken */
 } mm_job;
+
+/* Threads take chunks of weight rows from a shared counter rather than fixed
+ * shares, so a thread the OS delays does not hold the others up. Chunks
+ * shrink with the rows left (a quarter of a thread's fair share, in blocks
+ * of 16, at most chunk_max): few atomics on a large matrix, and small last
+ * chunks to even out the end and bound what a preempted thread holds. */
+static int take_rows(mm_job *j, int64_t *r0, int64_t *r1) {
+    int_fast64_t cur = atomic_load_explicit(&j->next, memory_order_relaxed);
+    for (;;) {
+        if (cur >= j->n) return 0;
+        int64_t c = (j->n - cur) / (4 * j->nth) & ~(int64_t)(ROW_BLOCK - 1);
+        c = c < ROW_BLOCK ? ROW_BLOCK : c > j->chunk_max ? j->chunk_max : c;
+        const int64_t end = cur + c < j->n ? cur + c : j->n;
+        if (atomic_compare_exchange_weak_explicit(&j->next, &cur, end, memory_order_relaxed, memory_order_relaxed)) {
+            *r0 = cur;
+            *r1 = end;
+            return 1;
+        }
+    }
+}
 
 static void quantize_rows(void *arg, int ith, int nth) {
     mm_job *j = arg;
@@ -46,32 +74,36 @@ static void quantize_rows(void *arg, int ith, int nth) {
 static void gemm_rows(void *arg, int ith, int nth) {
     (void)ith; (void)nth;
     mm_job *j = arg;
-    int64_t n_blocks = (j->n + ROW_BLOCK - 1) / ROW_BLOCK;
-    for (;;) {
-        int64_t blk = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
-        if (blk >= n_blocks) break;
-        int64_t nb = blk * ROW_BLOCK, ne = nb + ROW_BLOCK < j->n ? nb + ROW_BLOCK : j->n;
-        j->gemm->rows(j->w->data, j->w_row, nb, ne, &j->xp, j->y->data, j->n);
-    }
+    int64_t r0, r1;
+    while (take_rows(j, &r0, &r1)) j->gemm->rows(j->w->data, j->w_row, r0, r1, &j->xp, j->y->data, j->n);
+}
+
+static void gemv_rows(void *arg, int ith, int nth) {
+    (void)ith; (void)nth;
+    mm_job *j = arg;
+    int64_t r0, r1;
+    while (take_rows(j, &r0, &r1)) j->gemv->rows(j->w->data, j->w_row, r0, r1, &j->gx, j->y->data);
 }
 
 static const npl_gemm_kernels *gemm_for(npl_isa isa, npl_type t, int64_t m, int64_t k) {
     return m >= GEMM_MIN_M && k <= NPL_GEMM_MAX_K ? npl_gemm_get(isa, t) : NULL;
 }
 
-/* Threads take blocks of weight rows from a shared counter rather than fixed
- * shares, so a thread the OS delays does not hold the others up. A block's
- * rows stay in cache while every activation row passes over them. */
+static const npl_gemv_kernels *gemv_for(npl_isa isa, npl_type t, int64_t m, int64_t k) {
+    return m == 1 && k <= NPL_GEMM_MAX_K ? npl_gemv_get(isa, t) : NULL;
+}
+
+/* A block of 16 weight rows stays in cache while every activation row
+ * passes over it. */
 static void dot_rows(void *arg, int ith, int nth) {
     (void)ith; (void)nth;
     mm_job *j = arg;
     const char *wb = j->w->data, *xb = j->xq;
     float *y = j->y->data;
-    int64_t n_blocks = (j->n + ROW_BLOCK - 1) / ROW_BLOCK;
-    for (;;) {
-        int64_t blk = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
-        if (blk >= n_blocks) break;
-        int64_t nb = blk * ROW_BLOCK, ne = nb + ROW_BLOCK < j->n ? nb + ROW_BLOCK : j->n;
+    int64_t r0, r1;
+    while (take_rows(j, &r0, &r1))
+    for (int64_t nb = r0; nb < r1; nb += ROW_BLOCK) {
+        int64_t ne = nb + ROW_BLOCK < r1 ? nb + ROW_BLOCK : r1;
         int64_t m = 0;
         if (j->dot4)
             for (; m + 4 <= j->m; m += 4) {
@@ -95,6 +127,7 @@ size_t npl_cpu_matmul_scratch(const npl_tensor *w, const npl_tensor *x) {
     if (npl_row_size(t->vec_dot_type, x->shape.ne[0], &row) || npl_mul_size(row, (size_t)m, &total)) return 0;
     /* the best ISA's GEMM: an executor for a lower ISA just leaves this unused */
     if (gemm_for(NPL_ISA_AMX, w->type, m, x->shape.ne[0])) total += npl_gemm_x_size(m, x->shape.ne[0]);
+    if (gemv_for(NPL_ISA_AMX, w->type, m, x->shape.ne[0])) total += npl_gemv_x_size(x->shape.ne[0]);
     return total;
 }
 
@@ -125,11 +158,20 @@ int npl_cpu_matmul(const npl_cpu_ctx *cc, npl_pool *pool, const npl_tensor *w, c
         j.xq = scratch;
         j.gemm = gemm_for(cc->isa, w->type, j.m, j.k);
         if (j.gemm) npl_gemm_x_init(&j.xp, (char *)scratch + j.xq_row * (size_t)j.m, j.m, j.k);
-        npl_pool_run(pool, quantize_rows, &j);
+        if (j.m * j.k <= INLINE_QUANT) quantize_rows(&j, 0, 1);
+        else npl_pool_run(pool, quantize_rows, &j);
+        j.gemv = gemv_for(cc->isa, w->type, j.m, j.k);
+        if (j.gemv) j.gemv->prep(&j.gx, (char *)scratch + j.xq_row, j.xq, j.k);
     }
     atomic_init(&j.next, 0);
+    j.nth = npl_pool_size(pool);
+    j.chunk_max = j.gemm ? ROW_BLOCK : CHUNK_ROWS / j.m > ROW_BLOCK ? CHUNK_ROWS / j.m & ~(int64_t)(ROW_BLOCK - 1) : ROW_BLOCK;
     if (j.gemm) {
         npl_pool_run(pool, gemm_rows, &j);
+        return 0;
+    }
+    if (j.gemv) {
+        npl_pool_run(pool, gemv_rows, &j);
         return 0;
     }
     j.dot = cc->k->vec_dot[w->type];

@@ -1,0 +1,162 @@
+/* The one-row GEMV (cpu/kernels/gemv.h) for every weight type that has one:
+ * against a double-precision dot of the dequantized rows, and, where the CPU
+ * has AMX, bit for bit against the AMX GEMM's result for the same activation
+ * row inside a batch of 17 (what makes chunked prefill equal unchunked).
+ * Then npl_cpu_matmul with one row on every ISA against the reference. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/dtype.h"
+#include "cpu/cpu_backend.h"
+#include "cpu/kernels/gemm.h"
+#include "cpu/kernels/gemv.h"
+#include "cpu/kernels/vec_dot.h"
+
+static uint64_t rng_next(uint64_t *s) {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+static float rng_unit(uint64_t *s) { return (float)((rng_next(s) >> 11) * 0x1p-53 * 2.0 - 1.0); }
+
+static const npl_type types[] = {NPL_TYPE_Q4_0, NPL_TYPE_Q5_0, NPL_TYPE_Q8_0, NPL_TYPE_Q4_K, NPL_TYPE_Q6_K};
+static const int ns[] = {1, 15, 16, 17, 40};
+/* 640 is Gemma 3 270M's width; 96 and 160 end on a single 32-block */
+static const int ks[] = {256, 640, 2048, 96, 160};
+enum { BATCH = 17 }; /* rows in the AMX batch; the GEMV's row is the last */
+
+typedef struct {
+    int n, k;
+    float *x, *wd, *xd; /* activations; dequantized weights and activations */
+    void *wq, *xq;      /* quantized weights / BATCH activation rows */
+    size_t w_row, x_row;
+} prob;
+
+static void make(prob *p, npl_type t, const npl_kernels *kt, int n, int k, uint64_t *s) {
+    const npl_type_traits *tt = npl_type_get(t);
+    const npl_type vdt = tt->vec_dot_type;
+    p->n = n, p->k = k;
+    npl_row_size(t, k, &p->w_row);
+    npl_row_size(vdt, k, &p->x_row);
+    float *w = malloc(sizeof(float) * (size_t)n * k);
+    p->wd = malloc(sizeof(float) * (size_t)n * k);
+    p->x = malloc(sizeof(float) * (size_t)BATCH * k);
+    p->xd = malloc(sizeof(float) * (size_t)k);
+    p->wq = malloc(p->w_row * (size_t)n);
+    p->xq = malloc(p->x_row * BATCH);
+    /* heavy-tailed weights, rows with a sign skew, activations with an offset */
+    for (int i = 0; i < n * k; i++) w[i] = rng_unit(s) * (rng_next(s) % 16 == 0 ? 3.0f : 1.0f) + (i / k % 3 == 0 ? 0.3f : 0.0f);
+    for (int i = 0; i < BATCH * k; i++) p->x[i] = rng_unit(s) + (i / k % 2 ? 0.2f : -0.1f);
+    for (int r = 0; r < n; r++) {
+        tt->from_float(w + (size_t)r * k, (char *)p->wq + r * p->w_row, k);
+        tt->to_float((char *)p->wq + r * p->w_row, p->wd + (size_t)r * k, k);
+    }
+    for (int c = 0; c < BATCH; c++) kt->quantize_row[vdt](p->x + (size_t)c * k, (char *)p->xq + c * p->x_row, k);
+    npl_type_get(vdt)->to_float((char *)p->xq + (BATCH - 1) * p->x_row, p->xd, k);
+    free(w);
+}
+
+static void drop(prob *p) { free(p->x), free(p->wd), free(p->xd), free(p->wq), free(p->xq); }
+
+static double worst;
+
+/* y against the double dot of the dequantized row and activation: f32
+ * products and sums of up to k terms, relative to sum |w x| */
+static int check_ref(const prob *p, const float *y, const char *what, npl_type t) {
+    int bad = 0;
+    for (int r = 0; r < p->n; r++) {
+        double ref = 0, mag = 0;
+        for (int i = 0; i < p->k; i++) {
+            const double e = (double)p->wd[(size_t)r * p->k + i] * p->xd[i];
+            ref += e, mag += fabs(e);
+        }
+        const double err = fabs(y[r] - ref) / (mag + 1e-30);
+        if (err > worst) worst = err;
+        if (!(err <= 4e-6) && bad++ < 3)
+            fprintf(stderr, "%s %s n=%d k=%d row %d: %.9g, reference %.9g (sum |w x| %g)\n", what, npl_type_name(t), p->n,
+                    p->k, r, y[r], ref, mag);
+    }
+    return bad;
+}
+
+static void check_kernel(npl_type t, const npl_kernels *kt, const npl_gemv_kernels *gv, int n, int k, uint64_t *s) {
+    prob p;
+    make(&p, t, kt, n, k, s);
+    void *mem = malloc(npl_gemv_x_size(k));
+    float *y = malloc(sizeof(float) * (size_t)n);
+    npl_gemv_x gx;
+    gv->prep(&gx, mem, (char *)p.xq + (BATCH - 1) * p.x_row, k);
+    for (int r = 0; r < n; r++) y[r] = NAN;
+    /* split row ranges, as threads take them, one not starting on a multiple of 16 */
+    const int a = n > 16 ? 16 : n, b = n > 21 ? 21 : n;
+    gv->rows(p.wq, p.w_row, 0, a, &gx, y);
+    if (a < b) gv->rows(p.wq, p.w_row, a, b, &gx, y);
+    if (b < n) gv->rows(p.wq, p.w_row, b, n, &gx, y);
+    CHECK_EQ_INT(check_ref(&p, y, "gemv", t), 0);
+
+    const npl_gemm_kernels *amx = npl_cpu_best_isa() >= NPL_ISA_AMX ? npl_gemm_get(NPL_ISA_AMX, t) : NULL;
+    if (amx) {
+        void *xp_mem = malloc(npl_gemm_x_size(BATCH, k));
+        float *yb = malloc(sizeof(float) * (size_t)n * BATCH);
+        npl_gemm_x xp;
+        npl_gemm_x_init(&xp, xp_mem, BATCH, k);
+        for (int c = 0; c < BATCH; c++) amx->pack(&xp, c, (char *)p.xq + c * p.x_row);
+        amx->rows(p.wq, p.w_row, 0, n, &xp, yb, n);
+        int diff = 0;
+        for (int r = 0; r < n; r++)
+            if (memcmp(&y[r], &yb[(size_t)(BATCH - 1) * n + r], sizeof(float)) && diff++ < 3)
+                fprintf(stderr, "gemv %s n=%d k=%d row %d: %.9g, AMX GEMM %.9g\n", npl_type_name(t), n, k, r, y[r],
+                        yb[(size_t)(BATCH - 1) * n + r]);
+        CHECK_EQ_INT(diff, 0);
+        free(xp_mem), free(yb);
+    }
+    free(mem), free(y);
+    drop(&p);
+}
+
+/* npl_cpu_matmul with one activation row (quantize, prepare, two threads) */
+static void check_matmul(npl_type t, npl_isa isa, npl_pool *pool, int n, int k, uint64_t *s) {
+    npl_cpu_ctx cc;
+    npl_backend be;
+    npl_cpu_backend_init(&be, &cc, isa);
+    prob p;
+    make(&p, t, cc.k, n, k, s);
+    float *y = malloc(sizeof(float) * (size_t)n);
+    npl_tensor w = {t, {2, {k, n, 1, 1}}, p.wq}, x = {NPL_TYPE_F32, {2, {k, 1, 1, 1}}, p.x + (size_t)(BATCH - 1) * k};
+    npl_tensor yt = {NPL_TYPE_F32, {2, {n, 1, 1, 1}}, y};
+    void *scratch = malloc(npl_cpu_matmul_scratch(&w, &x) + 1);
+    char err[256] = "";
+    CHECK_EQ_INT(npl_cpu_matmul(&cc, pool, &w, &x, &yt, scratch, err, sizeof err), 0);
+    CHECK_EQ_INT(check_ref(&p, y, npl_isa_name(cc.isa), t), 0);
+    free(scratch), free(y);
+    drop(&p);
+}
+
+int main(void) {
+    uint64_t s = 0x2545f4914f6cdd1dull;
+    npl_pool *pool = npl_pool_new(2);
+    const npl_isa best = npl_cpu_best_isa();
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const npl_type t = types[ti];
+        for (int isa = NPL_ISA_GENERIC; isa <= (int)best; isa++) {
+            const npl_gemv_kernels *gv = npl_gemv_get((npl_isa)isa, t);
+            CHECK((gv != NULL) == (isa >= NPL_ISA_AVX512)); /* x86 with AVX-512 VNNI */
+            worst = 0;
+            for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+                if (ks[ki] % npl_type_get(t)->block_size) continue;
+                if (gv)
+                    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+                        check_kernel(t, npl_kernels_get((npl_isa)isa), gv, ns[ni], ks[ki], &s);
+                check_matmul(t, (npl_isa)isa, pool, 300, ks[ki], &s);
+            }
+            printf("%-7s %-5s one-row matmul: worst |y - ref| %.2e of sum |w x|%s\n", npl_isa_name((npl_isa)isa),
+                   npl_type_name(t), worst, gv && best >= NPL_ISA_AMX ? ", GEMV == AMX GEMM bit for bit" : "");
+        }
+    }
+    npl_pool_free(pool);
+    TEST_MAIN_END();
+}
