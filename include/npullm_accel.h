@@ -78,7 +78,11 @@ enum {
  * llama.cpp (blocks of 32 along the contiguous dimension: Q4_0 = f16 scale +
  * 16 bytes of nibbles, value = (nibble - 8) * d; Q8_0 = f16 scale + 32 int8,
  * value = q * d). They are for STATIC weights; the scale lives in the block,
- * so their quant encoding must be NONE. */
+ * so their quant encoding must be NONE.
+ * The block types from Q4_1 on (appended) are GGML's other layouts, equally
+ * bit-exact with llama.cpp: Q4_1, Q5_0, Q5_1 in blocks of 32; the k-quants
+ * Q2_K..Q6_K in super-blocks of 256 (so the contiguous dimension must be a
+ * multiple of 256). Same rules: STATIC weights, quant encoding NONE. */
 typedef uint32_t npl_accel_dtype;
 enum {
     NPL_ACCEL_DT_F32 = 0,
@@ -90,6 +94,14 @@ enum {
     NPL_ACCEL_DT_INT32 = 6,
     NPL_ACCEL_DT_Q4_0 = 7,
     NPL_ACCEL_DT_Q8_0 = 8,
+    NPL_ACCEL_DT_Q4_1 = 9,
+    NPL_ACCEL_DT_Q5_0 = 10,
+    NPL_ACCEL_DT_Q5_1 = 11,
+    NPL_ACCEL_DT_Q2_K = 12,
+    NPL_ACCEL_DT_Q3_K = 13,
+    NPL_ACCEL_DT_Q4_K = 14,
+    NPL_ACCEL_DT_Q5_K = 15,
+    NPL_ACCEL_DT_Q6_K = 16,
     NPL_ACCEL_DT_COUNT
 };
 

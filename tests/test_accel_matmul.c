@@ -303,6 +303,82 @@ static void test_block_weights(rig *r, int m, int k, int n) {
     free(qh), free(oh), free(sh);
 }
 
+/* GGML block weights (Q4_1 .. Q6_K; Q4_0 / Q8_0 above) as the model file
+ * holds them, with a fused bias: the context binary must carry the blocks
+ * unchanged and only once (its size: the blocks plus metadata), and the
+ * graph loaded from it must match the double product of the activations
+ * with the blocks' dequantized values (core's reference dequantizers); only
+ * the activations' rounding to Q8_0 / Q8_K remains. */
+static void test_ggml_types(rig *r, int m) {
+    enum { K = 512, N = 40 };
+    static const struct { uint32_t dt; npl_type t; } types[] = {
+        {NPL_ACCEL_DT_Q4_1, NPL_TYPE_Q4_1}, {NPL_ACCEL_DT_Q5_0, NPL_TYPE_Q5_0}, {NPL_ACCEL_DT_Q5_1, NPL_TYPE_Q5_1},
+        {NPL_ACCEL_DT_Q2_K, NPL_TYPE_Q2_K}, {NPL_ACCEL_DT_Q3_K, NPL_TYPE_Q3_K}, {NPL_ACCEL_DT_Q4_K, NPL_TYPE_Q4_K},
+        {NPL_ACCEL_DT_Q5_K, NPL_TYPE_Q5_K}, {NPL_ACCEL_DT_Q6_K, NPL_TYPE_Q6_K}, {NPL_ACCEL_DT_Q8_0, NPL_TYPE_Q8_0}};
+    const npl_accel_api *api = r->api;
+    float *a = malloc(sizeof(float) * m * K), *wt = malloc(sizeof(float) * N * K), *wd = malloc(sizeof(float) * K * N);
+    float *row = malloc(sizeof(float) * K), *c = malloc(sizeof(float) * m * N), bias[N];
+    double *ref = malloc(sizeof(double) * m * N);
+    void *blocks = malloc((size_t)N * K * 2);
+    rng_state = 0x9e3779b97f4a7c15ull + (uint64_t)m;
+    for (int i = 0; i < m * K; i++) a[i] = urand(-1, 1);
+    for (int i = 0; i < N * K; i++) wt[i] = urand(-0.5f, 0.5f) + (i % 11 == 0 ? 0.4f : 0.0f);
+    for (int j = 0; j < N; j++) bias[j] = urand(-1, 1);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const npl_type_traits *tr = npl_type_get(types[ti].t);
+        const size_t wbytes = (size_t)N * (K / tr->block_size) * tr->type_size;
+        tr->from_float(wt, blocks, (int64_t)N * K);
+        for (int j = 0; j < N; j++) { /* reference weights, [K, N] */
+            tr->to_float((const char *)blocks + (size_t)j * (wbytes / N), row, K);
+            for (int l = 0; l < K; l++) wd[l * N + j] = row[l];
+        }
+        ref_mm(m, K, N, a, wd, bias, ref);
+        npl_accel_context *ctx, *lc;
+        npl_accel_graph *g;
+        npl_accel_tensor_id ta, tw, tb, tt, tc;
+        CHECK_EQ_INT(api->context_create(r->be, r->dev, NULL, 0, &ctx), NPL_ACCEL_OK);
+        CHECK_EQ_INT(api->graph_create(ctx, "g", &g), NPL_ACCEL_OK);
+        npl_accel_tensor_desc da = tdesc("input", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, (uint32_t)m, K);
+        npl_accel_tensor_desc dw = tdesc("weight", NPL_ACCEL_STATIC, types[ti].dt, N, K);
+        npl_accel_tensor_desc db = tdesc("bias", NPL_ACCEL_STATIC, NPL_ACCEL_DT_F32, N, 0);
+        npl_accel_tensor_desc dt = tdesc("mm", NPL_ACCEL_NATIVE, NPL_ACCEL_DT_F32, (uint32_t)m, N);
+        npl_accel_tensor_desc dc = tdesc("output", NPL_ACCEL_APP_READ, NPL_ACCEL_DT_F32, (uint32_t)m, N);
+        dw.data = blocks, dw.data_size = wbytes;
+        db.data = bias, db.data_size = sizeof bias;
+        CHECK_EQ_INT(api->tensor_create(g, &da, &ta), NPL_ACCEL_OK);
+        CHECK_EQ_INT(api->tensor_create(g, &dw, &tw), NPL_ACCEL_OK);
+        CHECK_EQ_INT(api->tensor_create(g, &db, &tb), NPL_ACCEL_OK);
+        CHECK_EQ_INT(api->tensor_create(g, &dt, &tt), NPL_ACCEL_OK);
+        CHECK_EQ_INT(api->tensor_create(g, &dc, &tc), NPL_ACCEL_OK);
+        npl_accel_param pt = {.name = "transpose_in1", .type = NPL_ACCEL_PARAM_INT, .i = 1};
+        npl_accel_tensor_id in[2] = {ta, tw}, ain[2] = {tt, tb};
+        npl_accel_node_desc nd = {"mm", "MatMul", &pt, 1, in, 2, &tt, 1}, ad = {"add", "Add", NULL, 0, ain, 2, &tc, 1};
+        CHECK_EQ_INT(api->graph_add_node(g, &nd), NPL_ACCEL_OK);
+        CHECK_EQ_INT(api->graph_add_node(g, &ad), NPL_ACCEL_OK);
+        CHECK_EQ_INT(api->graph_finalize(g), NPL_ACCEL_OK);
+        uint64_t size = 0, wr = 0;
+        CHECK_EQ_INT(api->context_get_binary_size(ctx, &size), NPL_ACCEL_OK);
+        uint8_t *bin = malloc(size);
+        CHECK_EQ_INT(api->context_get_binary(ctx, bin, size, &wr), NPL_ACCEL_OK);
+        CHECK(size >= wbytes && size <= wbytes + 8192); /* the blocks once, plus metadata */
+        int found = 0;
+        for (uint64_t o = 0; o + wbytes <= size && !found; o += 64) found = !memcmp(bin + o, blocks, wbytes);
+        CHECK(found); /* bit for bit */
+        CHECK_EQ_INT(api->context_free(ctx), NPL_ACCEL_OK);
+        CHECK_EQ_INT(api->context_create_from_binary(r->be, r->dev, NULL, 0, bin, size, &lc), NPL_ACCEL_OK);
+        CHECK_EQ_INT(api->graph_retrieve(lc, "g", &g), NPL_ACCEL_OK);
+        npl_accel_buffer bi = {"input", a, (uint64_t)m * K * 4}, bo = {"output", c, (uint64_t)m * N * 4};
+        memset(c, 0, sizeof(float) * m * N);
+        CHECK_EQ_INT(api->graph_execute(g, &bi, 1, &bo, 1), NPL_ACCEL_OK);
+        double e = max_err(c, ref, m * N);
+        printf("  %-7s %-5s from binary [%d,%d]x[%d,%d]^T + bias  max_abs_err %.5f\n", r->family, tr->name, m, K, N, K, e);
+        CHECK_NEAR(e, 0, 0.08);
+        CHECK_EQ_INT(api->context_free(lc), NPL_ACCEL_OK);
+        free(bin);
+    }
+    free(a), free(wt), free(wd), free(row), free(c), free(ref), free(blocks);
+}
+
 int main(void) {
     static const char *const families[] = {"generic", "avx2", "avx512", "amx"};
     int ran = 0;
@@ -326,6 +402,9 @@ int main(void) {
         test_precisions(&r, 1, 200, 100);   /* m = 1: the GEMV path */
         test_block_weights(&r, 1, 96, 17);
         test_block_weights(&r, 1, 128, 70);
+        test_ggml_types(&r, 1);             /* decode */
+        test_ggml_types(&r, 3);
+        test_ggml_types(&r, 40);            /* the GEMM path */
         rig_close(&r);
     }
     CHECK(ran >= 1);

@@ -62,25 +62,40 @@ static int node(lw *l, const char *op, const npl_accel_param *p, uint32_t np, co
 
 /* ---- weights ---- */
 
-static npl_type target_type(npl_type t, npl_weight_prec wp, int64_t k) {
-    if (k % 32) return NPL_TYPE_F32;
-    if (wp == NPL_WEIGHTS_Q4) return NPL_TYPE_Q4_0;
-    if (wp == NPL_WEIGHTS_Q8) return NPL_TYPE_Q8_0;
+/* The accelerator type of a model type, or -1 if it has none. */
+static int accel_dt_of(npl_type t) {
     switch (t) {
-    case NPL_TYPE_F32: case NPL_TYPE_F16: case NPL_TYPE_BF16: case NPL_TYPE_Q4_0: case NPL_TYPE_Q8_0: return t;
-    default: return NPL_TYPE_Q8_0; /* k-quants and others: requantized */
+    case NPL_TYPE_F32: return NPL_ACCEL_DT_F32;
+    case NPL_TYPE_F16: return NPL_ACCEL_DT_F16;
+    case NPL_TYPE_BF16: return NPL_ACCEL_DT_BF16;
+    case NPL_TYPE_I32: return NPL_ACCEL_DT_INT32;
+    case NPL_TYPE_Q4_0: return NPL_ACCEL_DT_Q4_0;
+    case NPL_TYPE_Q8_0: return NPL_ACCEL_DT_Q8_0;
+    case NPL_TYPE_Q4_1: return NPL_ACCEL_DT_Q4_1;
+    case NPL_TYPE_Q5_0: return NPL_ACCEL_DT_Q5_0;
+    case NPL_TYPE_Q5_1: return NPL_ACCEL_DT_Q5_1;
+    case NPL_TYPE_Q2_K: return NPL_ACCEL_DT_Q2_K;
+    case NPL_TYPE_Q3_K: return NPL_ACCEL_DT_Q3_K;
+    case NPL_TYPE_Q4_K: return NPL_ACCEL_DT_Q4_K;
+    case NPL_TYPE_Q5_K: return NPL_ACCEL_DT_Q5_K;
+    case NPL_TYPE_Q6_K: return NPL_ACCEL_DT_Q6_K;
+    default: return -1;
     }
 }
 
+/* keep: every type the accelerator takes stays bit for bit what the model
+ * holds (GGML blocks included); only the others are requantized to q8_0. */
+static npl_type target_type(npl_type t, npl_weight_prec wp, int64_t k) {
+    const npl_type_traits *tr = npl_type_get(t);
+    if (wp == NPL_WEIGHTS_KEEP && tr && accel_dt_of(t) >= 0 && t != NPL_TYPE_I32 && k % tr->block_size == 0) return t;
+    if (k % 32) return NPL_TYPE_F32;
+    if (wp == NPL_WEIGHTS_Q4) return NPL_TYPE_Q4_0;
+    return NPL_TYPE_Q8_0;
+}
+
 static npl_accel_dtype accel_dt(npl_type t) {
-    switch (t) {
-    case NPL_TYPE_F16: return NPL_ACCEL_DT_F16;
-    case NPL_TYPE_BF16: return NPL_ACCEL_DT_BF16;
-    case NPL_TYPE_Q4_0: return NPL_ACCEL_DT_Q4_0;
-    case NPL_TYPE_Q8_0: return NPL_ACCEL_DT_Q8_0;
-    case NPL_TYPE_I32: return NPL_ACCEL_DT_INT32;
-    default: return NPL_ACCEL_DT_F32;
-    }
+    const int dt = accel_dt_of(t);
+    return dt >= 0 ? (npl_accel_dtype)dt : NPL_ACCEL_DT_F32;
 }
 
 /* q5_0 -> q8_0 without loss: a q5_0 value is d * (q - 16) with q in [0, 31],

@@ -160,6 +160,12 @@ size_t vnpu_dtype_size(uint32_t dt);
 /* byte size of a dense tensor; 1 on overflow or a bad block multiple */
 int vnpu_tensor_nbytes(uint32_t dt, uint32_t rank, const int64_t *dims, size_t *out);
 void *vnpu_aligned_alloc(size_t size);    /* zeroed, VNPU_ALIGN-aligned */
+/* Zeroed, VNPU_ALIGN-aligned, resident only once written (large sizes are
+ * mapped); free with vnpu_big_free only. */
+void *vnpu_big_alloc(size_t size);
+void vnpu_big_free(void *p);
+/* The GGML block type (npl_type) of a block dtype (Q4_0 .. Q6_K), or -1. */
+int vnpu_dtype_ggml(uint32_t dt);
 void vnpu_context_release(struct npl_accel_context *ctx);
 void vnpu_graph_release(vnpu_graph *g);
 uint32_t vnpu_find_tensor(const struct npl_accel_context *ctx, const char *name);
@@ -200,6 +206,14 @@ size_t vnpu_matmul_scratch(const vnpu_mm_table *tab, const vnpu_pack *p, int64_t
  * the kernels of `tab`. scratch: vnpu_matmul_scratch bytes, 64-aligned. */
 void vnpu_matmul(const vnpu_mm_table *tab, npl_pool *pool, const vnpu_pack *p, const float *x, int64_t m,
                  float *y, int64_t y_stride, int64_t ncols, uint8_t *scratch);
+
+/* ---- vnpu_mm_ggml.c ---- */
+/* Does the host have a dot kernel and an activation quantizer for GGML type gtype? */
+int vnpu_matmul_ggml_ok(int gtype);
+size_t vnpu_matmul_ggml_scratch(const vnpu_pack *p, int64_t m);
+/* y[m][n] = x[m][k] . blocks of a GGML pack, with the host kernels of `isa`. */
+void vnpu_matmul_ggml(int isa, npl_pool *pool, const vnpu_pack *p, const float *x, int64_t m, float *y,
+                      uint8_t *scratch);
 
 /* ---- vnpu_compile.c ---- */
 npl_accel_status vnpu_finalize(vnpu_graph *g);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "accel/vnpu/vnpu.h"
 #include "core/checked.h"
@@ -21,8 +22,9 @@ npl_accel_status vnpu_fail(struct npl_accel_backend *be, npl_accel_status st, co
     return st;
 }
 
-static const char *const dtype_names[NPL_ACCEL_DT_COUNT] = {"f32", "f16", "bf16", "int8", "uint8",
-                                                            "int16", "int32", "q4_0", "q8_0"};
+static const char *const dtype_names[NPL_ACCEL_DT_COUNT] = {
+    "f32", "f16", "bf16", "int8", "uint8", "int16", "int32", "q4_0", "q8_0",
+    "q4_1", "q5_0", "q5_1", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K"};
 static const char *const kind_names[NPL_ACCEL_KIND_COUNT] = {"APP_WRITE", "APP_READ", "NATIVE", "STATIC",
                                                              "APP_READWRITE"};
 static const char *const family_names[VNPU_FAM_COUNT] = {"generic", "avx2", "avx512", "amx"};
@@ -35,6 +37,22 @@ int vnpu_family_from_name(const char *s) {
     for (int i = 0; i < VNPU_FAM_COUNT; i++)
         if (!strcmp(s, family_names[i])) return i;
     return -1;
+}
+
+int vnpu_dtype_ggml(uint32_t dt) {
+    switch (dt) {
+    case NPL_ACCEL_DT_Q4_0: return NPL_TYPE_Q4_0;
+    case NPL_ACCEL_DT_Q8_0: return NPL_TYPE_Q8_0;
+    case NPL_ACCEL_DT_Q4_1: return NPL_TYPE_Q4_1;
+    case NPL_ACCEL_DT_Q5_0: return NPL_TYPE_Q5_0;
+    case NPL_ACCEL_DT_Q5_1: return NPL_TYPE_Q5_1;
+    case NPL_ACCEL_DT_Q2_K: return NPL_TYPE_Q2_K;
+    case NPL_ACCEL_DT_Q3_K: return NPL_TYPE_Q3_K;
+    case NPL_ACCEL_DT_Q4_K: return NPL_TYPE_Q4_K;
+    case NPL_ACCEL_DT_Q5_K: return NPL_TYPE_Q5_K;
+    case NPL_ACCEL_DT_Q6_K: return NPL_TYPE_Q6_K;
+    default: return -1;
+    }
 }
 
 size_t vnpu_dtype_size(uint32_t dt) {
@@ -51,9 +69,11 @@ int vnpu_tensor_nbytes(uint32_t dt, uint32_t rank, const int64_t *dims, size_t *
     if (rank < 1 || rank > NPL_ACCEL_MAX_RANK) return 1;
     for (uint32_t i = 0; i < rank; i++)
         if (dims[i] <= 0 || npl_mul_size(n, (size_t)dims[i], &n)) return 1;
-    if (dt == NPL_ACCEL_DT_Q4_0 || dt == NPL_ACCEL_DT_Q8_0) {
-        if (dims[rank - 1] % 32) return 1;
-        return npl_mul_size(n / 32, dt == NPL_ACCEL_DT_Q4_0 ? 18 : 34, out);
+    const int gt = vnpu_dtype_ggml(dt);
+    if (gt >= 0) { /* whole blocks along the contiguous dimension */
+        const npl_type_traits *tr = npl_type_get(gt);
+        if (dims[rank - 1] % tr->block_size) return 1;
+        return npl_mul_size(n / (size_t)tr->block_size, tr->type_size, out);
     }
     if (dt >= NPL_ACCEL_DT_COUNT) return 1;
     return npl_mul_size(n, vnpu_dtype_size(dt), out);
@@ -65,6 +85,37 @@ void *vnpu_aligned_alloc(size_t size) {
     void *p = aligned_alloc(VNPU_ALIGN, sz);
     if (p) memset(p, 0, sz);
     return p;
+}
+
+/* Large zeroed buffers (KV caches, arenas) come straight from mmap: the
+ * kernel's zero pages cost no resident memory until first written, so
+ * opening a package stays small. A 64-byte header keeps the mapping size. */
+#define BIG_HDR 64
+#define BIG_MIN ((size_t)1 << 20)
+
+void *vnpu_big_alloc(size_t size) {
+    size_t sz;
+    if (npl_align_size(size ? size : 1, VNPU_ALIGN, &sz)) return NULL;
+    if (sz < BIG_MIN) {
+        uint8_t *p = vnpu_aligned_alloc(sz + BIG_HDR);
+        if (p) memset(p, 0, 8); /* mapping size 0: from malloc */
+        return p ? p + BIG_HDR : NULL;
+    }
+    if (sz > SIZE_MAX - BIG_HDR) return NULL;
+    uint8_t *p = mmap(NULL, sz + BIG_HDR, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    const size_t total = sz + BIG_HDR;
+    memcpy(p, &total, sizeof total);
+    return p + BIG_HDR;
+}
+
+void vnpu_big_free(void *ptr) {
+    if (!ptr) return;
+    uint8_t *p = (uint8_t *)ptr - BIG_HDR;
+    size_t total;
+    memcpy(&total, p, sizeof total);
+    if (total) munmap(p, total);
+    else free(p);
 }
 
 uint32_t vnpu_find_tensor(const struct npl_accel_context *ctx, const char *name) {
@@ -161,6 +212,7 @@ static npl_accel_status backend_create(const npl_accel_option *opts, uint32_t n_
     vnpu_mm_fill_generic(&be->mm[0]);
     for (int f = 1; f <= cpu; f++) {
         be->mm[f] = be->mm[f - 1];
+        be->mm[f].isa = f; /* vnpu families are numbered like the CPU's ISAs */
         if (f == VNPU_FAM_AVX2) vnpu_mm_fill_avx2(&be->mm[f]);
         if (f == VNPU_FAM_AVX512) vnpu_mm_fill_avx512(&be->mm[f]);
         if (f == VNPU_FAM_AMX) vnpu_mm_fill_amx(&be->mm[f]);
@@ -239,7 +291,7 @@ void vnpu_graph_release(vnpu_graph *g) {
     for (uint32_t i = 0; i < g->n_steps; i++) free(g->steps[i].name);
     free(g->nodes);
     free(g->steps);
-    free(g->arena);
+    vnpu_big_free(g->arena);
     free(g->toff);
     free(g->addr);
     free(g->name);
@@ -256,7 +308,7 @@ void vnpu_context_release(struct npl_accel_context *c) {
         free(t->q.scales);
         free(t->q.offsets);
         free(t->raw_owned);
-        free(t->rw);
+        vnpu_big_free(t->rw);
     }
     for (uint32_t i = 0; i < c->n_packs; i++) free(c->packs[i].owned);
     free(c->packs);
@@ -414,9 +466,9 @@ static npl_accel_status tensor_add(npl_accel_context *ctx, vnpu_graph *g, const 
     for (uint32_t i = 0; i < d->rank && i < NPL_ACCEL_MAX_RANK; i++) dims[i] = d->dims[i];
     if (vnpu_tensor_nbytes(d->dtype, d->rank, dims, &nbytes) || nbytes > ((size_t)1 << 40))
         return vnpu_fail(be, NPL_ACCEL_ERR_SHAPE_MISMATCH, "vnpu: tensor '%s': rank %u with these dims is invalid for "
-                         "%s (rank 1..%d, dims > 0, block types need a last dim multiple of 32)", nm, d->rank,
+                         "%s (rank 1..%d, dims > 0, block types need a last dim multiple of their block)", nm, d->rank,
                          vnpu_dtype_name(d->dtype), NPL_ACCEL_MAX_RANK);
-    if ((d->dtype == NPL_ACCEL_DT_Q4_0 || d->dtype == NPL_ACCEL_DT_Q8_0) && d->kind != NPL_ACCEL_STATIC)
+    if (vnpu_dtype_ggml(d->dtype) >= 0 && d->kind != NPL_ACCEL_STATIC)
         return vnpu_fail(be, NPL_ACCEL_ERR_TYPE_MISMATCH, "vnpu: tensor '%s': %s is for STATIC weights only", nm,
                          vnpu_dtype_name(d->dtype));
     if (d->kind == NPL_ACCEL_STATIC && (!d->data || d->data_size != nbytes))
@@ -460,7 +512,7 @@ static npl_accel_status tensor_add(npl_accel_context *ctx, vnpu_graph *g, const 
         else memcpy(t.raw_owned, d->data, nbytes);
         t.raw = t.raw_owned;
     }
-    if (!st && d->kind == NPL_ACCEL_APP_READWRITE && !(t.rw = vnpu_aligned_alloc(nbytes))) st = NPL_ACCEL_ERR_NO_MEMORY;
+    if (!st && d->kind == NPL_ACCEL_APP_READWRITE && !(t.rw = vnpu_big_alloc(nbytes))) st = NPL_ACCEL_ERR_NO_MEMORY;
     if (st) {
         free(t.name);
         free(t.raw_owned);
@@ -598,7 +650,9 @@ static npl_accel_status graph_get_profile(npl_accel_graph *g, npl_accel_profile 
     p->arena_bytes = g->arena_size;
     for (uint32_t i = 0; i < g->n_steps; i++) {
         int32_t pk = g->steps[i].pack;
-        if (pk >= 0) p->static_bytes += g->ctx->packs[pk].size;
+        if (pk < 0) continue;
+        const vnpu_pack *pp = &g->ctx->packs[pk];
+        p->static_bytes += pp->fmt == VNPU_PK_GGML ? g->ctx->t[pp->w[0]].nbytes : pp->size; /* blocks used in place */
     }
     p->n_nodes = g->n_added;
     p->n_compiled = g->n_steps;

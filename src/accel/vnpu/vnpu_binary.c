@@ -8,7 +8,8 @@
  *              bytes are), packs (geometry + offset), graphs with their
  *              compiled steps (op, tensor ids, params, pack)
  *   data       pre-packed weights and the raw bytes of STATIC tensors that
- *              non-MatMul ops read; every blob 64-byte aligned
+ *              non-MatMul ops and GGML packs read (GGML block weights are
+ *              used as stored); every blob 64-byte aligned
  *
  * Checksum: FNV-1a 64 over the whole binary in 64-bit little-endian words
  * (the tail byte by byte), the checksum field counted as zero. Every step
@@ -21,7 +22,8 @@
 #include "accel/vnpu/vnpu.h"
 
 #define HDR 128
-#define FORMAT_VERSION 1u
+#define FORMAT_VERSION 2u /* 2: GGML block weights kept as blocks (VNPU_PK_GGML) */
+#define MAX_TENSOR_BYTES ((size_t)1 << 40) /* as tensor_create */
 #define ENDIAN_TAG 0x01020304u
 #define CKSUM_AT 56
 static const char MAGIC[8] = "VNPUBIN";
@@ -66,7 +68,7 @@ static int reads_raw(const struct npl_accel_context *ctx, const vnpu_node *n, ui
     if (ctx->t[n->in[k]].kind != NPL_ACCEL_STATIC) return 0;
     if (n->op == VNPU_OP_MATMUL_GATED) return k == 0;
     if (n->op == VNPU_OP_MATMUL && n->pack >= 0) {
-        if (k == 1) return 0;
+        if (k == 1) return ctx->packs[n->pack].fmt == VNPU_PK_GGML;
         if (k == 2 && ctx->packs[n->pack].off_bias != VNPU_NOFF) return 0;
     }
     return 1;
@@ -300,7 +302,8 @@ static npl_accel_status read_tensors(const loader *L, rbuf *r, struct npl_accel_
         if (r->bad || t->kind >= NPL_ACCEL_KIND_COUNT || t->dtype >= NPL_ACCEL_DT_COUNT ||
             (t->graph < -1 || t->graph >= (int32_t)ng) ||
             ((t->kind == NPL_ACCEL_STATIC || t->kind == NPL_ACCEL_APP_READWRITE) != (t->graph == -1)) ||
-            vnpu_tensor_nbytes(t->dtype, t->rank, t->dims, &t->nbytes) || vnpu_find_tensor(c, name) < i) {
+            vnpu_tensor_nbytes(t->dtype, t->rank, t->dims, &t->nbytes) || t->nbytes > MAX_TENSOR_BYTES ||
+            vnpu_find_tensor(c, name) < i) {
             free(sc);
             free(of);
             return corrupt(L, "bad tensor record (kind, type, dims, graph or duplicate name)");
@@ -315,9 +318,22 @@ static npl_accel_status read_tensors(const loader *L, rbuf *r, struct npl_accel_
         if (raw != UINT64_MAX) {
             if (t->kind != NPL_ACCEL_STATIC || !(t->raw = blob(L, raw, t->nbytes))) return corrupt(L, "bad tensor data range");
         }
-        if (t->kind == NPL_ACCEL_APP_READWRITE && L->alloc && !(t->rw = vnpu_aligned_alloc(t->nbytes)))
-            return vnpu_fail(L->be, NPL_ACCEL_ERR_NO_MEMORY, "vnpu: out of memory for context tensor '%s'", name);
     }
+    return NPL_ACCEL_OK;
+}
+
+/* Context tensors and arenas get their memory only once the whole binary is
+ * verified (a corrupt one must not make us allocate what it claims). */
+static npl_accel_status alloc_context_tensors(const loader *L, struct npl_accel_context *c) {
+    for (uint32_t i = 0; i < c->n_t; i++) {
+        vnpu_tensor *t = &c->t[i];
+        if (t->kind == NPL_ACCEL_APP_READWRITE && !(t->rw = vnpu_big_alloc(t->nbytes)))
+            return vnpu_fail(L->be, NPL_ACCEL_ERR_NO_MEMORY, "vnpu: out of memory for context tensor '%s'", t->name);
+    }
+    for (uint32_t i = 0; i < c->n_g; i++)
+        if (!(c->g[i]->arena = vnpu_big_alloc(c->g[i]->arena_size)))
+            return vnpu_fail(L->be, NPL_ACCEL_ERR_NO_MEMORY, "vnpu: out of memory for the %zu-byte arena of graph '%s'",
+                             c->g[i]->arena_size, c->g[i]->name);
     return NPL_ACCEL_OK;
 }
 
@@ -354,6 +370,7 @@ static npl_accel_status read_packs(const loader *L, rbuf *r, struct npl_accel_co
             if (nn != p.n[k] || (u[5 + k] != VNPU_NONE && c->t[u[5 + k]].nelem != nn)) return corrupt(L, "pack bias size");
         }
         if (!(p.data = blob(L, at, p.size))) return corrupt(L, "pack data outside the data section");
+        if (p.fmt == VNPU_PK_GGML && !p.wraw) return corrupt(L, "the blocks of a GGML pack are missing");
         c->packs[c->n_packs++] = p;
     }
     return NPL_ACCEL_OK;
@@ -427,7 +444,7 @@ static npl_accel_status read_graph(const loader *L, rbuf *r, struct npl_accel_co
         if (!st && vnpu_check_node(L->be, c, n, where)) st = corrupt(L, "a step fails its type / shape check");
     }
     free(made);
-    if (!st) st = vnpu_plan(g, L->alloc);
+    if (!st) st = vnpu_plan(g, 0); /* the arena comes after every check (alloc_context_tensors) */
     if (!st) g->finalized = 1;
     return st;
 }
@@ -474,6 +491,7 @@ static npl_accel_status load(loader *L, struct npl_accel_context **out) {
     if (!st && h32[6] > (r.end - r.pos) / 16) st = corrupt(L, "graph count larger than the metadata");
     for (uint32_t i = 0; !st && i < h32[6]; i++) st = read_graph(L, &r, c);
     if (!st && r.pos != r.end) st = corrupt(L, "trailing bytes in the metadata");
+    if (!st && L->alloc) st = alloc_context_tensors(L, c);
     if (st) {
         vnpu_context_release(c);
         return st;
@@ -531,7 +549,8 @@ npl_accel_status vnpu_binary_info(struct npl_accel_backend *be, const void *bin,
     info->format_version = FORMAT_VERSION;
     snprintf(info->kernel_family, sizeof info->kernel_family, "%s", vnpu_family_name(c->family));
     info->total_size = size;
-    for (uint32_t i = 0; i < c->n_packs; i++) info->static_bytes += c->packs[i].size;
+    for (uint32_t i = 0; i < c->n_packs; i++)
+        info->static_bytes += c->packs[i].fmt == VNPU_PK_GGML ? c->t[c->packs[i].w[0]].nbytes : c->packs[i].size;
     size_t k = 0;
     for (uint32_t g = 0; g < c->n_g; g++) {
         gi[g].name = c->g[g]->name;

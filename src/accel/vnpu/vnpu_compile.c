@@ -226,7 +226,10 @@ static npl_accel_status pack_step(vnpu_graph *g, vnpu_node *n) {
     if (vnpu_pack_plan(&p, ctx, parts, w, b, (uint32_t)n->ip[1], err, sizeof err))
         return vnpu_fail(ctx->be, NPL_ACCEL_ERR_UNSUPPORTED, "vnpu: graph '%s': %s", g->name, err);
     int idx = find_pack(ctx, &p);
-    if (idx < 0) {
+    if (idx < 0 && p.fmt == VNPU_PK_GGML) { /* the weights are used where they are */
+        p.data = p.wraw;
+        if ((idx = vnpu_pack_add(ctx, &p)) < 0) return vnpu_fail(ctx->be, NPL_ACCEL_ERR_NO_MEMORY, "vnpu: out of memory");
+    } else if (idx < 0) {
         if (!(p.owned = vnpu_aligned_alloc(p.size)))
             return vnpu_fail(ctx->be, NPL_ACCEL_ERR_NO_MEMORY, "vnpu: out of memory packing '%s'", t[w[0]].name);
         p.data = p.owned;
@@ -256,7 +259,7 @@ npl_accel_status vnpu_plan(vnpu_graph *g, int alloc) {
     live_block *live = calloc(nt + 1, sizeof *live);
     free(g->toff);
     free(g->addr);
-    free(g->arena);
+    vnpu_big_free(g->arena);
     g->arena = NULL;
     g->toff = malloc((nt + 1) * sizeof *g->toff);
     g->addr = calloc(nt + 1, sizeof *g->addr);
@@ -308,7 +311,7 @@ npl_accel_status vnpu_plan(vnpu_graph *g, int alloc) {
     free(live);
     g->scratch_off = top;
     g->arena_size = top + ((scratch + VNPU_ALIGN - 1) & ~(size_t)(VNPU_ALIGN - 1));
-    if (alloc && !(g->arena = vnpu_aligned_alloc(g->arena_size)))
+    if (alloc && !(g->arena = vnpu_big_alloc(g->arena_size)))
         return vnpu_fail(ctx->be, NPL_ACCEL_ERR_NO_MEMORY, "vnpu: out of memory for the %zu-byte arena of graph '%s'",
                          g->arena_size, g->name);
     return NPL_ACCEL_OK;
@@ -318,7 +321,7 @@ npl_accel_status vnpu_plan(vnpu_graph *g, int alloc) {
 
 static void describe(vnpu_graph *g, int n_bias, int n_gate, int n_act) {
     const vnpu_mm_table *tab = &g->ctx->be->mm[g->ctx->family];
-    static const char *const fmt_names[VNPU_PK_COUNT] = {"raw", "f32", "f16", "bf16", "int8", "int16", "int16"};
+    static const char *const fmt_names[VNPU_PK_COUNT] = {"raw", "f32", "f16", "bf16", "int8", "int16", "int16", "ggml"};
     int count[VNPU_PK_COUNT] = {0};
     for (uint32_t i = 0; i < g->n_steps; i++) {
         const vnpu_node *n = &g->steps[i];

@@ -40,12 +40,12 @@ void vnpu_to_f32(const vnpu_tensor *t, const void *data, int64_t i0, int64_t n, 
         for (int64_t i = 0; i < n; i++) out[i] = npl_bf16_to_f32(h[i]);
         return;
     }
-    case NPL_ACCEL_DT_Q4_0: case NPL_ACCEL_DT_Q8_0: {
-        const npl_type_traits *tr = npl_type_get(t->dtype == NPL_ACCEL_DT_Q4_0 ? NPL_TYPE_Q4_0 : NPL_TYPE_Q8_0);
-        tr->to_float(b + (size_t)(i0 / 32) * tr->type_size, out, n); /* callers pass whole rows */
-        return;
-    }
     default: break;
+    }
+    if (vnpu_dtype_ggml(t->dtype) >= 0) { /* callers pass whole rows */
+        const npl_type_traits *tr = npl_type_get(vnpu_dtype_ggml(t->dtype));
+        tr->to_float(b + (size_t)(i0 / tr->block_size) * tr->type_size, out, n);
+        return;
     }
     float scale = 1.0f, off = 0.0f;
     int per_elem = t->q.enc == NPL_ACCEL_QUANT_PER_AXIS || t->q.enc == NPL_ACCEL_QUANT_PER_BLOCK;

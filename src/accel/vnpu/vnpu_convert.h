@@ -6,7 +6,7 @@
 #include "accel/vnpu/vnpu.h"
 
 /* out[i] = element i0 + i of t (data = the tensor's bytes), i < n. For
- * Q4_0/Q8_0, i0 and n must be multiples of 32. */
+ * block types, i0 and n must be multiples of the block (whole rows). */
 void vnpu_to_f32(const vnpu_tensor *t, const void *data, int64_t i0, int64_t n, float *out);
 /* Element i0 + i of t = in[i], rounded / saturated; quantized types use
  * their per-tensor params. */

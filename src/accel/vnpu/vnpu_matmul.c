@@ -17,6 +17,7 @@ static size_t act_esize(int act) {
 static size_t a64(size_t v) { return (v + 63) & ~(size_t)63; }
 
 size_t vnpu_matmul_scratch(const vnpu_mm_table *tab, const vnpu_pack *p, int64_t m) {
+    if (p->fmt == VNPU_PK_GGML) return vnpu_matmul_ggml_scratch(p, m);
     int act = tab->act[p->fmt];
     size_t mpad = (size_t)round_up(m, VNPU_BLOCK);
     return a64(mpad * (size_t)p->kpad * act_esize(act)) + 2 * a64(mpad * (size_t)p->nblk * 4);
@@ -139,6 +140,10 @@ static void gemv_task(void *arg, int ith, int nth) {
 
 void vnpu_matmul(const vnpu_mm_table *tab, npl_pool *pool, const vnpu_pack *p, const float *x, int64_t m, float *y,
                  int64_t y_stride, int64_t ncols, uint8_t *scratch) {
+    if (p->fmt == VNPU_PK_GGML) { /* y is dense: y_stride == ncols == n (never gated) */
+        vnpu_matmul_ggml(tab->isa, pool, p, x, m, y, scratch);
+        return;
+    }
     const int act = tab->act[p->fmt];
     const int gemv = m == 1 && tab->gemv[p->fmt] && (!vnpu_pk_is_int(p->fmt) || p->off_wsum != VNPU_NOFF);
     const int64_t mpad = gemv ? 1 : round_up(m, VNPU_BLOCK);
@@ -256,4 +261,5 @@ void vnpu_mm_fill_generic(vnpu_mm_table *t) {
     t->act[VNPU_PK_I16S] = VNPU_ACT_I16S;
     for (int f = 0; f < VNPU_PK_COUNT; f++) t->kname[f] = "generic";
     t->prep = vnpu_prep_generic;
+    t->isa = VNPU_FAM_GENERIC;
 }

@@ -28,8 +28,14 @@ typedef enum { VNPU_FAM_GENERIC = 0, VNPU_FAM_AVX2, VNPU_FAM_AVX512, VNPU_FAM_AM
  * (w = hi * 256 + lo), each plane in the int8 layout: a panel holds the hi
  * plane (kpad * 16 bytes) then the lo plane. Made for the AMX family, whose
  * tiles multiply bytes only. */
+/* GGML: GGML block weights (Q4_0 .. Q6_K, [N, K]) used as they are, the
+ * bytes of the STATIC tensor itself (no copy, nothing in the pack's data but
+ * an optional bias): the kernels dequantize exactly what the model file
+ * holds, with the activations quantized to the type's dot partner (Q8_0,
+ * Q8_K, ...) like the CPU path (vnpu_matmul_ggml). */
 typedef enum {
-    VNPU_PK_RAW = 0, VNPU_PK_F32, VNPU_PK_F16, VNPU_PK_BF16, VNPU_PK_I8, VNPU_PK_I16, VNPU_PK_I16S, VNPU_PK_COUNT
+    VNPU_PK_RAW = 0, VNPU_PK_F32, VNPU_PK_F16, VNPU_PK_BF16, VNPU_PK_I8, VNPU_PK_I16, VNPU_PK_I16S, VNPU_PK_GGML,
+    VNPU_PK_COUNT
 } vnpu_pk_fmt;
 
 #define VNPU_NOFF UINT64_MAX
@@ -47,6 +53,9 @@ typedef struct {
     uint64_t off_w, off_scale, off_offs, off_wsum, off_bias, size; /* within data */
     const uint8_t *data;
     uint8_t *owned;
+    /* GGML packs (not stored: derived from the weight tensor) */
+    int32_t gtype;           /* npl_type of the blocks */
+    const uint8_t *wraw;     /* the tensor's bytes: N rows of K / block blocks */
 } vnpu_pack;
 
 /* How a kernel wants its activations prepared. */
@@ -96,6 +105,7 @@ typedef struct {
     uint8_t act[VNPU_PK_COUNT];
     const char *kname[VNPU_PK_COUNT];
     vnpu_prep_fn prep;
+    int isa;                 /* npl_isa of the family, for GGML packs */
 } vnpu_mm_table;
 
 /* The scale of a quantized block (see vnpu_prep_fn). */

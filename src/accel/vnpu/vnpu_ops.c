@@ -5,7 +5,7 @@
  *   MatMul        x [.., M, K], w [K, N] (or [N, K] with transpose_in1=1), bias [N]?
  *                 -> [.., M, N]. w: F32/F16/BF16, INT8/UINT8/INT16 with per-tensor,
  *                 per-axis (output channel) or per-block (along K, block % 32 == 0)
- *                 params, or Q4_0/Q8_0 (STATIC, transpose_in1=1). Params:
+ *                 params, or GGML blocks Q4_0..Q6_K (STATIC, transpose_in1=1). Params:
  *                 transpose_in0 (0 only), transpose_in1.
  *   FullyConnected x [M, K], w [N, K], bias [N]? -> [M, N] (MatMul, transpose_in1=1)
  *   RmsNorm       x [.., D], gamma [D]? -> x shape. Param epsilon (1e-6).
@@ -24,7 +24,7 @@
  *   Reshape       same element count and type
  *   Transpose     param perm (INTS)
  *   Concat        n inputs along param axis (0)
- *   Gather        table [V, D] (float, Q4_0, Q8_0), indices INT32 [..] -> [.., D]
+ *   Gather        table [V, D] (float, GGML blocks), indices INT32 [..] -> [.., D]
  *   Cast          x -> any float type (conversion) */
 #include <math.h>
 #include <stdio.h>
@@ -201,7 +201,9 @@ static npl_accel_status check_weight(const chk *c, const vnpu_tensor *w, int tra
     int naxis = trans ? 0 : 1;
     switch (w->dtype) {
     case NPL_ACCEL_DT_F32: case NPL_ACCEL_DT_F16: case NPL_ACCEL_DT_BF16: return NPL_ACCEL_OK;
-    case NPL_ACCEL_DT_Q4_0: case NPL_ACCEL_DT_Q8_0:
+    case NPL_ACCEL_DT_Q4_0: case NPL_ACCEL_DT_Q8_0: case NPL_ACCEL_DT_Q4_1: case NPL_ACCEL_DT_Q5_0:
+    case NPL_ACCEL_DT_Q5_1: case NPL_ACCEL_DT_Q2_K: case NPL_ACCEL_DT_Q3_K: case NPL_ACCEL_DT_Q4_K:
+    case NPL_ACCEL_DT_Q5_K: case NPL_ACCEL_DT_Q6_K:
         if (!trans)
             return vnpu_fail(c->be, NPL_ACCEL_ERR_TYPE_MISMATCH, "vnpu: %s: %s weights '%s' need transpose_in1=1 "
                              "(blocks run along K)", c->where, vnpu_dtype_name(w->dtype), w->name);
@@ -219,7 +221,7 @@ static npl_accel_status check_weight(const chk *c, const vnpu_tensor *w, int tra
                              "int32 accumulator's limit (65536 for 8-bit, 32768 for 16-bit)", c->where, w->name,
                              (long long)*k);
         return NPL_ACCEL_OK;
-    default: return type_err(c, w, "f32, f16, bf16, quantized int8/uint8/int16, q4_0 or q8_0 weights");
+    default: return type_err(c, w, "f32, f16, bf16, quantized int8/uint8/int16 or GGML block weights");
     }
 }
 
@@ -304,10 +306,10 @@ static npl_accel_status check_rope(const chk *c) {
 static npl_accel_status check_gather(const chk *c) {
     const vnpu_tensor *tab = IN(c, 0), *idx = IN(c, 1);
     if (c->n->ip[0] != 0) return vnpu_fail(c->be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: only axis 0 is supported", c->where);
-    int ok = vnpu_is_floatlike(tab) || tab->dtype == NPL_ACCEL_DT_Q4_0 || tab->dtype == NPL_ACCEL_DT_Q8_0 ||
+    int ok = vnpu_is_floatlike(tab) || vnpu_dtype_ggml(tab->dtype) >= 0 ||
              ((tab->dtype == NPL_ACCEL_DT_INT8 || tab->dtype == NPL_ACCEL_DT_UINT8 || tab->dtype == NPL_ACCEL_DT_INT16) &&
               tab->q.enc == NPL_ACCEL_QUANT_PER_AXIS && tab->q.axis == 0);
-    if (!ok) return type_err(c, tab, "a float, q4_0, q8_0 or per-row quantized table");
+    if (!ok) return type_err(c, tab, "a float, GGML block or per-row quantized table");
     if (tab->rank != 2) return shape_err(c, tab, "[V, D]");
     if (idx->dtype != NPL_ACCEL_DT_INT32) return type_err(c, idx, "int32 indices");
     if (idx->rank >= NPL_ACCEL_MAX_RANK) return shape_err(c, idx, "rank < 6");
@@ -325,7 +327,7 @@ static npl_accel_status check_view(const chk *c) {
         if (x->nelem != o->nelem) return shape_err(c, o, "the input's element count");
         return NPL_ACCEL_OK;
     }
-    if (x->dtype == NPL_ACCEL_DT_Q4_0 || x->dtype == NPL_ACCEL_DT_Q8_0) return type_err(c, x, "a non-block type");
+    if (vnpu_dtype_ggml(x->dtype) >= 0) return type_err(c, x, "a non-block type");
     if (n->op == VNPU_OP_TRANSPOSE) {
         int seen[NPL_ACCEL_MAX_RANK] = {0};
         if (n->n_ip != x->rank)

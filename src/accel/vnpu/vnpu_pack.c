@@ -18,7 +18,7 @@ uint32_t vnpu_pack_fmt(int family, uint32_t dt) {
     case NPL_ACCEL_DT_F16: return VNPU_PK_F16;
     case NPL_ACCEL_DT_BF16: return VNPU_PK_BF16;
     case NPL_ACCEL_DT_INT16: return family == VNPU_FAM_AMX ? VNPU_PK_I16S : VNPU_PK_I16;
-    default: return VNPU_PK_I8; /* INT8, UINT8, Q4_0, Q8_0 */
+    default: return vnpu_dtype_ggml(dt) >= 0 ? VNPU_PK_GGML : VNPU_PK_I8; /* INT8, UINT8 */
     }
 }
 
@@ -31,11 +31,40 @@ static int64_t block_of(const vnpu_tensor *w) {
     return 0;
 }
 
+/* GGML blocks stay in the tensor: one part, no tables, the bias (if any)
+ * applied by the MatMul step itself. */
+static int plan_ggml(vnpu_pack *p, const struct npl_accel_context *ctx, uint32_t n_parts, const uint32_t *w,
+                     uint32_t trans, char *err, size_t errlen) {
+    const vnpu_tensor *w0 = &ctx->t[w[0]];
+    if (n_parts != 1 || !trans || w0->rank != 2) {
+        snprintf(err, errlen, "%s weights '%s' are packed alone, as [N, K]", vnpu_dtype_name(w0->dtype), w0->name);
+        return -1;
+    }
+    p->n_parts = 1;
+    p->trans = 1;
+    p->w[0] = w[0];
+    p->w[1] = p->b[0] = p->b[1] = VNPU_NONE;
+    p->k = p->kpad = p->bk = w0->dims[1];
+    p->nblk = 1;
+    p->n[0] = p->npad = w0->dims[0];
+    p->off_w = 0;
+    p->off_scale = p->off_offs = p->off_wsum = p->off_bias = VNPU_NOFF;
+    p->size = 0;
+    p->gtype = vnpu_dtype_ggml(w0->dtype);
+    p->wraw = w0->raw;
+    if (!vnpu_matmul_ggml_ok(p->gtype)) {
+        snprintf(err, errlen, "no host kernel for %s weights '%s'", vnpu_dtype_name(w0->dtype), w0->name);
+        return -1;
+    }
+    return 0;
+}
+
 int vnpu_pack_plan(vnpu_pack *p, const struct npl_accel_context *ctx, uint32_t n_parts, const uint32_t *w,
                    const uint32_t *b, uint32_t trans, char *err, size_t errlen) {
     memset(p, 0, sizeof *p);
     const vnpu_tensor *w0 = &ctx->t[w[0]];
     p->fmt = vnpu_pack_fmt(ctx->family, w0->dtype);
+    if (p->fmt == VNPU_PK_GGML) return plan_ggml(p, ctx, n_parts, w, trans, err, errlen);
     p->n_parts = n_parts;
     p->trans = trans;
     p->k = w0->dims[trans ? 1 : 0];
