@@ -68,24 +68,26 @@ void npl_f16_to_f32_row_fast(const uint16_t *x, float *y, int64_t n);
  * K/V row is converted once for all of them. Row r attends cache rows
  * [j0[r], j1[r]); the tile kernel writes normalized outputs to o[r] after
  * reading every q[r] (so out may alias q). */
-#define NPL_ATTN_TILE 4
+#define NPL_ATTN_TILE 4      /* rows per tile of the generic and AVX2 kernels */
+#define NPL_ATTN_TILE_MAX 32 /* AVX-512: several queries share each K/V block read */
 typedef struct {
-    const float *q[NPL_ATTN_TILE];
-    float *o[NPL_ATTN_TILE];
-    int j0[NPL_ATTN_TILE], j1[NPL_ATTN_TILE];
+    const float *q[NPL_ATTN_TILE_MAX];
+    float *o[NPL_ATTN_TILE_MAX];
+    int j0[NPL_ATTN_TILE_MAX], j1[NPL_ATTN_TILE_MAX];
     int n, kvh;
 } npl_attn_tile;
 typedef void (*npl_attn_tile_fn)(const npl_attn_args *a, const npl_attn_tile *t);
 
 /* The shared attention driver: gives thread ith of nth its share of the
  * (query, head) pairs, balanced by attended length, zeroes padding rows and
- * calls fn on tiles of the rest. */
-void npl_attn_run(const npl_attn_args *a, int ith, int nth, npl_attn_tile_fn fn);
+ * calls fn on tiles of at most max_rows (<= NPL_ATTN_TILE_MAX) of the rest. */
+void npl_attn_run(const npl_attn_args *a, int ith, int nth, npl_attn_tile_fn fn, int max_rows);
 
 /* Per-ISA tables (NULL entries fall back to the next lower ISA in
  * npl_nn_kernels_get) and row converters. Call only after a CPU check. */
 extern const npl_nn_kernels npl_nn_kernels_avx2;
 extern const npl_nn_kernels npl_nn_kernels_avx512;
+void npl_attention_avx512(const npl_attn_args *a, int ith, int nth);
 void npl_f32_to_f16_row_f16c(const float *x, uint16_t *y, int64_t n);
 void npl_f16_to_f32_row_f16c(const uint16_t *x, float *y, int64_t n);
 void npl_f32_to_f16_row_avx512(const float *x, uint16_t *y, int64_t n);

@@ -102,9 +102,9 @@ static int64_t attn_first_pair(const npl_attn_args *a, int nth, int64_t target) 
 
 /* A row may join a tile if its range touches the tile's (so every cache row
  * the tile reads is attended by one of its rows) and the union wastes little. */
-static int attn_tile_accepts(const npl_attn_tile *t, int j0, int j1) {
+static int attn_tile_accepts(const npl_attn_tile *t, int j0, int j1, int max_rows) {
     if (t->n == 0) return 1;
-    if (t->n == NPL_ATTN_TILE) return 0;
+    if (t->n == max_rows) return 0;
     int lo = j0, hi = j1;
     for (int r = 0; r < t->n; r++) {
         if (t->j0[r] > j1 || t->j1[r] < j0) return 0;
@@ -116,8 +116,9 @@ static int attn_tile_accepts(const npl_attn_tile *t, int j0, int j1) {
     return (hi - lo) - (j1 - j0) <= 32;
 }
 
-void npl_attn_run(const npl_attn_args *a, int ith, int nth, npl_attn_tile_fn fn) {
+void npl_attn_run(const npl_attn_args *a, int ith, int nth, npl_attn_tile_fn fn, int max_rows) {
     assert(a->n_kv > 0 && a->n_head % a->n_kv == 0 && a->hd > 0 && a->hd <= 512 && nth > 0);
+    assert(max_rows > 0 && max_rows <= NPL_ATTN_TILE_MAX);
     if (a->n_q <= 0 || a->n_head <= 0) return;
     int64_t total = 0;
     for (int i = 0; i < a->n_q; i++) total += attn_cost(a, i);
@@ -129,7 +130,7 @@ void npl_attn_run(const npl_attn_args *a, int ith, int nth, npl_attn_tile_fn fn)
     const int hd = a->hd, group = a->n_head / a->n_kv;
     /* Queries per tile: the heads of one group, or several nearby queries of
      * one head when groups are smaller than a tile. */
-    const int qb = group >= NPL_ATTN_TILE ? 1 : NPL_ATTN_TILE / group;
+    const int qb = group >= max_rows ? 1 : max_rows / group;
     for (int i = (int)(t0 / a->n_head); (int64_t)i * a->n_head < t1; i += qb) {
         const int i_end = i + qb < a->n_q ? i + qb : a->n_q;
         for (int kvh = 0; kvh < a->n_kv; kvh++) {
@@ -146,7 +147,7 @@ void npl_attn_run(const npl_attn_args *a, int ith, int nth, npl_attn_tile_fn fn)
                     }
                     int j0, j1;
                     attn_range(a, p, &j0, &j1);
-                    if (!attn_tile_accepts(&t, j0, j1)) {
+                    if (!attn_tile_accepts(&t, j0, j1, max_rows)) {
                         fn(a, &t);
                         t.n = 0;
                     }
@@ -212,7 +213,7 @@ static void attn_tile_generic(const npl_attn_args *a, const npl_attn_tile *t) {
 }
 
 static void attention_generic(const npl_attn_args *a, int ith, int nth) {
-    npl_attn_run(a, ith, nth, attn_tile_generic);
+    npl_attn_run(a, ith, nth, attn_tile_generic, NPL_ATTN_TILE);
 }
 
 /* ---- RoPE ---- */

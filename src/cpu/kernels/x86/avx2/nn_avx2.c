@@ -356,7 +356,7 @@ static void attention_avx2(const npl_attn_args *a, int ith, int nth) {
         npl_nn_kernels_get(NPL_ISA_GENERIC)->attention(a, ith, nth);
         return;
     }
-    npl_attn_run(a, ith, nth, attn_tile_avx2);
+    npl_attn_run(a, ith, nth, attn_tile_avx2, NPL_ATTN_TILE);
 }
 
 /* ---- f16 rows (F16C) ---- */

@@ -1,0 +1,198 @@
+/* AVX-512 attention tile (contract in nn_kernels.h).
+ *
+ * A tile holds up to NPL_ATTN_TILE_MAX rows that read one kv head: the heads
+ * of a group for several nearby queries. Keys go in blocks of BLK; each
+ * block's K and V rows are read from memory once and then used from L1 by
+ * every group of 4 rows (scores for 4 keys at a time, one online-softmax
+ * update per row, then P.V with the output chunk held in registers). With
+ * long prompts this is what keeps attention off the memory bus: a one-query
+ * tile streams the whole cache per query.
+ *
+ * Blocks start at multiples of BLK in absolute cache rows, and every score
+ * is reduced the same way, so a row's result does not depend on which other
+ * rows share its tile: chunked and unchunked prefill agree bit for bit. */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "cpu/kernels/nn_kernels.h"
+#include "cpu/kernels/x86/avx512/avx512_math.h"
+
+#define BLK 32
+#define GROUP 4 /* rows whose accumulators fit the registers at once */
+
+/* {sum(a), sum(b), sum(c), sum(d)}, each as ((x0 + x1) + (x2 + x3)) of its folded quarters */
+NPL_AI __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
+#define NPL_FOLD(v) _mm_add_ps(_mm256_castps256_ps128(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1))), \
+                              _mm256_extractf128_ps(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)), 1))
+    const __m128 a4 = NPL_FOLD(a), b4 = NPL_FOLD(b), c4 = NPL_FOLD(c), d4 = NPL_FOLD(d);
+#undef NPL_FOLD
+    return _mm_hadd_ps(_mm_hadd_ps(a4, b4), _mm_hadd_ps(c4, d4));
+}
+
+/* Cache rows are strided (n_kv heads per position) and may come from DRAM:
+ * while one block's scores are computed, the next block's K rows and this
+ * block's V rows are prefetched, a few rows per step. */
+NPL_AI void prefetch_rows(const uint16_t *p, int64_t ks, int k0, int k1, int hd) {
+    for (int k = k0; k < k1; k++)
+        for (int c = 0; c < hd; c += 32) _mm_prefetch((const char *)(p + k * ks + c), _MM_HINT_T0);
+}
+
+/* s[g][k] = q[g] . K[k] for k0 <= k < n and the NB <= GROUP rows g; prefetches rows
+ * [0, npk) of pk and [0, npv) of pv (npk = npv = 0: none) */
+NPL_AI void scores512(const float *const *q, const uint16_t *K, int64_t ks, int k0, int n, int hd, float (*s)[BLK],
+                      const uint16_t *pk, int npk, const uint16_t *pv, int npv, const int NB) {
+    int k = k0;
+    for (; k + 4 <= n; k += 4) {
+        prefetch_rows(pk, ks, k, k + 4 < npk ? k + 4 : npk, hd);
+        prefetch_rows(pv, ks, k, k + 4 < npv ? k + 4 : npv, hd);
+        __m512 acc[GROUP][4];
+        for (int g = 0; g < NB; g++)
+            for (int u = 0; u < 4; u++) acc[g][u] = _mm512_setzero_ps();
+        const uint16_t *kr = K + k * ks;
+        for (int c = 0; c < hd; c += 16) {
+            __m512 kv[4];
+            for (int u = 0; u < 4; u++) kv[u] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kr + u * ks + c)));
+            for (int g = 0; g < NB; g++) {
+                const __m512 qv = _mm512_loadu_ps(q[g] + c);
+                for (int u = 0; u < 4; u++) acc[g][u] = _mm512_fmadd_ps(qv, kv[u], acc[g][u]);
+            }
+        }
+        for (int g = 0; g < NB; g++) _mm_storeu_ps(&s[g][k], hsum4(acc[g][0], acc[g][1], acc[g][2], acc[g][3]));
+    }
+    for (; k < n; k++) { /* the same sum, reduced the same way as in the 4-key loop */
+        __m512 acc[GROUP];
+        for (int g = 0; g < NB; g++) acc[g] = _mm512_setzero_ps();
+        const uint16_t *kr = K + k * ks;
+        for (int c = 0; c < hd; c += 16) {
+            const __m512 kv = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kr + c)));
+            for (int g = 0; g < NB; g++) acc[g] = _mm512_fmadd_ps(_mm512_loadu_ps(q[g] + c), kv, acc[g]);
+        }
+        for (int g = 0; g < NB; g++) s[g][k] = _mm_cvtss_f32(hsum4(acc[g], acc[g], acc[g], acc[g]));
+    }
+}
+
+/* acc[g] = acc[g] * corr[g] + sum_{k0 <= k < n} s[g][k] V[k] for the NB <= GROUP rows g */
+NPL_AI void pv512(const uint16_t *V, int64_t ks, int k0, int n, int hd, float (*s)[BLK], const float *corr, float *acc,
+                  const int NB) {
+    int c = 0;
+    for (; c + 64 <= hd; c += 64) {
+        __m512 o[GROUP][4];
+        for (int g = 0; g < NB; g++) {
+            const __m512 cf = _mm512_set1_ps(corr[g]);
+            for (int u = 0; u < 4; u++) o[g][u] = _mm512_mul_ps(_mm512_loadu_ps(acc + g * hd + c + 16 * u), cf);
+        }
+        const uint16_t *vr = V + k0 * ks + c;
+        for (int k = k0; k < n; k++, vr += ks) {
+            __m512 v[4];
+            for (int u = 0; u < 4; u++) v[u] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(vr + 16 * u)));
+            for (int g = 0; g < NB; g++) {
+                const __m512 p = _mm512_set1_ps(s[g][k]);
+                for (int u = 0; u < 4; u++) o[g][u] = _mm512_fmadd_ps(p, v[u], o[g][u]);
+            }
+        }
+        for (int g = 0; g < NB; g++)
+            for (int u = 0; u < 4; u++) _mm512_storeu_ps(acc + g * hd + c + 16 * u, o[g][u]);
+    }
+    for (; c < hd; c += 16) {
+        __m512 o[GROUP];
+        for (int g = 0; g < NB; g++) o[g] = _mm512_mul_ps(_mm512_loadu_ps(acc + g * hd + c), _mm512_set1_ps(corr[g]));
+        const uint16_t *vr = V + k0 * ks + c;
+        for (int k = k0; k < n; k++, vr += ks) {
+            const __m512 v = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)vr));
+            for (int g = 0; g < NB; g++) o[g] = _mm512_fmadd_ps(_mm512_set1_ps(s[g][k]), v, o[g]);
+        }
+        for (int g = 0; g < NB; g++) _mm512_storeu_ps(acc + g * hd + c, o[g]);
+    }
+}
+
+/* Dispatch on a group's row count, so the register arrays have fixed sizes. */
+#define BY_GROUP(nb, call)                 \
+    switch (nb) {                          \
+    case 1: call(1); break;                \
+    case 2: call(2); break;                \
+    case 3: call(3); break;                \
+    default: call(4); break;               \
+    }
+
+static void attn_tile_avx512(const npl_attn_args *a, const npl_attn_tile *t) {
+    const int hd = a->hd, nr = t->n;
+    const int64_t ks = (int64_t)a->n_kv * hd;
+    const uint16_t *K = a->kc + (int64_t)t->kvh * hd, *V = a->vc + (int64_t)t->kvh * hd;
+    float acc[NPL_ATTN_TILE_MAX * 512] __attribute__((aligned(64)));
+    float s[NPL_ATTN_TILE_MAX][BLK] __attribute__((aligned(64)));
+    float m[NPL_ATTN_TILE_MAX], l[NPL_ATTN_TILE_MAX], corr[NPL_ATTN_TILE_MAX];
+    int lo = t->j0[0], hi = t->j1[0];
+    for (int g = 0; g < nr; g++) {
+        m[g] = -INFINITY;
+        l[g] = 0.0f;
+        lo = t->j0[g] < lo ? t->j0[g] : lo;
+        hi = t->j1[g] > hi ? t->j1[g] : hi;
+    }
+    memset(acc, 0, sizeof(float) * (size_t)(nr * hd));
+    memset(s, 0, sizeof s);
+    const __m512 scale = _mm512_set1_ps(a->scale), ninf = _mm512_set1_ps(-INFINITY);
+    const float cap = a->softcap;
+    const __m512 vcap = _mm512_set1_ps(cap), vicap = _mm512_set1_ps(cap > 0.0f ? 1.0f / cap : 0.0f);
+
+    for (int jb = lo - lo % BLK; jb < hi; jb += BLK) {
+        const int n = hi - jb < BLK ? hi - jb : BLK;
+        /* keys before lo are skipped, not read: no row attends them (their
+         * weight would be exactly 0), and rows outside every range may hold
+         * anything */
+        const int k0 = jb < lo ? lo - jb : 0;
+        const int nnext = hi - jb - BLK < BLK ? hi - jb - BLK : BLK; /* rows of the next block */
+        for (int g0 = 0; g0 < nr; g0 += GROUP) {
+            /* the first group fetches the block; the others find it in L1 */
+            const int first = g0 == 0;
+#define SCORES(NB) scores512(t->q + g0, K + jb * ks, ks, k0, n, hd, s + g0, nnext > 0 ? K + (jb + BLK) * ks : K, \
+                             first && nnext > 0 ? nnext : 0, V + jb * ks, first ? n : 0, NB)
+            BY_GROUP(nr - g0, SCORES)
+#undef SCORES
+        }
+        for (int g = 0; g < nr; g++) {
+            /* keys [g_lo, g_hi) of this block that row g attends */
+            const int g_lo = t->j0[g] - jb > 0 ? t->j0[g] - jb : 0;
+            const int g_hi = t->j1[g] - jb < n ? t->j1[g] - jb : n;
+            const uint64_t bits = g_hi > g_lo ? ((1ull << g_hi) - 1) & ~((1ull << g_lo) - 1) : 0;
+            __m512 v0 = _mm512_mul_ps(_mm512_load_ps(s[g]), scale);
+            __m512 v1 = _mm512_mul_ps(_mm512_load_ps(s[g] + 16), scale);
+            if (cap > 0.0f) {
+                v0 = _mm512_mul_ps(vcap, tanh512(_mm512_mul_ps(v0, vicap)));
+                v1 = _mm512_mul_ps(vcap, tanh512(_mm512_mul_ps(v1, vicap)));
+            }
+            v0 = _mm512_mask_mov_ps(ninf, (__mmask16)bits, v0);
+            v1 = _mm512_mask_mov_ps(ninf, (__mmask16)(bits >> 16), v1);
+            const float mnew = fmaxf(m[g], _mm512_reduce_max_ps(_mm512_max_ps(v0, v1)));
+            if (mnew == -INFINITY) { /* nothing attended yet */
+                corr[g] = 1.0f;
+                memset(s[g], 0, sizeof s[g]);
+                continue;
+            }
+            corr[g] = expf(m[g] - mnew);
+            const __m512 vm = _mm512_set1_ps(mnew);
+            const __m512 e0 = exp512(_mm512_sub_ps(v0, vm)), e1 = exp512(_mm512_sub_ps(v1, vm));
+            _mm512_store_ps(s[g], e0);
+            _mm512_store_ps(s[g] + 16, e1);
+            l[g] = l[g] * corr[g] + _mm512_reduce_add_ps(_mm512_add_ps(e0, e1));
+            m[g] = mnew;
+        }
+        for (int g0 = 0; g0 < nr; g0 += GROUP) {
+#define PV(NB) pv512(V + jb * ks, ks, k0, n, hd, s + g0, corr + g0, acc + g0 * hd, NB)
+            BY_GROUP(nr - g0, PV)
+#undef PV
+        }
+    }
+    for (int g = 0; g < nr; g++) {
+        const __m512 inv = _mm512_set1_ps(1.0f / l[g]);
+        for (int c = 0; c < hd; c += 16) _mm512_storeu_ps(t->o[g] + c, _mm512_mul_ps(_mm512_load_ps(acc + g * hd + c), inv));
+    }
+}
+
+void npl_attention_avx512(const npl_attn_args *a, int ith, int nth) {
+    if (a->hd % 16) { /* rare head sizes: the AVX2 kernel handles multiples of 8 */
+        npl_nn_kernels_avx2.attention(a, ith, nth);
+        return;
+    }
+    npl_attn_run(a, ith, nth, attn_tile_avx512, NPL_ATTN_TILE_MAX);
+}
