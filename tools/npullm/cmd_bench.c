@@ -11,12 +11,14 @@
 #include "llm/runner.h"
 
 static const char *USAGE =
-    "usage: npullm bench -m MODEL [-p N[,N...]] [-n N] [-d N] [--pg P,N] [-r REPS] [-t THREADS] [-c CTX] [-o md|csv|json]\n"
+    "usage: npullm bench -m MODEL [-p N[,N...]] [-n N] [-d N] [--pg P,N] [-r REPS] [-t THREADS] [-c CTX] [-ub N] [-o md|csv|json]\n"
     "  -p  prompt lengths for prefill tests (default 512; 0 to skip)\n"
     "  -n  tokens generated for the decode test (default 128; 0 to skip)\n"
     "  -d  depth: tokens already in the KV cache before each test (default 0)\n"
     "  --pg P,N  combined test: prefill P tokens then generate N, timed together\n"
-    "  -r  repetitions (default 3); -t threads (default: one per core)\n";
+    "  -r  repetitions (default 3); -t threads (default: one per core)\n"
+    "  -ub N  rows per forward pass in prefill (default 512, as llama-bench's\n"
+    "         n_ubatch and the engine's prefill chunk; bounds activation memory)\n";
 
 typedef struct { long rss_anon_kb, rss_file_kb, hwm_kb; } mem_info;
 
@@ -40,6 +42,13 @@ static double cpu_seconds(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Prefill of n tokens at p0 in forward passes of at most ub rows. */
+static int prefill(npl_runner *r, const int32_t *tok, int n, int p0, int ub, char *err, size_t errlen) {
+    for (int i = 0; i < n; i += ub)
+        if (!npl_runner_forward(r, tok + i, n - i < ub ? n - i : ub, p0 + i, 1, err, errlen)) return -1;
+    return 0;
+}
+
 static void stats(const double *v, int n, double *mean, double *sd) {
     double s = 0, q = 0;
     for (int i = 0; i < n; i++) s += v[i];
@@ -51,7 +60,7 @@ static void stats(const double *v, int n, double *mean, double *sd) {
 int npl_cmd_bench(int argc, char **argv) {
     const char *model = NULL, *fmt = "md", *v;
     int pp[16] = {512}, n_pp = 1;
-    long long n_gen = 128, reps = 3, threads = 0, ctx = 0, depth = 0;
+    long long n_gen = 128, reps = 3, threads = 0, ctx = 0, depth = 0, ubatch = 512;
     int pg[2] = {0, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -69,6 +78,7 @@ int npl_cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "-r")) { if (cli_int("bench", a, v, 1, 1000, &reps)) return 2; }
         else if (!strcmp(a, "-t")) { if (cli_int("bench", a, v, 1, 256, &threads)) return 2; }
         else if (!strcmp(a, "-c")) { if (cli_int("bench", a, v, 1, 1 << 20, &ctx)) return 2; }
+        else if (!strcmp(a, "-ub")) { if (cli_int("bench", a, v, 1, 1 << 20, &ubatch)) return 2; }
         else if (!strcmp(a, "-o")) {
             if (strcmp(v, "md") && strcmp(v, "csv") && strcmp(v, "json")) {
                 fprintf(stderr, "npullm bench: -o: '%s' is not md, csv or json\n", v);
@@ -111,18 +121,14 @@ int npl_cmd_bench(int argc, char **argv) {
         int n = kind == 0 ? pp[t] : kind == 1 ? (int)n_gen : pg[0] + pg[1];
         for (int rep = 0; rep < reps; rep++) {
             /* the context already holds `depth` tokens (not timed) */
-            for (int d0 = 0; d0 < depth; d0 += 512) {
-                int nd = depth - d0 < 512 ? (int)depth - d0 : 512;
-                if (!npl_runner_forward(r, tok, nd, d0, 1, err, sizeof(err))) { rc = 1; break; }
-            }
-            if (rc) break;
+            if (depth && prefill(r, tok, (int)depth, 0, (int)ubatch, err, sizeof(err))) { rc = 1; break; }
             int p0 = (int)depth;
             double c0 = cpu_seconds(), t0 = cli_now();
             if (kind == 0) {
-                if (!npl_runner_forward(r, tok, n, p0, 1, err, sizeof(err))) { rc = 1; break; }
+                if (prefill(r, tok, n, p0, (int)ubatch, err, sizeof(err))) { rc = 1; break; }
             } else {
                 int n_pre = kind == 2 ? pg[0] : 0, n_dec = kind == 2 ? pg[1] : n;
-                if (n_pre && !npl_runner_forward(r, tok, n_pre, p0, 1, err, sizeof(err))) { rc = 1; break; }
+                if (n_pre && prefill(r, tok, n_pre, p0, (int)ubatch, err, sizeof(err))) { rc = 1; break; }
                 for (int i = 0; i < n_dec; i++)
                     if (!npl_runner_forward(r, tok + n_pre + i, 1, p0 + n_pre + i, 1, err, sizeof(err))) { rc = 1; break; }
             }
