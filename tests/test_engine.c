@@ -39,8 +39,8 @@ static npl_engine *open_engine(int n_ctx, const int *limits, int n_limits) {
  * Padding must not change the result. A padded chunk runs the matmul at
  * another batch size, so the kernels of a family must give a row the same
  * bits whatever the batch: plain C and AVX2 use one dot product for every
- * batch, and with AMX the one-row GEMV keeps the AMX GEMM's order of float
- * operations. Gemma 3 270M amplifies any difference (llama.cpp against
+ * batch, and with AMX the GEMV that takes fewer than 16 rows keeps the AMX
+ * GEMM's order of float operations. Gemma 3 270M amplifies any difference (llama.cpp against
  * itself at batch 512 vs 1: max logit diff ~5; int8 requantization of the
  * activations turns 1e-7 into whole quantization steps), so only batch
  * invariant kernels pass 1e-3 there. The AVX-512 family's GEMM sums in

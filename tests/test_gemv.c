@@ -1,8 +1,9 @@
-/* The one-row GEMV (cpu/kernels/gemv.h) for every weight type that has one:
- * against a double-precision dot of the dequantized rows, and, where the CPU
- * has AMX, bit for bit against the AMX GEMM's result for the same activation
- * row inside a batch of 17 (what makes chunked prefill equal unchunked).
- * Then npl_cpu_matmul with one row on every ISA against the reference. */
+/* The GEMV (cpu/kernels/gemv.h) for every weight type that has one, with 1
+ * to 15 activation rows: against a double-precision dot of the dequantized
+ * rows, and, where the CPU has AMX, bit for bit against the AMX GEMM's
+ * result for the same activation rows inside a batch of 17 (what makes
+ * chunked prefill equal unchunked). Then npl_cpu_matmul with few rows on
+ * every ISA against the reference. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -27,7 +28,8 @@ static const npl_type types[] = {NPL_TYPE_Q4_0, NPL_TYPE_Q5_0, NPL_TYPE_Q8_0, NP
 static const int ns[] = {1, 15, 16, 17, 40};
 /* 640 is Gemma 3 270M's width; 96 and 160 end on a single 32-block */
 static const int ks[] = {256, 640, 2048, 96, 160};
-enum { BATCH = 17 }; /* rows in the AMX batch; the GEMV's row is the last */
+static const int ms[] = {1, 2, 5, 15};
+enum { BATCH = 17 }; /* rows in the AMX batch; the GEMV's rows are the last m */
 
 typedef struct {
     int n, k;
@@ -45,7 +47,7 @@ static void make(prob *p, npl_type t, const npl_kernels *kt, int n, int k, uint6
     float *w = malloc(sizeof(float) * (size_t)n * k);
     p->wd = malloc(sizeof(float) * (size_t)n * k);
     p->x = malloc(sizeof(float) * (size_t)BATCH * k);
-    p->xd = malloc(sizeof(float) * (size_t)k);
+    p->xd = malloc(sizeof(float) * (size_t)BATCH * k);
     p->wq = malloc(p->w_row * (size_t)n);
     p->xq = malloc(p->x_row * BATCH);
     /* heavy-tailed weights, rows with a sign skew, activations with an offset */
@@ -55,8 +57,10 @@ static void make(prob *p, npl_type t, const npl_kernels *kt, int n, int k, uint6
         tt->from_float(w + (size_t)r * k, (char *)p->wq + r * p->w_row, k);
         tt->to_float((char *)p->wq + r * p->w_row, p->wd + (size_t)r * k, k);
     }
-    for (int c = 0; c < BATCH; c++) kt->quantize_row[vdt](p->x + (size_t)c * k, (char *)p->xq + c * p->x_row, k);
-    npl_type_get(vdt)->to_float((char *)p->xq + (BATCH - 1) * p->x_row, p->xd, k);
+    for (int c = 0; c < BATCH; c++) {
+        kt->quantize_row[vdt](p->x + (size_t)c * k, (char *)p->xq + c * p->x_row, k);
+        npl_type_get(vdt)->to_float((char *)p->xq + c * p->x_row, p->xd + (size_t)c * k, k);
+    }
     free(w);
 }
 
@@ -66,37 +70,39 @@ static double worst;
 
 /* y against the double dot of the dequantized row and activation: f32
  * products and sums of up to k terms, relative to sum |w x| */
-static int check_ref(const prob *p, const float *y, const char *what, npl_type t) {
+static int check_ref(const prob *p, const float *y, int c, const char *what, npl_type t) {
     int bad = 0;
     for (int r = 0; r < p->n; r++) {
         double ref = 0, mag = 0;
         for (int i = 0; i < p->k; i++) {
-            const double e = (double)p->wd[(size_t)r * p->k + i] * p->xd[i];
+            const double e = (double)p->wd[(size_t)r * p->k + i] * p->xd[(size_t)c * p->k + i];
             ref += e, mag += fabs(e);
         }
         const double err = fabs(y[r] - ref) / (mag + 1e-30);
         if (err > worst) worst = err;
         if (!(err <= 4e-6) && bad++ < 3)
-            fprintf(stderr, "%s %s n=%d k=%d row %d: %.9g, reference %.9g (sum |w x| %g)\n", what, npl_type_name(t), p->n,
-                    p->k, r, y[r], ref, mag);
+            fprintf(stderr, "%s %s n=%d k=%d [%d,%d]: %.9g, reference %.9g (sum |w x| %g)\n", what, npl_type_name(t),
+                    p->n, p->k, c, r, y[r], ref, mag);
     }
     return bad;
 }
 
-static void check_kernel(npl_type t, const npl_kernels *kt, const npl_gemv_kernels *gv, int n, int k, uint64_t *s) {
+static void check_kernel(npl_type t, const npl_kernels *kt, const npl_gemv_kernels *gv, int m, int n, int k,
+                         uint64_t *s) {
     prob p;
     make(&p, t, kt, n, k, s);
-    void *mem = malloc(npl_gemv_x_size(k));
-    float *y = malloc(sizeof(float) * (size_t)n);
-    npl_gemv_x gx;
-    gv->prep(&gx, mem, (char *)p.xq + (BATCH - 1) * p.x_row, k);
-    for (int r = 0; r < n; r++) y[r] = NAN;
+    const int c0 = BATCH - m;
+    char *mem = malloc(npl_gemv_x_size(k) * (size_t)m);
+    float *y = malloc(sizeof(float) * (size_t)n * m);
+    npl_gemv_x gx[16];
+    for (int c = 0; c < m; c++) gv->prep(&gx[c], mem + npl_gemv_x_size(k) * c, (char *)p.xq + (c0 + c) * p.x_row, k);
+    for (int i = 0; i < n * m; i++) y[i] = NAN;
     /* split row ranges, as threads take them, one not starting on a multiple of 16 */
     const int a = n > 16 ? 16 : n, b = n > 21 ? 21 : n;
-    gv->rows(p.wq, p.w_row, 0, a, &gx, y);
-    if (a < b) gv->rows(p.wq, p.w_row, a, b, &gx, y);
-    if (b < n) gv->rows(p.wq, p.w_row, b, n, &gx, y);
-    CHECK_EQ_INT(check_ref(&p, y, "gemv", t), 0);
+    gv->rows(p.wq, p.w_row, 0, a, gx, m, y, n);
+    if (a < b) gv->rows(p.wq, p.w_row, a, b, gx, m, y, n);
+    if (b < n) gv->rows(p.wq, p.w_row, b, n, gx, m, y, n);
+    for (int c = 0; c < m; c++) CHECK_EQ_INT(check_ref(&p, y + (size_t)c * n, c0 + c, "gemv", t), 0);
 
     const npl_gemm_kernels *amx = npl_cpu_best_isa() >= NPL_ISA_AMX ? npl_gemm_get(NPL_ISA_AMX, t) : NULL;
     if (amx) {
@@ -107,10 +113,10 @@ static void check_kernel(npl_type t, const npl_kernels *kt, const npl_gemv_kerne
         for (int c = 0; c < BATCH; c++) amx->pack(&xp, c, (char *)p.xq + c * p.x_row);
         amx->rows(p.wq, p.w_row, 0, n, &xp, yb, n);
         int diff = 0;
-        for (int r = 0; r < n; r++)
-            if (memcmp(&y[r], &yb[(size_t)(BATCH - 1) * n + r], sizeof(float)) && diff++ < 3)
-                fprintf(stderr, "gemv %s n=%d k=%d row %d: %.9g, AMX GEMM %.9g\n", npl_type_name(t), n, k, r, y[r],
-                        yb[(size_t)(BATCH - 1) * n + r]);
+        for (int i = 0; i < n * m; i++)
+            if (memcmp(&y[i], &yb[(size_t)c0 * n + i], sizeof(float)) && diff++ < 3)
+                fprintf(stderr, "gemv %s m=%d n=%d k=%d [%d,%d]: %.9g, AMX GEMM %.9g\n", npl_type_name(t), m, n, k,
+                        c0 + i / n, i % n, y[i], yb[(size_t)c0 * n + i]);
         CHECK_EQ_INT(diff, 0);
         free(xp_mem), free(yb);
     }
@@ -118,20 +124,21 @@ static void check_kernel(npl_type t, const npl_kernels *kt, const npl_gemv_kerne
     drop(&p);
 }
 
-/* npl_cpu_matmul with one activation row (quantize, prepare, two threads) */
-static void check_matmul(npl_type t, npl_isa isa, npl_pool *pool, int n, int k, uint64_t *s) {
+/* npl_cpu_matmul with m activation rows (quantize, prepare, two threads) */
+static void check_matmul(npl_type t, npl_isa isa, npl_pool *pool, int m, int n, int k, uint64_t *s) {
     npl_cpu_ctx cc;
     npl_backend be;
     npl_cpu_backend_init(&be, &cc, isa);
     prob p;
     make(&p, t, cc.k, n, k, s);
-    float *y = malloc(sizeof(float) * (size_t)n);
-    npl_tensor w = {t, {2, {k, n, 1, 1}}, p.wq}, x = {NPL_TYPE_F32, {2, {k, 1, 1, 1}}, p.x + (size_t)(BATCH - 1) * k};
-    npl_tensor yt = {NPL_TYPE_F32, {2, {n, 1, 1, 1}}, y};
+    const int c0 = BATCH - m;
+    float *y = malloc(sizeof(float) * (size_t)n * m);
+    npl_tensor w = {t, {2, {k, n, 1, 1}}, p.wq}, x = {NPL_TYPE_F32, {2, {k, m, 1, 1}}, p.x + (size_t)c0 * k};
+    npl_tensor yt = {NPL_TYPE_F32, {2, {n, m, 1, 1}}, y};
     void *scratch = malloc(npl_cpu_matmul_scratch(&w, &x) + 1);
     char err[256] = "";
     CHECK_EQ_INT(npl_cpu_matmul(&cc, pool, &w, &x, &yt, scratch, err, sizeof err), 0);
-    CHECK_EQ_INT(check_ref(&p, y, npl_isa_name(cc.isa), t), 0);
+    for (int c = 0; c < m; c++) CHECK_EQ_INT(check_ref(&p, y + (size_t)c * n, c0 + c, npl_isa_name(cc.isa), t), 0);
     free(scratch), free(y);
     drop(&p);
 }
@@ -148,12 +155,14 @@ int main(void) {
             worst = 0;
             for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
                 if (ks[ki] % npl_type_get(t)->block_size) continue;
-                if (gv)
-                    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
-                        check_kernel(t, npl_kernels_get((npl_isa)isa), gv, ns[ni], ks[ki], &s);
-                check_matmul(t, (npl_isa)isa, pool, 300, ks[ki], &s);
+                for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
+                    if (gv)
+                        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+                            check_kernel(t, npl_kernels_get((npl_isa)isa), gv, ms[mi], ns[ni], ks[ki], &s);
+                    check_matmul(t, (npl_isa)isa, pool, ms[mi], 300, ks[ki], &s);
+                }
             }
-            printf("%-7s %-5s one-row matmul: worst |y - ref| %.2e of sum |w x|%s\n", npl_isa_name((npl_isa)isa),
+            printf("%-7s %-5s matmul of 1-15 rows: worst |y - ref| %.2e of sum |w x|%s\n", npl_isa_name((npl_isa)isa),
                    npl_type_name(t), worst, gv && best >= NPL_ISA_AMX ? ", GEMV == AMX GEMM bit for bit" : "");
         }
     }

@@ -23,7 +23,8 @@ static void rows_worker(void *arg, int ith, int nth) {
 }
 static void for_rows(const npl_exec_ctx *c, int64_t rows, row_fn fn) {
     rows_job j = {c, fn, rows};
-    if (rows < 4) rows_worker(&j, 0, 1); /* not worth waking workers */
+    /* not worth waking workers: a dispatch costs more than a few thousand elements */
+    if (rows < 4 || npl_shape_nelements(&c->dst.shape) <= 4096) rows_worker(&j, 0, 1);
     else npl_pool_run(c->pool, rows_worker, &j);
 }
 

@@ -33,8 +33,9 @@ typedef struct {
     npl_vec_dot4_fn dot4; /* one weight row against 4 activation rows, or NULL */
     const npl_gemm_kernels *gemm; /* or NULL: vec_dot path */
     npl_gemm_x xp;                /* packed activations for the GEMM */
-    const npl_gemv_kernels *gemv; /* m = 1 and a GEMV for the type, or NULL */
-    npl_gemv_x gx;                /* the prepared activation row for the GEMV */
+    const npl_gemv_kernels *gemv; /* m < GEMM_MIN_M and a GEMV for the type, or NULL */
+    npl_gemv_x gx[GEMM_MIN_M];    /* the prepared activation rows for the GEMV */
+    char *gx_mem;                 /* their memory, npl_gemv_x_size(k) per row */
     int64_t chunk_max;    /* rows per take at most */
     int nth;
     atomic_int_fast64_t next; /* first weight row not yet taken */
@@ -68,6 +69,7 @@ static void quantize_rows(void *arg, int ith, int nth) {
         char *row = (char *)j->xq_out + r * j->xq_row;
         q((const float *)j->x->data + r * j->k, row, j->k);
         if (j->gemm) j->gemm->pack(&j->xp, r, row);
+        if (j->gemv) j->gemv->prep(&j->gx[r], j->gx_mem + (size_t)r * npl_gemv_x_size(j->k), row, j->k);
     }
 }
 
@@ -82,7 +84,7 @@ static void gemv_rows(void *arg, int ith, int nth) {
     (void)ith; (void)nth;
     mm_job *j = arg;
     int64_t r0, r1;
-    while (take_rows(j, &r0, &r1)) j->gemv->rows(j->w->data, j->w_row, r0, r1, &j->gx, j->y->data);
+    while (take_rows(j, &r0, &r1)) j->gemv->rows(j->w->data, j->w_row, r0, r1, j->gx, (int)j->m, j->y->data, j->n);
 }
 
 static const npl_gemm_kernels *gemm_for(npl_isa isa, npl_type t, int64_t m, int64_t k) {
@@ -90,7 +92,7 @@ static const npl_gemm_kernels *gemm_for(npl_isa isa, npl_type t, int64_t m, int6
 }
 
 static const npl_gemv_kernels *gemv_for(npl_isa isa, npl_type t, int64_t m, int64_t k) {
-    return m == 1 && k <= NPL_GEMM_MAX_K ? npl_gemv_get(isa, t) : NULL;
+    return m < GEMM_MIN_M && k <= NPL_GEMM_MAX_K ? npl_gemv_get(isa, t) : NULL;
 }
 
 /* A block of 16 weight rows stays in cache while every activation row
@@ -127,7 +129,7 @@ size_t npl_cpu_matmul_scratch(const npl_tensor *w, const npl_tensor *x) {
     if (npl_row_size(t->vec_dot_type, x->shape.ne[0], &row) || npl_mul_size(row, (size_t)m, &total)) return 0;
     /* the best ISA's GEMM: an executor for a lower ISA just leaves this unused */
     if (gemm_for(NPL_ISA_AMX, w->type, m, x->shape.ne[0])) total += npl_gemm_x_size(m, x->shape.ne[0]);
-    if (gemv_for(NPL_ISA_AMX, w->type, m, x->shape.ne[0])) total += npl_gemv_x_size(x->shape.ne[0]);
+    if (gemv_for(NPL_ISA_AMX, w->type, m, x->shape.ne[0])) total += npl_gemv_x_size(x->shape.ne[0]) * (size_t)m;
     return total;
 }
 
@@ -158,10 +160,10 @@ int npl_cpu_matmul(const npl_cpu_ctx *cc, npl_pool *pool, const npl_tensor *w, c
         j.xq = scratch;
         j.gemm = gemm_for(cc->isa, w->type, j.m, j.k);
         if (j.gemm) npl_gemm_x_init(&j.xp, (char *)scratch + j.xq_row * (size_t)j.m, j.m, j.k);
+        j.gemv = gemv_for(cc->isa, w->type, j.m, j.k);
+        j.gx_mem = (char *)scratch + j.xq_row * (size_t)j.m;
         if (j.m * j.k <= INLINE_QUANT) quantize_rows(&j, 0, 1);
         else npl_pool_run(pool, quantize_rows, &j);
-        j.gemv = gemv_for(cc->isa, w->type, j.m, j.k);
-        if (j.gemv) j.gemv->prep(&j.gx, (char *)scratch + j.xq_row, j.xq, j.k);
     }
     atomic_init(&j.next, 0);
     j.nth = npl_pool_size(pool);

@@ -1,5 +1,5 @@
-/* Matmul with one activation row (decode): 16 weight rows side by side as
- * the 16 lanes of a vector.
+/* Matmul with one activation row (decode) or a few: 16 weight rows side by
+ * side as the 16 lanes of a vector.
  *
  * Per 64 elements, each of the 16 rows costs one dpbusd of its unsigned
  * quants against the activation quants; a transposing add tree then turns
@@ -40,10 +40,13 @@ static inline size_t npl_gemv_x_size(int64_t k) {
 /* Prepares the activation row xq (one row of the weight type's
  * vec_dot_type) in mem for this weight type. */
 typedef void (*npl_gemv_prep_fn)(npl_gemv_x *gx, void *mem, const void *xq, int64_t k);
-/* y[r] = dot(weight row r, the activation) for r in [r0, r1); r0 a multiple
- * of 16 or r1 the last row. w_row is the byte size of a weight row. */
-typedef void (*npl_gemv_rows_fn)(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx,
-                                 float *y);
+/* y[c * ldy + r] = dot(weight row r, activation row c) for r in [r0, r1)
+ * and c in [0, m), gx[c] prepared; w_row is the byte size of a weight row.
+ * Rows are taken 16 at a time from r0; each group stays in cache while the
+ * m activation rows pass over it, so a small batch reads the weights once
+ * and every row gets exactly its one-row result. */
+typedef void (*npl_gemv_rows_fn)(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
+                                 float *y, int64_t ldy);
 
 typedef struct {
     npl_gemv_prep_fn prep;

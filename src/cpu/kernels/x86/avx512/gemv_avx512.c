@@ -101,10 +101,16 @@ static inline __m512 scale_add(__m512 acc, float dx, __m512 dw, __m512i isum) {
  * prefetchers do not follow well: step s of S of every row prefetches its
  * share of the same row of the next group, so the group after this one is
  * in flight while this one is computed. */
+#ifndef PF_HINT
+#define PF_HINT _MM_HINT_T0
+#endif
+#ifndef PF_ROWS
+#define PF_ROWS L
+#endif
 static inline __attribute__((always_inline)) void ahead(const uint8_t *row, size_t w_row, int64_t s, int64_t S) {
-    const uint8_t *next = row + L * w_row;
+    const uint8_t *next = row + PF_ROWS * w_row;
     const size_t from = (size_t)s * w_row / (size_t)S, to = (size_t)(s + 1) * w_row / (size_t)S;
-    for (size_t at = from & ~(size_t)63; at < to; at += 64) _mm_prefetch((const char *)next + at, _MM_HINT_T0);
+    for (size_t at = from & ~(size_t)63; at < to; at += 64) _mm_prefetch((const char *)next + at, PF_HINT);
 }
 
 typedef struct {
@@ -148,14 +154,13 @@ static inline __attribute__((always_inline)) __m512i b32_u(b32_type t, const uin
     return _mm512_mask_add_epi8(u, (__mmask64)ha | ((__mmask64)hb << 32), u, _mm512_set1_epi8(16));
 }
 
-static inline __attribute__((always_inline)) void rows_b32(b32_type t, const void *w, size_t w_row, int64_t r0,
-                                                           int64_t r1, const npl_gemv_x *gx, float *y) {
+static inline __attribute__((always_inline)) __m512 group_b32(b32_type t, const group16 *g16, size_t w_row,
+                                                               const npl_gemv_x *gx, int pf) {
     static const uint8_t zero[sizeof(block_q8_0)]; /* the pad block of an odd count: all quants 0 */
+    const group16 gr = *g16;
     const size_t bb = b32_bytes(t);
     const int64_t nb = gx->k / 32;
-    for (int64_t rb = r0; rb < r1; rb += L) {
-        const int nrow = r1 - rb < L ? (int)(r1 - rb) : L;
-        const group16 gr = group_at(w, w_row, rb, nrow);
+    {
         __m512 acc = _mm512_setzero_ps();
         for (int64_t b = 0; b < nb; b += 2) {
             const int two = b + 1 < nb;
@@ -163,7 +168,7 @@ static inline __attribute__((always_inline)) void rows_b32(b32_type t, const voi
             __m512i v[L];
             for (int r = 0; r < L; r++) {
                 const uint8_t *a = gr.p[r] + (size_t)b * bb;
-                ahead(gr.p[r], w_row, b / 2, (nb + 1) / 2);
+                if (pf) ahead(gr.p[r], w_row, b / 2, (nb + 1) / 2);
                 v[r] = _mm512_dpbusd_epi32(cz, b32_u(t, a, two ? a + bb : zero), x);
             }
             __m512i g[4];
@@ -174,31 +179,30 @@ static inline __attribute__((always_inline)) void rows_b32(b32_type t, const voi
                 acc = scale_add(acc, gx->d[2 * b + 2], gather_f16(gr.p[0], gr.offs, (int64_t)bb * (b + 1), 0),
                                 _mm512_add_epi32(g[2], g[3]));
         }
-        _mm512_mask_storeu_ps(y + rb, gr.keep, acc);
+        return acc;
     }
 }
 
-static void rows_q4_0(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, float *y) {
-    rows_b32(T_Q4_0, w, w_row, r0, r1, gx, y);
+static inline __attribute__((always_inline)) __m512 group_q4_0(const group16 *gr, size_t w_row, const npl_gemv_x *gx, int pf) {
+    return group_b32(T_Q4_0, gr, w_row, gx, pf);
 }
-static void rows_q5_0(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, float *y) {
-    rows_b32(T_Q5_0, w, w_row, r0, r1, gx, y);
+static inline __attribute__((always_inline)) __m512 group_q5_0(const group16 *gr, size_t w_row, const npl_gemv_x *gx, int pf) {
+    return group_b32(T_Q5_0, gr, w_row, gx, pf);
 }
-static void rows_q8_0(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, float *y) {
-    rows_b32(T_Q8_0, w, w_row, r0, r1, gx, y);
+static inline __attribute__((always_inline)) __m512 group_q8_0(const group16 *gr, size_t w_row, const npl_gemv_x *gx, int pf) {
+    return group_b32(T_Q8_0, gr, w_row, gx, pf);
 }
 
 /* ---- q4_K: 32-element blocks with a scale and a min each ---- */
 
 static inline __m512i byte_at(__m512i v, int b) { return _mm512_and_si512(_mm512_srli_epi32(v, 8 * b), _mm512_set1_epi32(0xFF)); }
 
-static void rows_q4_K(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, float *y) {
+static inline __attribute__((always_inline)) __m512 group_q4_K(const group16 *g16, size_t w_row, const npl_gemv_x *gx, int pf) {
+    const group16 gr = *g16;
     const int64_t nsb = gx->k / QK_K;
     const __m512i lo4 = _mm512_set1_epi8(0x0F), m63 = _mm512_set1_epi32(63), m15 = _mm512_set1_epi32(15);
     const __m512 sign = _mm512_set1_ps(-0.0f);
-    for (int64_t rb = r0; rb < r1; rb += L) {
-        const int nrow = r1 - rb < L ? (int)(r1 - rb) : L;
-        const group16 gr = group_at(w, w_row, rb, nrow);
+    {
         __m512 acc = _mm512_setzero_ps();
         __m512 mins[nsb * 8]; /* per sub-block, applied after every block as the GEMM does */
         for (int64_t i = 0; i < nsb; i++) {
@@ -223,7 +227,7 @@ static void rows_q4_K(const void *w, size_t w_row, int64_t r0, int64_t r1, const
                 const __m512i x = _mm512_load_si512(gx->qs + QK_K * i + 64 * c);
                 __m512i v[L];
                 for (int r = 0; r < L; r++) {
-                    ahead(gr.p[r], w_row, 4 * i + c, 4 * nsb);
+                    if (pf) ahead(gr.p[r], w_row, 4 * i + c, 4 * nsb);
                     const __m256i q = _mm256_loadu_si256((const __m256i *)(((const block_q4_K *)(gr.p[r] + sb))->qs + 32 * c));
                     const __m512i qq = _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1);
                     v[r] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(qq, lo4), x);
@@ -236,18 +240,17 @@ static void rows_q4_K(const void *w, size_t w_row, int64_t r0, int64_t r1, const
             }
         }
         for (int64_t g = 0; g < gx->k / 16; g++) acc = _mm512_fmadd_ps(_mm512_set1_ps(gx->xs[g]), mins[g / 2], acc);
-        _mm512_mask_storeu_ps(y + rb, gr.keep, acc);
+        return acc;
     }
 }
 
 /* ---- q6_K: 16-element blocks ---- */
 
-static void rows_q6_K(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, float *y) {
+static inline __attribute__((always_inline)) __m512 group_q6_K(const group16 *g16, size_t w_row, const npl_gemv_x *gx, int pf) {
+    const group16 gr = *g16;
     const int64_t nsb = gx->k / QK_K;
     const __m512i lo4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
-    for (int64_t rb = r0; rb < r1; rb += L) {
-        const int nrow = r1 - rb < L ? (int)(r1 - rb) : L;
-        const group16 gr = group_at(w, w_row, rb, nrow);
+    {
         __m512 acc = _mm512_setzero_ps();
         for (int64_t i = 0; i < nsb; i++) {
             const int64_t sb = i * (int64_t)sizeof(block_q6_K);
@@ -262,7 +265,7 @@ static void rows_q6_K(const void *w, size_t w_row, int64_t r0, int64_t r1, const
                 const __m512i cz = _mm512_load_si512(gx->cz + 16 * (4 * i + st));
                 __m512i v[L];
                 for (int r = 0; r < L; r++) {
-                    ahead(gr.p[r], w_row, 4 * i + st, 4 * nsb);
+                    if (pf) ahead(gr.p[r], w_row, 4 * i + st, 4 * nsb);
                     const block_q6_K *blk = (const block_q6_K *)(gr.p[r] + sb);
                     const __m512i ql = load2x256(blk->ql + 64 * h, blk->ql + 64 * h + 32);
                     const __m256i h8 = _mm256_loadu_si256((const __m256i *)(blk->qh + 32 * h));
@@ -281,9 +284,27 @@ static void rows_q6_K(const void *w, size_t w_row, int64_t r0, int64_t r1, const
                 }
             }
         }
-        _mm512_mask_storeu_ps(y + rb, gr.keep, acc);
+        return acc;
     }
 }
+
+/* Every activation row passes over a group while its rows are in cache;
+ * the first pass prefetches the next group. */
+#define ROWS_FN(name, group)                                                                                   \
+    static void name(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m, float *y, \
+                     int64_t ldy) {                                                                            \
+        for (int64_t rb = r0; rb < r1; rb += L) {                                                              \
+            const group16 gr = group_at(w, w_row, rb, r1 - rb < L ? (int)(r1 - rb) : L);                       \
+            _mm512_mask_storeu_ps(y + rb, gr.keep, group(&gr, w_row, gx, 1));                                   \
+            for (int c = 1; c < m; c++)                                                                        \
+                _mm512_mask_storeu_ps(y + c * ldy + rb, gr.keep, group(&gr, w_row, gx + c, 0));                \
+        }                                                                                                      \
+    }
+ROWS_FN(rows_q4_0, group_q4_0)
+ROWS_FN(rows_q5_0, group_q5_0)
+ROWS_FN(rows_q8_0, group_q8_0)
+ROWS_FN(rows_q4_K, group_q4_K)
+ROWS_FN(rows_q6_K, group_q6_K)
 
 static const npl_gemv_kernels k_q4_0 = {prep_q4_0, rows_q4_0}, k_q5_0 = {prep_q5_0, rows_q5_0},
                               k_q8_0 = {prep_q8_0w, rows_q8_0}, k_q4_K = {prep_q4_K, rows_q4_K},
