@@ -62,7 +62,10 @@ void vnpu_par_for(struct npl_accel_backend *be, int64_t n_units, vnpu_unit_fn fn
 
 /* Profiling (vnpu_prof.c, NPL_VNPU_PROF=1): slots are op types, then the
  * phases of a MatMul step. */
-enum { VNPU_PROF_MM_IN = VNPU_OP_COUNT, VNPU_PROF_MM_KERNEL, VNPU_PROF_MM_EPI, VNPU_PROF_MM_OUT, VNPU_PROF_SLOTS };
+enum {
+    VNPU_PROF_MM_IN = VNPU_OP_COUNT, VNPU_PROF_MM_KERNEL, VNPU_PROF_MM_EPI,
+    VNPU_PROF_ATTN_IN, VNPU_PROF_ATTN_KERNEL, VNPU_PROF_ATTN_OUT, VNPU_PROF_SLOTS
+};
 int vnpu_prof_on(void);
 void vnpu_prof_add(const vnpu_graph *g, int slot, uint64_t ns);
 void vnpu_prof_step(const vnpu_graph *g, uint32_t step, uint64_t ns); /* NPL_VNPU_PROF=3: slowest steps */
@@ -84,5 +87,7 @@ const float *vnpu_rope_table_get(vnpu_xc *x, const vnpu_node *n);
 
 /* Non-MatMul ops that are not row-local (vnpu_ops_exec.c). */
 npl_accel_status vnpu_exec_op(vnpu_xc *x);
+/* Attention (vnpu_attention.c). */
+npl_accel_status vnpu_op_attention(vnpu_xc *x);
 
 #endif

@@ -1,7 +1,9 @@
 /* vnpu kernels of the non-MatMul ops, in f32 over the shared row kernels
- * of cpu/kernels/nn_kernels.h (norms, gating, softmax, RoPE, attention over
- * the f16 KV cache). Each op takes its buffers first and returns early in
- * measuring mode (see vnpu_exec.h). */
+ * of cpu/kernels/nn_kernels.h (norms, gating, softmax, RoPE), run over whole
+ * tensors: the row-local ones normally run in row groups (vnpu_rows.c) and
+ * come here only when a step cannot (or to measure its scratch). Each op
+ * takes its buffers first and returns early in measuring mode (see
+ * vnpu_exec.h). */
 #include <math.h>
 #include <string.h>
 
@@ -44,44 +46,6 @@ static npl_accel_status op_rope(vnpu_xc *x) {
     for (int64_t i = 0; i < s; i++)
         if (pos[i] >= 0)
             npl_rope(y + i * h * d, (int)h, (int)d, n_rot, pos[i], x->n->fp[0], x->n->fp[1], (int)x->n->ip[1]);
-    vnpu_xc_out_done(x, y);
-    return NPL_ACCEL_OK;
-}
-
-typedef struct {
-    const npl_nn_kernels *nn;
-    npl_attn_args a;
-} attn_job;
-
-static void attn_task(void *arg, int ith, int nth) {
-    const attn_job *j = arg;
-    j->nn->attention(&j->a, ith, nth);
-}
-
-static npl_accel_status op_attention(vnpu_xc *x) {
-    const float *q = vnpu_xc_in_f32(x, 0), *k = vnpu_xc_in_f32(x, 1), *v = vnpu_xc_in_f32(x, 2);
-    float *y = vnpu_xc_out_f32(x);
-    if (vnpu_xc_measuring(x)) return NPL_ACCEL_OK;
-    if (!q || !k || !v || !y) return short_scratch(x);
-    const vnpu_tensor *qt = T(0), *kt = T(1), *ct = T(3);
-    const int64_t s = qt->dims[0], hq = qt->dims[1], hd = qt->dims[2], hkv = kt->dims[1], n_ctx = ct->dims[0];
-    const int64_t row = hkv * hd;
-    uint16_t *kc = vnpu_xc_addr(x, x->n->in[3]), *vc = vnpu_xc_addr(x, x->n->in[4]);
-    const int32_t *pos = vnpu_xc_addr(x, x->n->in[5]);
-    for (int64_t i = 0; i < s; i++)
-        if (pos[i] < -1 || pos[i] >= n_ctx)
-            return vnpu_fail(x->be, NPL_ACCEL_ERR_INVALID_ARG, "vnpu: Attention: position %d of row %lld is outside "
-                             "the cache [0, %lld) (-1 marks padding)", pos[i], (long long)i, (long long)n_ctx);
-    for (int64_t i = 0; i < s; i++) { /* write this chunk's K/V rows into the context tensors */
-        if (pos[i] < 0) continue;
-        for (int64_t e = 0; e < row; e++) {
-            kc[pos[i] * row + e] = npl_f32_to_f16(k[i * row + e]);
-            vc[pos[i] * row + e] = npl_f32_to_f16(v[i * row + e]);
-        }
-    }
-    attn_job j = {x->be->nn, {q, hq * hd, kc, vc, y, hq * hd, pos, (int)s, (int)hq, (int)hkv, (int)hd,
-                              x->n->fp[0] > 0 ? x->n->fp[0] : 1.0f / sqrtf((float)hd), x->n->fp[1], (int)x->n->ip[0]}};
-    npl_pool_run(x->be->pool, attn_task, &j);
     vnpu_xc_out_done(x, y);
     return NPL_ACCEL_OK;
 }
@@ -197,7 +161,7 @@ npl_accel_status vnpu_exec_op(vnpu_xc *x) {
     switch (x->n->op) {
     case VNPU_OP_RMS_NORM: return op_rms_norm(x);
     case VNPU_OP_ROPE: return op_rope(x);
-    case VNPU_OP_ATTENTION: return op_attention(x);
+    case VNPU_OP_ATTENTION: return vnpu_op_attention(x);
     case VNPU_OP_ADD: case VNPU_OP_MUL: return op_binary(x);
     case VNPU_OP_SCALE: case VNPU_OP_SILU: case VNPU_OP_GELU: case VNPU_OP_SWIGLU: case VNPU_OP_GEGLU:
     case VNPU_OP_SOFTMAX: case VNPU_OP_CAST:

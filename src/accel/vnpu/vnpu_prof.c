@@ -15,7 +15,8 @@
 #define PROF_STEPS 1024
 
 static const char *const phase_names[VNPU_PROF_SLOTS - VNPU_OP_COUNT] = {
-    "  mm: input to f32", "  mm: prepare + kernel", "  mm: epilogue", "  mm: output from f32"};
+    "  mm: input to f32", "  mm: prepare + kernel", "  mm: epilogue + output",
+    "  attn: q in, K/V to cache", "  attn: kernel", "  attn: output"};
 
 typedef struct {
     char name[64];

@@ -1,0 +1,248 @@
+/* vnpu attention on AMX tiles (TDPBF16PS), for prefill chunks.
+ *
+ * A tile is 16 query rows that read one kv head (the heads of a group for
+ * 16 / group nearby queries). Scores are computed transposed, S^T = K Q^T
+ * (A = 16 cache rows, B = the tile's q in the pair-interleaved layout), so
+ * the online softmax runs with one query row per vector lane; the output
+ * too, O^T = V^T P^T, with V^T prepared once per step for every tile.
+ *
+ * Precision: every bf16 operand is split into hi + lo (x = hi + lo, both
+ * bf16) and products take hi.hi + hi.lo + lo.hi, so f16 inputs (K, V and
+ * f16 activations) enter exactly and products keep ~16 bits: the result
+ * stays within f32 rounding noise of the f32 kernels, not bf16's 8 bits.
+ *
+ * Called only for the AMX family (the tile permission was granted). */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "accel/vnpu/vnpu_attn.h"
+
+typedef struct {
+    uint8_t palette_id;
+    uint8_t start_row;
+    uint8_t reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tile_config;
+
+/* every tile 16 rows x 64 bytes; filled through a volatile view (GCC may
+ * drop plain stores to a buffer only ldtilecfg reads) */
+static void configure_tiles(void) {
+    _Alignas(64) tile_config cfg;
+    volatile uint8_t *raw = (volatile uint8_t *)&cfg;
+    for (int i = 0; i < 64; i++) raw[i] = 0;
+    volatile tile_config *v = &cfg;
+    v->palette_id = 1;
+    for (int t = 0; t < 8; t++) {
+        v->rows[t] = 16;
+        v->colsb[t] = 64;
+    }
+    __asm__ __volatile__("" ::: "memory");
+    _tile_loadconfig((const void *)&cfg);
+}
+
+static inline __m512 exp512(__m512 x) {
+    x = _mm512_min_ps(_mm512_set1_ps(88.0f), _mm512_max_ps(_mm512_set1_ps(-120.0f), x));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 y = _mm512_set1_ps(1.9875691500e-4f);
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.3981999507e-3f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.3334519073e-3f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.1665795894e-2f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.6666665459e-1f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.0000001201e-1f));
+    y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(y, n);
+}
+
+/* bf16 hi and lo parts of 16 floats, each zero-extended into 32-bit lanes */
+static inline void split16(__m512 x, __m512i *hi, __m512i *lo) {
+    const __m256i h = (__m256i)_mm512_cvtneps_pbh(x);
+    const __m512i hw = _mm512_cvtepu16_epi32(h);
+    const __m512 hf = _mm512_castsi512_ps(_mm512_slli_epi32(hw, 16));
+    *hi = hw;
+    *lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(x, hf)));
+}
+
+/* 16 x 16 transpose of 32-bit words through memory (prep and per-tile setup only) */
+static void transpose16(const uint32_t *src, uint32_t *dst) {
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 16; j++) dst[j * 16 + i] = src[i * 16 + j];
+}
+
+void vnpu_attn_amx_prep(const vnpu_attn_prep *p, int64_t g) {
+    const int hd = p->hd;
+    const int64_t key0 = p->kb0 + g * VNPU_ATTN_KG;
+    uint16_t *khi = p->khi + g * VNPU_ATTN_KG * hd, *klo = p->klo + g * VNPU_ATTN_KG * hd;
+    /* K rows: bf16 hi / lo, row-major (the A operand of S^T = K Q^T) */
+    for (int k = 0; k < VNPU_ATTN_KG; k++) {
+        const int64_t j = key0 + k;
+        const int ok = j >= p->lo && j < p->hi;
+        const uint16_t *src = p->kc + j * p->row_stride;
+        for (int d = 0; d < hd; d += 16) {
+            __m512i h, l;
+            split16(ok ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + d))) : _mm512_setzero_ps(), &h, &l);
+            _mm256_storeu_si256((__m256i *)(khi + k * hd + d), _mm512_cvtepi32_epi16(h));
+            _mm256_storeu_si256((__m256i *)(klo + k * hd + d), _mm512_cvtepi32_epi16(l));
+        }
+    }
+    /* V^T tiles: per 32 keys and 16 dims, row d holds the 16 key pairs
+     * (V[2kk][d], V[2kk+1][d]) (the A operand of O^T = V^T P^T) */
+    _Alignas(64) uint32_t th[256], tl[256];
+    for (int sub = 0; sub < VNPU_ATTN_KG / 32; sub++)
+        for (int t = 0; t < hd / 16; t++) {
+            for (int kk = 0; kk < 16; kk++) {
+                __m512i h[2], l[2];
+                for (int e = 0; e < 2; e++) {
+                    const int64_t j = key0 + sub * 32 + 2 * kk + e;
+                    const int ok = j >= p->lo && j < p->hi;
+                    const __m512 v = ok ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p->vc + j * p->row_stride + t * 16)))
+                                        : _mm512_setzero_ps();
+                    split16(v, &h[e], &l[e]);
+                }
+                _mm512_store_si512(th + kk * 16, _mm512_or_si512(h[0], _mm512_slli_epi32(h[1], 16)));
+                _mm512_store_si512(tl + kk * 16, _mm512_or_si512(l[0], _mm512_slli_epi32(l[1], 16)));
+            }
+            const int64_t tile = ((g * (VNPU_ATTN_KG / 32) + sub) * (hd / 16) + t) * 256;
+            transpose16(th, p->vhi + tile);
+            transpose16(tl, p->vlo + tile);
+        }
+}
+
+void vnpu_attn_amx_tile(const vnpu_attn_prep *p, const vnpu_attn_tile *t) {
+    const int hd = p->hd, nks = hd / 32, ndt = hd / 16;
+    _Alignas(64) uint32_t qth[16 * 16 * 16], qtl[16 * 16 * 16]; /* per k-step: B[kk][row] (hd <= 512) */
+    _Alignas(64) float ot[512 * 16];                            /* O^T [hd][16 rows] */
+    _Alignas(64) float st[VNPU_ATTN_KG * 16];                   /* S^T [keys][16 rows] */
+    _Alignas(64) uint32_t pth[VNPU_ATTN_KG / 32][256], ptl[VNPU_ATTN_KG / 32][256];
+    _Alignas(64) uint32_t tmp_h[256], tmp_l[256];
+    /* q rows to the pair-interleaved, transposed B layout, hi and lo */
+    for (int s = 0; s < nks; s++) {
+        for (int r = 0; r < 16; r++) {
+            __m512i h[2], l[2];
+            for (int e = 0; e < 2; e++) {
+                const __m512 q = t->q[r] ? _mm512_loadu_ps(t->q[r] + s * 32 + e * 16) : _mm512_setzero_ps();
+                split16(q, &h[e], &l[e]);
+            }
+            /* dims 2kk, 2kk+1 of this k-step into word kk */
+            const __m512i idx_even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+            const __m512i idx_odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+            const __m512i he = _mm512_permutex2var_epi32(h[0], idx_even, h[1]), ho = _mm512_permutex2var_epi32(h[0], idx_odd, h[1]);
+            const __m512i le = _mm512_permutex2var_epi32(l[0], idx_even, l[1]), lo = _mm512_permutex2var_epi32(l[0], idx_odd, l[1]);
+            _mm512_store_si512(tmp_h + r * 16, _mm512_or_si512(he, _mm512_slli_epi32(ho, 16)));
+            _mm512_store_si512(tmp_l + r * 16, _mm512_or_si512(le, _mm512_slli_epi32(lo, 16)));
+        }
+        transpose16(tmp_h, qth + s * 256);
+        transpose16(tmp_l, qtl + s * 256);
+    }
+    memset(ot, 0, sizeof(float) * (size_t)(hd * 16));
+    __m512 m = _mm512_set1_ps(-INFINITY), l = _mm512_setzero_ps();
+    const __m512i j0 = _mm512_loadu_si512(t->j0), j1 = _mm512_loadu_si512(t->j1);
+    const __m512 scale = _mm512_set1_ps(p->scale);
+    const float cap = p->softcap;
+    configure_tiles();
+    for (int64_t kb = t->k0; kb < t->k1; kb += VNPU_ATTN_KG) {
+        const int64_t g = (kb - p->kb0) / VNPU_ATTN_KG;
+        const uint16_t *khi = p->khi + g * VNPU_ATTN_KG * hd, *klo = p->klo + g * VNPU_ATTN_KG * hd;
+        /* S^T = K Q^T, 32 keys at a time: C tmm0-1, A (K hi/lo of two 16-key halves) tmm2-5, B (q hi/lo) tmm6-7 */
+        for (int half = 0; half < VNPU_ATTN_KG / 32; half++) {
+            _tile_zero(0);
+            _tile_zero(1);
+            const uint16_t *kh = khi + half * 32 * hd, *kl = klo + half * 32 * hd;
+            for (int s = 0; s < nks; s++) {
+                _tile_loadd(6, qth + s * 256, 64);
+                _tile_loadd(7, qtl + s * 256, 64);
+                _tile_loadd(2, kh + s * 32, hd * 2);
+                _tile_loadd(3, kl + s * 32, hd * 2);
+                _tile_loadd(4, kh + 16 * hd + s * 32, hd * 2);
+                _tile_loadd(5, kl + 16 * hd + s * 32, hd * 2);
+                _tile_dpbf16ps(0, 2, 6);
+                _tile_dpbf16ps(0, 2, 7);
+                _tile_dpbf16ps(0, 3, 6);
+                _tile_dpbf16ps(1, 4, 6);
+                _tile_dpbf16ps(1, 4, 7);
+                _tile_dpbf16ps(1, 5, 6);
+            }
+            _tile_stored(0, st + half * 32 * 16, 64);
+            _tile_stored(1, st + (half * 32 + 16) * 16, 64);
+        }
+        /* online softmax, one query row per lane */
+        __m512 mb = m;
+        for (int k = 0; k < VNPU_ATTN_KG; k++) {
+            __m512 s = _mm512_mul_ps(_mm512_load_ps(st + k * 16), scale);
+            if (cap > 0.0f) { /* cap * tanh(s / cap), tanh(x) = 1 - 2 / (exp(2x) + 1) */
+                const __m512 e = exp512(_mm512_mul_ps(s, _mm512_set1_ps(2.0f / cap)));
+                s = _mm512_mul_ps(_mm512_set1_ps(cap), _mm512_sub_ps(_mm512_set1_ps(1.0f),
+                                  _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, _mm512_set1_ps(1.0f)))));
+            }
+            const __m512i kj = _mm512_set1_epi32((int)(kb + k));
+            const __mmask16 ok = _mm512_cmpge_epi32_mask(kj, j0) & _mm512_cmplt_epi32_mask(kj, j1);
+            s = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), ok, s);
+            _mm512_store_ps(st + k * 16, s);
+            mb = _mm512_max_ps(mb, s);
+        }
+        /* rows with nothing attended yet keep m = -inf: use 0 as their reference (all p = 0) */
+        const __mmask16 live = _mm512_cmp_ps_mask(mb, _mm512_set1_ps(-INFINITY), _CMP_NEQ_OQ);
+        const __m512 mref = _mm512_maskz_mov_ps(live, mb);
+        const __m512 corr = _mm512_mask_mov_ps(_mm512_set1_ps(1.0f), live, exp512(_mm512_sub_ps(m, mref)));
+        m = _mm512_mask_mov_ps(m, live, mb);
+        __m512 sum = _mm512_setzero_ps();
+        for (int k = 0; k < VNPU_ATTN_KG; k += 2) {
+            __m512 pe = exp512(_mm512_sub_ps(_mm512_load_ps(st + k * 16), mref));
+            __m512 po = exp512(_mm512_sub_ps(_mm512_load_ps(st + (k + 1) * 16), mref));
+            pe = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(_mm512_load_ps(st + k * 16), _mm512_set1_ps(-INFINITY), _CMP_NEQ_OQ), pe);
+            po = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(_mm512_load_ps(st + (k + 1) * 16), _mm512_set1_ps(-INFINITY), _CMP_NEQ_OQ), po);
+            sum = _mm512_add_ps(sum, _mm512_add_ps(pe, po));
+            __m512i he, le, ho, lo;
+            split16(pe, &he, &le);
+            split16(po, &ho, &lo);
+            _mm512_store_si512(pth[k / 32] + (k % 32 / 2) * 16, _mm512_or_si512(he, _mm512_slli_epi32(ho, 16)));
+            _mm512_store_si512(ptl[k / 32] + (k % 32 / 2) * 16, _mm512_or_si512(le, _mm512_slli_epi32(lo, 16)));
+        }
+        l = _mm512_fmadd_ps(l, corr, sum);
+        for (int d = 0; d < hd; d++) _mm512_store_ps(ot + d * 16, _mm512_mul_ps(_mm512_load_ps(ot + d * 16), corr));
+        /* O^T += V^T P^T, four 16-dim tiles at a time: C tmm0-3, A (V^T hi/lo) tmm4-5, B (P^T hi/lo) tmm6-7 */
+        for (int d0 = 0; d0 < ndt; d0 += 4) {
+            const int nt = ndt - d0 < 4 ? ndt - d0 : 4;
+            for (int c = 0; c < nt; c++) {
+                float *o = ot + (d0 + c) * 256;
+                if (c == 0) _tile_loadd(0, o, 64);
+                if (c == 1) _tile_loadd(1, o, 64);
+                if (c == 2) _tile_loadd(2, o, 64);
+                if (c == 3) _tile_loadd(3, o, 64);
+            }
+            for (int sub = 0; sub < VNPU_ATTN_KG / 32; sub++) {
+                _tile_loadd(6, pth[sub], 64);
+                _tile_loadd(7, ptl[sub], 64);
+                const int64_t vt = (g * (VNPU_ATTN_KG / 32) + sub) * ndt;
+#define PV_TILE(C)                                                          \
+    if (C < nt) {                                                           \
+        _tile_loadd(4, p->vhi + (vt + d0 + C) * 256, 64);                   \
+        _tile_loadd(5, p->vlo + (vt + d0 + C) * 256, 64);                   \
+        _tile_dpbf16ps(C, 4, 6);                                            \
+        _tile_dpbf16ps(C, 4, 7);                                            \
+        _tile_dpbf16ps(C, 5, 6);                                            \
+    }
+                PV_TILE(0)
+                PV_TILE(1)
+                PV_TILE(2)
+                PV_TILE(3)
+#undef PV_TILE
+            }
+            if (nt > 0) _tile_stored(0, ot + (d0 + 0) * 256, 64);
+            if (nt > 1) _tile_stored(1, ot + (d0 + 1) * 256, 64);
+            if (nt > 2) _tile_stored(2, ot + (d0 + 2) * 256, 64);
+            if (nt > 3) _tile_stored(3, ot + (d0 + 3) * 256, 64);
+        }
+    }
+    _tile_release();
+    /* out row r = O^T[.][r] / l[r]; rows that attended nothing (padding) get 0 */
+    _Alignas(64) float inv[16];
+    _mm512_store_ps(inv, _mm512_maskz_div_ps(_mm512_cmp_ps_mask(l, _mm512_setzero_ps(), _CMP_GT_OQ), _mm512_set1_ps(1.0f), l));
+    for (int r = 0; r < 16; r++)
+        if (t->o[r])
+            for (int d = 0; d < hd; d++) t->o[r][d] = ot[d * 16 + r] * inv[r];
+}
