@@ -2,11 +2,12 @@
  *
  * A tile holds up to NPL_ATTN_TILE_MAX rows that read one kv head: the heads
  * of a group for several nearby queries. Keys go in blocks of BLK; each
- * block's K and V rows are read from memory once and then used from L1 by
- * every group of 4 rows (scores for 4 keys at a time, one online-softmax
- * update per row, then P.V with the output chunk held in registers). With
- * long prompts this is what keeps attention off the memory bus: a one-query
- * tile streams the whole cache per query.
+ * block's K and V rows are read once (and, for more than one group of rows,
+ * converted to f32 once) and then used from cache by every group of 4 rows
+ * (scores for 4 keys at a time, one online-softmax update per row, then P.V
+ * with the output chunk held in registers). With long prompts this is what
+ * makes attention FMA-bound: a one-query tile streams and converts the whole
+ * cache per query (2x slower at 8k tokens).
  *
  * Blocks start at multiples of BLK in absolute cache rows, and every score
  * is reduced the same way, so a row's result does not depend on which other
@@ -30,6 +31,13 @@ NPL_AI __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
     return _mm_hadd_ps(_mm_hadd_ps(a4, b4), _mm_hadd_ps(c4, d4));
 }
 
+/* 16 elements of row k at column c of a block: f16 cache rows (stride ks)
+ * or, with F32, the block already converted (stride hd). */
+NPL_AI __m512 ld16(const uint16_t *h, const float *f, int64_t stride, int k, int c, const int F32) {
+    return F32 ? _mm512_loadu_ps(f + k * stride + c)
+               : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(h + k * stride + c)));
+}
+
 /* Cache rows are strided (n_kv heads per position) and may come from DRAM:
  * while one block's scores are computed, the next block's K rows and this
  * block's V rows are prefetched, a few rows per step. */
@@ -40,8 +48,10 @@ NPL_AI void prefetch_rows(const uint16_t *p, int64_t ks, int k0, int k1, int hd)
 
 /* s[g][k] = q[g] . K[k] for k0 <= k < n and the NB <= GROUP rows g; prefetches rows
  * [0, npk) of pk and [0, npv) of pv (npk = npv = 0: none) */
-NPL_AI void scores512(const float *const *q, const uint16_t *K, int64_t ks, int k0, int n, int hd, float (*s)[BLK],
-                      const uint16_t *pk, int npk, const uint16_t *pv, int npv, const int NB) {
+NPL_AI void scores512(const float *const *q, const uint16_t *K, const float *Kf, int64_t ks, int k0, int n, int hd,
+                      float (*s)[BLK], const uint16_t *pk, int npk, const uint16_t *pv, int npv, const int NB,
+                      const int F32) {
+    const int64_t st = F32 ? hd : ks;
     int k = k0;
     for (; k + 4 <= n; k += 4) {
         prefetch_rows(pk, ks, k, k + 4 < npk ? k + 4 : npk, hd);
@@ -49,10 +59,9 @@ NPL_AI void scores512(const float *const *q, const uint16_t *K, int64_t ks, int 
         __m512 acc[GROUP][4];
         for (int g = 0; g < NB; g++)
             for (int u = 0; u < 4; u++) acc[g][u] = _mm512_setzero_ps();
-        const uint16_t *kr = K + k * ks;
         for (int c = 0; c < hd; c += 16) {
             __m512 kv[4];
-            for (int u = 0; u < 4; u++) kv[u] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kr + u * ks + c)));
+            for (int u = 0; u < 4; u++) kv[u] = ld16(K, Kf, st, k + u, c, F32);
             for (int g = 0; g < NB; g++) {
                 const __m512 qv = _mm512_loadu_ps(q[g] + c);
                 for (int u = 0; u < 4; u++) acc[g][u] = _mm512_fmadd_ps(qv, kv[u], acc[g][u]);
@@ -63,9 +72,8 @@ NPL_AI void scores512(const float *const *q, const uint16_t *K, int64_t ks, int 
     for (; k < n; k++) { /* the same sum, reduced the same way as in the 4-key loop */
         __m512 acc[GROUP];
         for (int g = 0; g < NB; g++) acc[g] = _mm512_setzero_ps();
-        const uint16_t *kr = K + k * ks;
         for (int c = 0; c < hd; c += 16) {
-            const __m512 kv = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(kr + c)));
+            const __m512 kv = ld16(K, Kf, st, k, c, F32);
             for (int g = 0; g < NB; g++) acc[g] = _mm512_fmadd_ps(_mm512_loadu_ps(q[g] + c), kv, acc[g]);
         }
         for (int g = 0; g < NB; g++) s[g][k] = _mm_cvtss_f32(hsum4(acc[g], acc[g], acc[g], acc[g]));
@@ -73,8 +81,9 @@ NPL_AI void scores512(const float *const *q, const uint16_t *K, int64_t ks, int 
 }
 
 /* acc[g] = acc[g] * corr[g] + sum_{k0 <= k < n} s[g][k] V[k] for the NB <= GROUP rows g */
-NPL_AI void pv512(const uint16_t *V, int64_t ks, int k0, int n, int hd, float (*s)[BLK], const float *corr, float *acc,
-                  const int NB) {
+NPL_AI void pv512(const uint16_t *V, const float *Vf, int64_t ks, int k0, int n, int hd, float (*s)[BLK],
+                  const float *corr, float *acc, const int NB, const int F32) {
+    const int64_t st = F32 ? hd : ks;
     int c = 0;
     for (; c + 64 <= hd; c += 64) {
         __m512 o[GROUP][4];
@@ -82,10 +91,9 @@ NPL_AI void pv512(const uint16_t *V, int64_t ks, int k0, int n, int hd, float (*
             const __m512 cf = _mm512_set1_ps(corr[g]);
             for (int u = 0; u < 4; u++) o[g][u] = _mm512_mul_ps(_mm512_loadu_ps(acc + g * hd + c + 16 * u), cf);
         }
-        const uint16_t *vr = V + k0 * ks + c;
-        for (int k = k0; k < n; k++, vr += ks) {
+        for (int k = k0; k < n; k++) {
             __m512 v[4];
-            for (int u = 0; u < 4; u++) v[u] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(vr + 16 * u)));
+            for (int u = 0; u < 4; u++) v[u] = ld16(V, Vf, st, k, c + 16 * u, F32);
             for (int g = 0; g < NB; g++) {
                 const __m512 p = _mm512_set1_ps(s[g][k]);
                 for (int u = 0; u < 4; u++) o[g][u] = _mm512_fmadd_ps(p, v[u], o[g][u]);
@@ -97,9 +105,8 @@ NPL_AI void pv512(const uint16_t *V, int64_t ks, int k0, int n, int hd, float (*
     for (; c < hd; c += 16) {
         __m512 o[GROUP];
         for (int g = 0; g < NB; g++) o[g] = _mm512_mul_ps(_mm512_loadu_ps(acc + g * hd + c), _mm512_set1_ps(corr[g]));
-        const uint16_t *vr = V + k0 * ks + c;
-        for (int k = k0; k < n; k++, vr += ks) {
-            const __m512 v = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)vr));
+        for (int k = k0; k < n; k++) {
+            const __m512 v = ld16(V, Vf, st, k, c, F32);
             for (int g = 0; g < NB; g++) o[g] = _mm512_fmadd_ps(_mm512_set1_ps(s[g][k]), v, o[g]);
         }
         for (int g = 0; g < NB; g++) _mm512_storeu_ps(acc + g * hd + c, o[g]);
@@ -119,8 +126,12 @@ static void attn_tile_avx512(const npl_attn_args *a, const npl_attn_tile *t) {
     const int hd = a->hd, nr = t->n;
     const int64_t ks = (int64_t)a->n_kv * hd;
     const uint16_t *K = a->kc + (int64_t)t->kvh * hd, *V = a->vc + (int64_t)t->kvh * hd;
-    float acc[NPL_ATTN_TILE_MAX * 512] __attribute__((aligned(64)));
+    float acc[nr * hd] __attribute__((aligned(64))); /* sized to the tile: callers' stacks may be small */
     float s[NPL_ATTN_TILE_MAX][BLK] __attribute__((aligned(64)));
+    /* with more than one group, each block is converted to f32 once and the
+     * groups read it from cache instead of converting it again */
+    const int conv = nr > GROUP;
+    float kf[conv ? BLK * hd : 1] __attribute__((aligned(64))), vf[conv ? BLK * hd : 1] __attribute__((aligned(64)));
     float m[NPL_ATTN_TILE_MAX], l[NPL_ATTN_TILE_MAX], corr[NPL_ATTN_TILE_MAX];
     int lo = t->j0[0], hi = t->j1[0];
     for (int g = 0; g < nr; g++) {
@@ -142,13 +153,25 @@ static void attn_tile_avx512(const npl_attn_args *a, const npl_attn_tile *t) {
          * anything */
         const int k0 = jb < lo ? lo - jb : 0;
         const int nnext = hi - jb - BLK < BLK ? hi - jb - BLK : BLK; /* rows of the next block */
+        if (conv)
+            for (int k = k0; k < n; k++) {
+                npl_f16_to_f32_row_avx512(K + (int64_t)(jb + k) * ks, kf + k * hd, hd);
+                npl_f16_to_f32_row_avx512(V + (int64_t)(jb + k) * ks, vf + k * hd, hd);
+            }
         for (int g0 = 0; g0 < nr; g0 += GROUP) {
-            /* the first group fetches the block; the others find it in L1 */
+            /* the first group prefetches the next block */
             const int first = g0 == 0;
-#define SCORES(NB) scores512(t->q + g0, K + jb * ks, ks, k0, n, hd, s + g0, nnext > 0 ? K + (jb + BLK) * ks : K, \
-                             first && nnext > 0 ? nnext : 0, V + jb * ks, first ? n : 0, NB)
-            BY_GROUP(nr - g0, SCORES)
+#define SCORES(NB) scores512(t->q + g0, K + jb * ks, kf, ks, k0, n, hd, s + g0, nnext > 0 ? K + (jb + BLK) * ks : K, \
+                             first && nnext > 0 ? nnext : 0, V + jb * ks, first && !conv ? n : 0, NB, 0)
+#define SCORES_F(NB) scores512(t->q + g0, K + jb * ks, kf, ks, k0, n, hd, s + g0, nnext > 0 ? K + (jb + BLK) * ks : K, \
+                               first && nnext > 0 ? nnext : 0, V, 0, NB, 1)
+            if (conv) {
+                BY_GROUP(nr - g0, SCORES_F)
+            } else {
+                BY_GROUP(nr - g0, SCORES)
+            }
 #undef SCORES
+#undef SCORES_F
         }
         for (int g = 0; g < nr; g++) {
             /* keys [g_lo, g_hi) of this block that row g attends */
@@ -178,9 +201,15 @@ static void attn_tile_avx512(const npl_attn_args *a, const npl_attn_tile *t) {
             m[g] = mnew;
         }
         for (int g0 = 0; g0 < nr; g0 += GROUP) {
-#define PV(NB) pv512(V + jb * ks, ks, k0, n, hd, s + g0, corr + g0, acc + g0 * hd, NB)
-            BY_GROUP(nr - g0, PV)
+#define PV(NB) pv512(V + jb * ks, vf, ks, k0, n, hd, s + g0, corr + g0, acc + g0 * hd, NB, 0)
+#define PV_F(NB) pv512(V + jb * ks, vf, ks, k0, n, hd, s + g0, corr + g0, acc + g0 * hd, NB, 1)
+            if (conv) {
+                BY_GROUP(nr - g0, PV_F)
+            } else {
+                BY_GROUP(nr - g0, PV)
+            }
 #undef PV
+#undef PV_F
         }
     }
     for (int g = 0; g < nr; g++) {
