@@ -11,6 +11,7 @@
 #include "cpu/kernels/x86/avx512/avx512_util.h"
 
 enum { L = 16 }; /* weight rows per group = lanes */
+#define INLINE static inline __attribute__((always_inline))
 
 /* ---- the activation row ---- */
 
@@ -67,7 +68,7 @@ static void prep_q6_K(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) { pr
 
 /* v[r] holds row r's dpbusd lanes of one 64-element step; returns in g[q]
  * the sums over the four lanes of group q (16 elements) with row r in lane r. */
-static inline __attribute__((always_inline)) void reduce16(const __m512i v[L], __m512i g[4]) {
+INLINE void reduce16(const __m512i v[L], __m512i g[4]) {
     __m512i t[8], q[4];
     for (int i = 0; i < 8; i++) /* per 128-bit lane: [a0+a2 b0+b2 a1+a3 b1+b3] for rows a, b */
         t[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]),
@@ -100,17 +101,12 @@ static inline __m512 scale_add(__m512 acc, float dx, __m512 dw, __m512i isum) {
 /* The 16 rows are read a step at a time side by side, which the hardware
  * prefetchers do not follow well: step s of S of every row prefetches its
  * share of the same row of the next group, so the group after this one is
- * in flight while this one is computed. */
-#ifndef PF_HINT
-#define PF_HINT _MM_HINT_T0
-#endif
-#ifndef PF_ROWS
-#define PF_ROWS L
-#endif
-static inline __attribute__((always_inline)) void ahead(const uint8_t *row, size_t w_row, int64_t s, int64_t S) {
-    const uint8_t *next = row + PF_ROWS * w_row;
+ * in flight while this one is computed (into L1: measured better than L2
+ * or two groups ahead; without it the kernel reads at half the speed). */
+INLINE void ahead(const uint8_t *row, size_t w_row, int64_t s, int64_t S) {
+    const uint8_t *next = row + L * w_row;
     const size_t from = (size_t)s * w_row / (size_t)S, to = (size_t)(s + 1) * w_row / (size_t)S;
-    for (size_t at = from & ~(size_t)63; at < to; at += 64) _mm_prefetch((const char *)next + at, PF_HINT);
+    for (size_t at = from & ~(size_t)63; at < to; at += 64) _mm_prefetch((const char *)next + at, _MM_HINT_T0);
 }
 
 typedef struct {
@@ -141,7 +137,7 @@ static inline size_t b32_bytes(b32_type t) {
 }
 
 /* unsigned quants of blocks a and b (b may be a zero block) in element order */
-static inline __attribute__((always_inline)) __m512i b32_u(b32_type t, const uint8_t *a, const uint8_t *b) {
+INLINE __m512i b32_u(b32_type t, const uint8_t *a, const uint8_t *b) {
     if (t == T_Q8_0)
         return _mm512_xor_si512(load2x256(((const block_q8_0 *)a)->qs, ((const block_q8_0 *)b)->qs),
                                 _mm512_set1_epi8((char)0x80));
@@ -154,138 +150,136 @@ static inline __attribute__((always_inline)) __m512i b32_u(b32_type t, const uin
     return _mm512_mask_add_epi8(u, (__mmask64)ha | ((__mmask64)hb << 32), u, _mm512_set1_epi8(16));
 }
 
-static inline __attribute__((always_inline)) __m512 group_b32(b32_type t, const group16 *g16, size_t w_row,
-                                                               const npl_gemv_x *gx, int pf) {
+INLINE __m512 group_b32(b32_type t, const group16 *g16, size_t w_row, const npl_gemv_x *gx, int pf) {
     static const uint8_t zero[sizeof(block_q8_0)]; /* the pad block of an odd count: all quants 0 */
     const group16 gr = *g16;
     const size_t bb = b32_bytes(t);
     const int64_t nb = gx->k / 32;
-    {
-        __m512 acc = _mm512_setzero_ps();
-        for (int64_t b = 0; b < nb; b += 2) {
-            const int two = b + 1 < nb;
-            const __m512i x = _mm512_load_si512(gx->qs + 32 * b), cz = _mm512_load_si512(gx->cz + 8 * b);
-            __m512i v[L];
-            for (int r = 0; r < L; r++) {
-                const uint8_t *a = gr.p[r] + (size_t)b * bb;
-                if (pf) ahead(gr.p[r], w_row, b / 2, (nb + 1) / 2);
-                v[r] = _mm512_dpbusd_epi32(cz, b32_u(t, a, two ? a + bb : zero), x);
-            }
-            __m512i g[4];
-            reduce16(v, g);
-            acc = scale_add(acc, gx->d[2 * b], gather_f16(gr.p[0], gr.offs, (int64_t)bb * b, 0),
-                            _mm512_add_epi32(g[0], g[1]));
-            if (two)
-                acc = scale_add(acc, gx->d[2 * b + 2], gather_f16(gr.p[0], gr.offs, (int64_t)bb * (b + 1), 0),
-                                _mm512_add_epi32(g[2], g[3]));
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b += 2) {
+        const int two = b + 1 < nb;
+        const __m512i x = _mm512_load_si512(gx->qs + 32 * b), cz = _mm512_load_si512(gx->cz + 8 * b);
+        __m512i v[L];
+        for (int r = 0; r < L; r++) {
+            const uint8_t *a = gr.p[r] + (size_t)b * bb;
+            if (pf) ahead(gr.p[r], w_row, b / 2, (nb + 1) / 2);
+            v[r] = _mm512_dpbusd_epi32(cz, b32_u(t, a, two ? a + bb : zero), x);
         }
-        return acc;
+        __m512i g[4];
+        reduce16(v, g);
+        acc = scale_add(acc, gx->d[2 * b], gather_f16(gr.p[0], gr.offs, (int64_t)bb * b, 0),
+                        _mm512_add_epi32(g[0], g[1]));
+        if (two)
+            acc = scale_add(acc, gx->d[2 * b + 2], gather_f16(gr.p[0], gr.offs, (int64_t)bb * (b + 1), 0),
+                            _mm512_add_epi32(g[2], g[3]));
     }
+    return acc;
 }
 
-static inline __attribute__((always_inline)) __m512 group_q4_0(const group16 *gr, size_t w_row, const npl_gemv_x *gx, int pf) {
+INLINE __m512 group_q4_0(const group16 *gr, size_t w_row, const npl_gemv_x *gx, int pf) {
     return group_b32(T_Q4_0, gr, w_row, gx, pf);
 }
-static inline __attribute__((always_inline)) __m512 group_q5_0(const group16 *gr, size_t w_row, const npl_gemv_x *gx, int pf) {
+INLINE __m512 group_q5_0(const group16 *gr, size_t w_row, const npl_gemv_x *gx, int pf) {
     return group_b32(T_Q5_0, gr, w_row, gx, pf);
 }
-static inline __attribute__((always_inline)) __m512 group_q8_0(const group16 *gr, size_t w_row, const npl_gemv_x *gx, int pf) {
+INLINE __m512 group_q8_0(const group16 *gr, size_t w_row, const npl_gemv_x *gx, int pf) {
     return group_b32(T_Q8_0, gr, w_row, gx, pf);
 }
 
 /* ---- q4_K: 32-element blocks with a scale and a min each ---- */
 
-static inline __m512i byte_at(__m512i v, int b) { return _mm512_and_si512(_mm512_srli_epi32(v, 8 * b), _mm512_set1_epi32(0xFF)); }
+static inline __m512i byte_at(__m512i v, int b) {
+    return _mm512_and_si512(_mm512_srli_epi32(v, 8 * b), _mm512_set1_epi32(0xFF));
+}
 
-static inline __attribute__((always_inline)) __m512 group_q4_K(const group16 *g16, size_t w_row, const npl_gemv_x *gx, int pf) {
+INLINE __m512 group_q4_K(const group16 *g16, size_t w_row, const npl_gemv_x *gx, int pf) {
     const group16 gr = *g16;
     const int64_t nsb = gx->k / QK_K;
     const __m512i lo4 = _mm512_set1_epi8(0x0F), m63 = _mm512_set1_epi32(63), m15 = _mm512_set1_epi32(15);
     const __m512 sign = _mm512_set1_ps(-0.0f);
-    {
-        __m512 acc = _mm512_setzero_ps();
-        __m512 mins[nsb * 8]; /* per sub-block, applied after every block as the GEMM does */
-        for (int64_t i = 0; i < nsb; i++) {
-            const int64_t sb = i * (int64_t)sizeof(block_q4_K);
-            const __m512 d = gather_f16(gr.p[0], gr.offs, sb, 0);
-            const __m512 ndmin = _mm512_xor_ps(gather_f16(gr.p[0], gr.offs, sb, 1), sign);
-            const __m512i s0 = _mm512_i32gather_epi32(gr.offs, gr.p[0] + sb + 4, 1);
-            const __m512i s1 = _mm512_i32gather_epi32(gr.offs, gr.p[0] + sb + 8, 1);
-            const __m512i s2 = _mm512_i32gather_epi32(gr.offs, gr.p[0] + sb + 12, 1);
-            __m512 dw[8];
-            for (int j = 0; j < 4; j++) { /* npl_get_scale_min_k4, 16 rows at once */
-                const __m512i a = byte_at(s0, j), m = byte_at(s1, j), h = byte_at(s2, j);
-                const __m512i sc_lo = _mm512_and_si512(a, m63), mn_lo = _mm512_and_si512(m, m63);
-                const __m512i sc_hi = _mm512_or_si512(_mm512_and_si512(h, m15), _mm512_slli_epi32(_mm512_srli_epi32(a, 6), 4));
-                const __m512i mn_hi = _mm512_or_si512(_mm512_srli_epi32(h, 4), _mm512_slli_epi32(_mm512_srli_epi32(m, 6), 4));
-                dw[j] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc_lo));
-                dw[j + 4] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc_hi));
-                mins[i * 8 + j] = _mm512_mul_ps(ndmin, _mm512_cvtepi32_ps(mn_lo));
-                mins[i * 8 + j + 4] = _mm512_mul_ps(ndmin, _mm512_cvtepi32_ps(mn_hi));
-            }
-            for (int c = 0; c < 4; c++) {
-                const __m512i x = _mm512_load_si512(gx->qs + QK_K * i + 64 * c);
-                __m512i v[L];
-                for (int r = 0; r < L; r++) {
-                    if (pf) ahead(gr.p[r], w_row, 4 * i + c, 4 * nsb);
-                    const __m256i q = _mm256_loadu_si256((const __m256i *)(((const block_q4_K *)(gr.p[r] + sb))->qs + 32 * c));
-                    const __m512i qq = _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1);
-                    v[r] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(qq, lo4), x);
-                }
-                __m512i g[4];
-                reduce16(v, g);
-                const float dx = gx->d[16 * i];
-                acc = scale_add(acc, dx, dw[2 * c], _mm512_add_epi32(g[0], g[1]));
-                acc = scale_add(acc, dx, dw[2 * c + 1], _mm512_add_epi32(g[2], g[3]));
-            }
+    __m512 acc = _mm512_setzero_ps();
+    __m512 mins[nsb * 8]; /* per sub-block, applied after every block as the GEMM does */
+    for (int64_t i = 0; i < nsb; i++) {
+        const int64_t sb = i * (int64_t)sizeof(block_q4_K);
+        const __m512 d = gather_f16(gr.p[0], gr.offs, sb, 0);
+        const __m512 ndmin = _mm512_xor_ps(gather_f16(gr.p[0], gr.offs, sb, 1), sign);
+        const __m512i s0 = _mm512_i32gather_epi32(gr.offs, gr.p[0] + sb + 4, 1);
+        const __m512i s1 = _mm512_i32gather_epi32(gr.offs, gr.p[0] + sb + 8, 1);
+        const __m512i s2 = _mm512_i32gather_epi32(gr.offs, gr.p[0] + sb + 12, 1);
+        __m512 dw[8];
+        for (int j = 0; j < 4; j++) { /* npl_get_scale_min_k4, 16 rows at once */
+            const __m512i a = byte_at(s0, j), m = byte_at(s1, j), h = byte_at(s2, j);
+            const __m512i sc_lo = _mm512_and_si512(a, m63), mn_lo = _mm512_and_si512(m, m63);
+            const __m512i sc_hi =
+                _mm512_or_si512(_mm512_and_si512(h, m15), _mm512_slli_epi32(_mm512_srli_epi32(a, 6), 4));
+            const __m512i mn_hi =
+                _mm512_or_si512(_mm512_srli_epi32(h, 4), _mm512_slli_epi32(_mm512_srli_epi32(m, 6), 4));
+            dw[j] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc_lo));
+            dw[j + 4] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc_hi));
+            mins[i * 8 + j] = _mm512_mul_ps(ndmin, _mm512_cvtepi32_ps(mn_lo));
+            mins[i * 8 + j + 4] = _mm512_mul_ps(ndmin, _mm512_cvtepi32_ps(mn_hi));
         }
-        for (int64_t g = 0; g < gx->k / 16; g++) acc = _mm512_fmadd_ps(_mm512_set1_ps(gx->xs[g]), mins[g / 2], acc);
-        return acc;
+        for (int c = 0; c < 4; c++) {
+            const __m512i x = _mm512_load_si512(gx->qs + QK_K * i + 64 * c);
+            __m512i v[L];
+            for (int r = 0; r < L; r++) {
+                if (pf) ahead(gr.p[r], w_row, 4 * i + c, 4 * nsb);
+                const block_q4_K *blk = (const block_q4_K *)(gr.p[r] + sb);
+                const __m256i q = _mm256_loadu_si256((const __m256i *)(blk->qs + 32 * c));
+                const __m512i qq = _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1);
+                v[r] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(qq, lo4), x);
+            }
+            __m512i g[4];
+            reduce16(v, g);
+            const float dx = gx->d[16 * i];
+            acc = scale_add(acc, dx, dw[2 * c], _mm512_add_epi32(g[0], g[1]));
+            acc = scale_add(acc, dx, dw[2 * c + 1], _mm512_add_epi32(g[2], g[3]));
+        }
     }
+    for (int64_t g = 0; g < gx->k / 16; g++) acc = _mm512_fmadd_ps(_mm512_set1_ps(gx->xs[g]), mins[g / 2], acc);
+    return acc;
 }
 
 /* ---- q6_K: 16-element blocks ---- */
 
-static inline __attribute__((always_inline)) __m512 group_q6_K(const group16 *g16, size_t w_row, const npl_gemv_x *gx, int pf) {
+INLINE __m512 group_q6_K(const group16 *g16, size_t w_row, const npl_gemv_x *gx, int pf) {
     const group16 gr = *g16;
     const int64_t nsb = gx->k / QK_K;
     const __m512i lo4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
-    {
-        __m512 acc = _mm512_setzero_ps();
-        for (int64_t i = 0; i < nsb; i++) {
-            const int64_t sb = i * (int64_t)sizeof(block_q6_K);
-            /* d sits in the last two bytes: read it as the high half of the word before */
-            const __m512 d = gather_f16(gr.p[0], gr.offs, sb + offsetof(block_q6_K, d) - 2, 1);
-            __m512i sc[4];
-            for (int q = 0; q < 4; q++)
-                sc[q] = _mm512_i32gather_epi32(gr.offs, gr.p[0] + sb + offsetof(block_q6_K, scales) + 4 * q, 1);
-            for (int st = 0; st < 4; st++) {
-                const int h = st / 2, c = st % 2;
-                const __m512i x = _mm512_load_si512(gx->qs + QK_K * i + 64 * st);
-                const __m512i cz = _mm512_load_si512(gx->cz + 16 * (4 * i + st));
-                __m512i v[L];
-                for (int r = 0; r < L; r++) {
-                    if (pf) ahead(gr.p[r], w_row, 4 * i + st, 4 * nsb);
-                    const block_q6_K *blk = (const block_q6_K *)(gr.p[r] + sb);
-                    const __m512i ql = load2x256(blk->ql + 64 * h, blk->ql + 64 * h + 32);
-                    const __m256i h8 = _mm256_loadu_si256((const __m256i *)(blk->qh + 32 * h));
-                    const __m512i hz = _mm512_inserti64x4(_mm512_castsi256_si512(h8), _mm256_srli_epi16(h8, 2), 1);
-                    const __m512i u = c == 0 ? _mm512_or_si512(_mm512_and_si512(ql, lo4), _mm512_and_si512(_mm512_slli_epi16(hz, 4), m30))
-                                             : _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), lo4), _mm512_and_si512(hz, m30));
-                    v[r] = _mm512_dpbusd_epi32(cz, u, x);
-                }
-                __m512i g[4];
-                reduce16(v, g);
-                const __m512i s = sc[st];
-                for (int q = 0; q < 4; q++) {
-                    /* scale byte q of the word, sign-extended */
-                    const __m512i sq = _mm512_srai_epi32(_mm512_slli_epi32(s, 24 - 8 * q), 24);
-                    acc = scale_add(acc, gx->d[16 * i + 4 * st + q], _mm512_mul_ps(d, _mm512_cvtepi32_ps(sq)), g[q]);
-                }
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nsb; i++) {
+        const int64_t sb = i * (int64_t)sizeof(block_q6_K);
+        /* d sits in the last two bytes: read it as the high half of the word before */
+        const __m512 d = gather_f16(gr.p[0], gr.offs, sb + offsetof(block_q6_K, d) - 2, 1);
+        __m512i sc[4];
+        for (int q = 0; q < 4; q++)
+            sc[q] = _mm512_i32gather_epi32(gr.offs, gr.p[0] + sb + offsetof(block_q6_K, scales) + 4 * q, 1);
+        for (int st = 0; st < 4; st++) {
+            const int h = st / 2, c = st % 2;
+            const __m512i x = _mm512_load_si512(gx->qs + QK_K * i + 64 * st);
+            const __m512i cz = _mm512_load_si512(gx->cz + 16 * (4 * i + st));
+            __m512i v[L];
+            for (int r = 0; r < L; r++) {
+                if (pf) ahead(gr.p[r], w_row, 4 * i + st, 4 * nsb);
+                const block_q6_K *blk = (const block_q6_K *)(gr.p[r] + sb);
+                const __m512i ql = load2x256(blk->ql + 64 * h, blk->ql + 64 * h + 32);
+                const __m256i h8 = _mm256_loadu_si256((const __m256i *)(blk->qh + 32 * h));
+                const __m512i hz = _mm512_inserti64x4(_mm512_castsi256_si512(h8), _mm256_srli_epi16(h8, 2), 1);
+                const __m512i lo = c == 0 ? ql : _mm512_srli_epi16(ql, 4), hi = c == 0 ? _mm512_slli_epi16(hz, 4) : hz;
+                const __m512i u = _mm512_or_si512(_mm512_and_si512(lo, lo4), _mm512_and_si512(hi, m30));
+                v[r] = _mm512_dpbusd_epi32(cz, u, x);
+            }
+            __m512i g[4];
+            reduce16(v, g);
+            const __m512i s = sc[st];
+            for (int q = 0; q < 4; q++) {
+                /* scale byte q of the word, sign-extended */
+                const __m512i sq = _mm512_srai_epi32(_mm512_slli_epi32(s, 24 - 8 * q), 24);
+                acc = scale_add(acc, gx->d[16 * i + 4 * st + q], _mm512_mul_ps(d, _mm512_cvtepi32_ps(sq)), g[q]);
             }
         }
-        return acc;
     }
+    return acc;
 }
 
 /* Every activation row passes over a group while its rows are in cache;
