@@ -69,7 +69,7 @@ void npl_f16_to_f32_row_fast(const uint16_t *x, float *y, int64_t n);
  * [j0[r], j1[r]); the tile kernel writes normalized outputs to o[r] after
  * reading every q[r] (so out may alias q). */
 #define NPL_ATTN_TILE 4      /* rows per tile of the generic and AVX2 kernels */
-#define NPL_ATTN_TILE_MAX 32 /* AVX-512: several queries share each K/V block read */
+#define NPL_ATTN_TILE_MAX 64 /* AVX-512: several queries share each K/V block read */
 typedef struct {
     const float *q[NPL_ATTN_TILE_MAX];
     float *o[NPL_ATTN_TILE_MAX];
