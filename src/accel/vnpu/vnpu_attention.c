@@ -73,6 +73,7 @@ typedef struct {
     vnpu_attn_prep p;
     vnpu_attn_tile *tiles;
     int64_t n_tiles;
+    uint8_t *state; /* per thread */
 } amx_job;
 
 static void amx_prep_unit(void *arg, int ith, int64_t g) {
@@ -82,8 +83,9 @@ static void amx_prep_unit(void *arg, int ith, int64_t g) {
 
 static void amx_tile_unit(void *arg, int ith, int64_t u) {
     const amx_job *j = arg;
-    (void)ith;
-    vnpu_attn_amx_tile(&j->p, &j->tiles[j->n_tiles - 1 - u]); /* the last queries attend the most: first */
+    const int64_t pair = (j->n_tiles + 1) / 2 - 1 - u; /* the last queries attend the most: first */
+    const int nt = 2 * pair + 1 < j->n_tiles ? 2 : 1;
+    vnpu_attn_amx_tiles(&j->p, &j->tiles[2 * pair], nt, j->state + (size_t)ith * vnpu_attn_amx_state_size());
 }
 
 static void attn_range(int32_t p, int window, int32_t *j0, int32_t *j1) {
@@ -92,7 +94,7 @@ static void attn_range(int32_t p, int window, int32_t *j0, int32_t *j1) {
 }
 
 static void run_amx(vnpu_xc *x, const float *q, float *y, const uint16_t *kc, const uint16_t *vc, const int32_t *pos,
-                    uint8_t *buf, vnpu_attn_tile *tiles) {
+                    uint8_t *buf, vnpu_attn_tile *tiles, uint8_t *state) {
     const vnpu_tensor *qt = T(0), *kt = T(1), *ct = T(3);
     const int64_t s = qt->dims[0], hq = qt->dims[1], hd = qt->dims[2], hkv = kt->dims[1];
     const int64_t group = hq / hkv, qb = 16 / group, ctxr = round_up(ct->dims[0], VNPU_ATTN_KG);
@@ -108,6 +110,7 @@ static void run_amx(vnpu_xc *x, const float *q, float *y, const uint16_t *kc, co
     j.p.vhi = (uint32_t *)(j.p.klo + ctxr * hd);
     j.p.vlo = j.p.vhi + ctxr * hd / 2;
     j.tiles = tiles;
+    j.state = state;
     for (int64_t kvh = 0; kvh < hkv; kvh++) {
         int64_t lo = INT64_MAX, hi = 0;
         j.n_tiles = 0;
@@ -139,7 +142,7 @@ static void run_amx(vnpu_xc *x, const float *q, float *y, const uint16_t *kc, co
         j.p.lo = lo;
         j.p.hi = hi;
         vnpu_par_for(x->be, (round_up(hi, VNPU_ATTN_KG) - j.p.kb0) / VNPU_ATTN_KG, amx_prep_unit, &j);
-        vnpu_par_for(x->be, j.n_tiles, amx_tile_unit, &j);
+        vnpu_par_for(x->be, (j.n_tiles + 1) / 2, amx_tile_unit, &j);
     }
 }
 
@@ -152,8 +155,9 @@ npl_accel_status vnpu_op_attention(vnpu_xc *x) {
     const int64_t n_tiles = (T(0)->dims[0] + 15) / 16 * 16; /* >= tiles of any group size */
     uint8_t *buf = amx ? vnpu_xc_alloc(x, (size_t)(4 * ctxr * hd3) * 2) : NULL;
     vnpu_attn_tile *tiles = amx ? vnpu_xc_alloc(x, (size_t)n_tiles * sizeof *tiles) : NULL;
+    uint8_t *state = amx ? vnpu_xc_alloc(x, (size_t)x->be->n_threads * vnpu_attn_amx_state_size()) : NULL;
     if (vnpu_xc_measuring(x)) return NPL_ACCEL_OK;
-    if (!q || !y || (amx && (!buf || !tiles)))
+    if (!q || !y || (amx && (!buf || !tiles || !state)))
         return vnpu_fail(x->be, NPL_ACCEL_ERR_INTERNAL, "vnpu: scratch plan too small for an Attention step");
     const int prof = vnpu_prof_on();
     uint64_t tp = prof ? vnpu_now_ns() : 0;
@@ -173,7 +177,7 @@ npl_accel_status vnpu_op_attention(vnpu_xc *x) {
         tp = t1;
     }
     if (amx) {
-        run_amx(x, q, y, kc, vc, pos, buf, tiles);
+        run_amx(x, q, y, kc, vc, pos, buf, tiles, state);
     } else {
         attn_job j = {x->be->nn, {q, hq * hd, kc, vc, y, hq * hd, pos, (int)s, (int)hq, (int)hkv, (int)hd,
                                   x->n->fp[0] > 0 ? x->n->fp[0] : 1.0f / sqrtf((float)hd), x->n->fp[1], (int)x->n->ip[0]}};

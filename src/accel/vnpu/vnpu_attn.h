@@ -3,6 +3,7 @@
  * (vnpu_attention.c) prepares for it. */
 #ifndef NPL_VNPU_ATTN_H
 #define NPL_VNPU_ATTN_H
+#include <stddef.h>
 #include <stdint.h>
 
 #define VNPU_ATTN_KG 64 /* keys per block (and per prepared group) */
@@ -31,8 +32,11 @@ typedef struct {
     int64_t k0, k1;
 } vnpu_attn_tile;
 
-/* Prepared group g (keys kb0 + g KG ...); AMX family only. */
+/* AMX family only. Prepares group g (keys kb0 + g KG ...); runs nt (1 or 2)
+ * tiles together (each K / V tile loaded serves both), with `state` of
+ * vnpu_attn_amx_state_size() bytes, 64-aligned, per calling thread. */
 void vnpu_attn_amx_prep(const vnpu_attn_prep *p, int64_t g);
-void vnpu_attn_amx_tile(const vnpu_attn_prep *p, const vnpu_attn_tile *t);
+void vnpu_attn_amx_tiles(const vnpu_attn_prep *p, const vnpu_attn_tile *t, int nt, void *state);
+size_t vnpu_attn_amx_state_size(void);
 
 #endif

@@ -14,6 +14,7 @@
  * Called only for the AMX family (the tile permission was granted). */
 #include <immintrin.h>
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "accel/vnpu/vnpu_attn.h"
@@ -112,24 +113,17 @@ void vnpu_attn_amx_prep(const vnpu_attn_prep *p, int64_t g) {
         }
 }
 
-void vnpu_attn_amx_tile(const vnpu_attn_prep *p, const vnpu_attn_tile *t) {
-    const int hd = p->hd, nks = hd / 32, ndt = hd / 16;
-    _Alignas(64) uint32_t qth[16 * 16 * 16], qtl[16 * 16 * 16]; /* per k-step: B[kk][row] (hd <= 512) */
-    _Alignas(64) float ot[512 * 16];                            /* O^T [hd][16 rows] */
-    _Alignas(64) float st[VNPU_ATTN_KG * 16];                   /* S^T [keys][16 rows] */
-    _Alignas(64) uint32_t pth[VNPU_ATTN_KG / 32][256], ptl[VNPU_ATTN_KG / 32][256];
+/* q rows of a tile to the pair-interleaved, transposed B layout, hi and lo:
+ * per k-step s, word [kk][r] = dims (32 s + 2 kk, 32 s + 2 kk + 1) of row r */
+static void prep_q(const vnpu_attn_tile *t, int hd, uint32_t *qth, uint32_t *qtl) {
     _Alignas(64) uint32_t tmp_h[256], tmp_l[256];
-    /* q rows to the pair-interleaved, transposed B layout, hi and lo */
-    for (int s = 0; s < nks; s++) {
+    const __m512i idx_even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i idx_odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    for (int s = 0; s < hd / 32; s++) {
         for (int r = 0; r < 16; r++) {
             __m512i h[2], l[2];
-            for (int e = 0; e < 2; e++) {
-                const __m512 q = t->q[r] ? _mm512_loadu_ps(t->q[r] + s * 32 + e * 16) : _mm512_setzero_ps();
-                split16(q, &h[e], &l[e]);
-            }
-            /* dims 2kk, 2kk+1 of this k-step into word kk */
-            const __m512i idx_even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-            const __m512i idx_odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+            for (int e = 0; e < 2; e++)
+                split16(t->q[r] ? _mm512_loadu_ps(t->q[r] + s * 32 + e * 16) : _mm512_setzero_ps(), &h[e], &l[e]);
             const __m512i he = _mm512_permutex2var_epi32(h[0], idx_even, h[1]), ho = _mm512_permutex2var_epi32(h[0], idx_odd, h[1]);
             const __m512i le = _mm512_permutex2var_epi32(l[0], idx_even, l[1]), lo = _mm512_permutex2var_epi32(l[0], idx_odd, l[1]);
             _mm512_store_si512(tmp_h + r * 16, _mm512_or_si512(he, _mm512_slli_epi32(ho, 16)));
@@ -138,111 +132,141 @@ void vnpu_attn_amx_tile(const vnpu_attn_prep *p, const vnpu_attn_tile *t) {
         transpose16(tmp_h, qth + s * 256);
         transpose16(tmp_l, qtl + s * 256);
     }
-    memset(ot, 0, sizeof(float) * (size_t)(hd * 16));
-    __m512 m = _mm512_set1_ps(-INFINITY), l = _mm512_setzero_ps();
-    const __m512i j0 = _mm512_loadu_si512(t->j0), j1 = _mm512_loadu_si512(t->j1);
-    const __m512 scale = _mm512_set1_ps(p->scale);
-    const float cap = p->softcap;
+}
+
+/* Per tile state: q in B layout, O^T [hd][16 rows], S^T [keys][16 rows],
+ * P^T in B layout, running max and sum. */
+typedef struct {
+    _Alignas(64) uint32_t qth[16 * 256], qtl[16 * 256]; /* hd <= 512: 16 k-steps */
+    _Alignas(64) float ot[512 * 16];
+    _Alignas(64) float st[VNPU_ATTN_KG * 16];
+    _Alignas(64) uint32_t pth[VNPU_ATTN_KG / 32][256], ptl[VNPU_ATTN_KG / 32][256];
+    __m512 m, l;
+    __m512i j0, j1;
+} tile_state;
+
+/* online softmax of one tile over keys [kb, kb + KG): st -> P^T, rescales O^T */
+static void softmax_block(tile_state *z, int hd, int64_t kb, float scale_f, float cap) {
+    const __m512 scale = _mm512_set1_ps(scale_f), ninf = _mm512_set1_ps(-INFINITY);
+    __m512 mb = z->m;
+    for (int k = 0; k < VNPU_ATTN_KG; k++) {
+        __m512 s = _mm512_mul_ps(_mm512_load_ps(z->st + k * 16), scale);
+        if (cap > 0.0f) { /* cap * tanh(s / cap), tanh(x) = 1 - 2 / (exp(2x) + 1) */
+            const __m512 e = exp512(_mm512_mul_ps(s, _mm512_set1_ps(2.0f / cap)));
+            s = _mm512_mul_ps(_mm512_set1_ps(cap), _mm512_sub_ps(_mm512_set1_ps(1.0f),
+                              _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, _mm512_set1_ps(1.0f)))));
+        }
+        const __m512i kj = _mm512_set1_epi32((int)(kb + k));
+        const __mmask16 ok = _mm512_cmpge_epi32_mask(kj, z->j0) & _mm512_cmplt_epi32_mask(kj, z->j1);
+        s = _mm512_mask_mov_ps(ninf, ok, s);
+        _mm512_store_ps(z->st + k * 16, s);
+        mb = _mm512_max_ps(mb, s);
+    }
+    /* rows with nothing attended yet keep m = -inf: use 0 as their reference (all p = 0) */
+    const __mmask16 live = _mm512_cmp_ps_mask(mb, ninf, _CMP_NEQ_OQ);
+    const __m512 mref = _mm512_maskz_mov_ps(live, mb);
+    const __m512 corr = _mm512_mask_mov_ps(_mm512_set1_ps(1.0f), live, exp512(_mm512_sub_ps(z->m, mref)));
+    z->m = _mm512_mask_mov_ps(z->m, live, mb);
+    __m512 sum = _mm512_setzero_ps();
+    for (int k = 0; k < VNPU_ATTN_KG; k += 2) {
+        const __m512 se = _mm512_load_ps(z->st + k * 16), so = _mm512_load_ps(z->st + (k + 1) * 16);
+        const __m512 pe = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(se, ninf, _CMP_NEQ_OQ), exp512(_mm512_sub_ps(se, mref)));
+        const __m512 po = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(so, ninf, _CMP_NEQ_OQ), exp512(_mm512_sub_ps(so, mref)));
+        sum = _mm512_add_ps(sum, _mm512_add_ps(pe, po));
+        __m512i he, le, ho, lo;
+        split16(pe, &he, &le);
+        split16(po, &ho, &lo);
+        _mm512_store_si512(z->pth[k / 32] + (k % 32 / 2) * 16, _mm512_or_si512(he, _mm512_slli_epi32(ho, 16)));
+        _mm512_store_si512(z->ptl[k / 32] + (k % 32 / 2) * 16, _mm512_or_si512(le, _mm512_slli_epi32(lo, 16)));
+    }
+    z->l = _mm512_fmadd_ps(z->l, corr, sum);
+    for (int d = 0; d < hd; d++) _mm512_store_ps(z->ot + d * 16, _mm512_mul_ps(_mm512_load_ps(z->ot + d * 16), corr));
+}
+
+/* Tiles t[0..nt) (nt = 1 or 2) over the union of their key blocks: every
+ * K and V tile loaded serves both, halving the cache traffic per row. Tile
+ * registers: QK: C tmm0-1 (one per tile), A = K hi/lo of 16 keys tmm2-3,
+ * B = q hi/lo tmm4-5 (tile 0), tmm6-7 (tile 1); PV: C tmm0-1 (one 16-dim
+ * slice of each tile's O^T), A = V^T hi/lo tmm2-3, B = P^T hi/lo tmm4-7. */
+void vnpu_attn_amx_tiles(const vnpu_attn_prep *p, const vnpu_attn_tile *t, int nt, void *state) {
+    const int hd = p->hd, nks = hd / 32, ndt = hd / 16;
+    tile_state *z = state;
+    int64_t k0 = INT64_MAX, k1 = 0; /* the union of the tiles' key blocks */
+    for (int u = 0; u < nt; u++) {
+        prep_q(&t[u], hd, z[u].qth, z[u].qtl);
+        memset(z[u].ot, 0, sizeof(float) * (size_t)(hd * 16));
+        z[u].m = _mm512_set1_ps(-INFINITY);
+        z[u].l = _mm512_setzero_ps();
+        z[u].j0 = _mm512_loadu_si512(t[u].j0);
+        z[u].j1 = _mm512_loadu_si512(t[u].j1);
+        if (t[u].k1 > t[u].k0) {
+            k0 = t[u].k0 < k0 ? t[u].k0 : k0;
+            k1 = t[u].k1 > k1 ? t[u].k1 : k1;
+        }
+    }
+    if (k1 == 0) k0 = 0;
     configure_tiles();
-    for (int64_t kb = t->k0; kb < t->k1; kb += VNPU_ATTN_KG) {
+    for (int64_t kb = k0; kb < k1; kb += VNPU_ATTN_KG) {
         const int64_t g = (kb - p->kb0) / VNPU_ATTN_KG;
         const uint16_t *khi = p->khi + g * VNPU_ATTN_KG * hd, *klo = p->klo + g * VNPU_ATTN_KG * hd;
-        /* S^T = K Q^T, 32 keys at a time: C tmm0-1, A (K hi/lo of two 16-key halves) tmm2-5, B (q hi/lo) tmm6-7 */
-        for (int half = 0; half < VNPU_ATTN_KG / 32; half++) {
+        for (int k16 = 0; k16 < VNPU_ATTN_KG / 16; k16++) {
             _tile_zero(0);
             _tile_zero(1);
-            const uint16_t *kh = khi + half * 32 * hd, *kl = klo + half * 32 * hd;
+            const uint16_t *kh = khi + k16 * 16 * hd, *kl = klo + k16 * 16 * hd;
             for (int s = 0; s < nks; s++) {
-                _tile_loadd(6, qth + s * 256, 64);
-                _tile_loadd(7, qtl + s * 256, 64);
                 _tile_loadd(2, kh + s * 32, hd * 2);
                 _tile_loadd(3, kl + s * 32, hd * 2);
-                _tile_loadd(4, kh + 16 * hd + s * 32, hd * 2);
-                _tile_loadd(5, kl + 16 * hd + s * 32, hd * 2);
-                _tile_dpbf16ps(0, 2, 6);
-                _tile_dpbf16ps(0, 2, 7);
-                _tile_dpbf16ps(0, 3, 6);
-                _tile_dpbf16ps(1, 4, 6);
-                _tile_dpbf16ps(1, 4, 7);
-                _tile_dpbf16ps(1, 5, 6);
+                _tile_loadd(4, z[0].qth + s * 256, 64);
+                _tile_loadd(5, z[0].qtl + s * 256, 64);
+                _tile_dpbf16ps(0, 2, 4);
+                _tile_dpbf16ps(0, 2, 5);
+                _tile_dpbf16ps(0, 3, 4);
+                if (nt > 1) {
+                    _tile_loadd(6, z[1].qth + s * 256, 64);
+                    _tile_loadd(7, z[1].qtl + s * 256, 64);
+                    _tile_dpbf16ps(1, 2, 6);
+                    _tile_dpbf16ps(1, 2, 7);
+                    _tile_dpbf16ps(1, 3, 6);
+                }
             }
-            _tile_stored(0, st + half * 32 * 16, 64);
-            _tile_stored(1, st + (half * 32 + 16) * 16, 64);
+            _tile_stored(0, z[0].st + k16 * 16 * 16, 64);
+            if (nt > 1) _tile_stored(1, z[1].st + k16 * 16 * 16, 64);
         }
-        /* online softmax, one query row per lane */
-        __m512 mb = m;
-        for (int k = 0; k < VNPU_ATTN_KG; k++) {
-            __m512 s = _mm512_mul_ps(_mm512_load_ps(st + k * 16), scale);
-            if (cap > 0.0f) { /* cap * tanh(s / cap), tanh(x) = 1 - 2 / (exp(2x) + 1) */
-                const __m512 e = exp512(_mm512_mul_ps(s, _mm512_set1_ps(2.0f / cap)));
-                s = _mm512_mul_ps(_mm512_set1_ps(cap), _mm512_sub_ps(_mm512_set1_ps(1.0f),
-                                  _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, _mm512_set1_ps(1.0f)))));
-            }
-            const __m512i kj = _mm512_set1_epi32((int)(kb + k));
-            const __mmask16 ok = _mm512_cmpge_epi32_mask(kj, j0) & _mm512_cmplt_epi32_mask(kj, j1);
-            s = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), ok, s);
-            _mm512_store_ps(st + k * 16, s);
-            mb = _mm512_max_ps(mb, s);
-        }
-        /* rows with nothing attended yet keep m = -inf: use 0 as their reference (all p = 0) */
-        const __mmask16 live = _mm512_cmp_ps_mask(mb, _mm512_set1_ps(-INFINITY), _CMP_NEQ_OQ);
-        const __m512 mref = _mm512_maskz_mov_ps(live, mb);
-        const __m512 corr = _mm512_mask_mov_ps(_mm512_set1_ps(1.0f), live, exp512(_mm512_sub_ps(m, mref)));
-        m = _mm512_mask_mov_ps(m, live, mb);
-        __m512 sum = _mm512_setzero_ps();
-        for (int k = 0; k < VNPU_ATTN_KG; k += 2) {
-            __m512 pe = exp512(_mm512_sub_ps(_mm512_load_ps(st + k * 16), mref));
-            __m512 po = exp512(_mm512_sub_ps(_mm512_load_ps(st + (k + 1) * 16), mref));
-            pe = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(_mm512_load_ps(st + k * 16), _mm512_set1_ps(-INFINITY), _CMP_NEQ_OQ), pe);
-            po = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(_mm512_load_ps(st + (k + 1) * 16), _mm512_set1_ps(-INFINITY), _CMP_NEQ_OQ), po);
-            sum = _mm512_add_ps(sum, _mm512_add_ps(pe, po));
-            __m512i he, le, ho, lo;
-            split16(pe, &he, &le);
-            split16(po, &ho, &lo);
-            _mm512_store_si512(pth[k / 32] + (k % 32 / 2) * 16, _mm512_or_si512(he, _mm512_slli_epi32(ho, 16)));
-            _mm512_store_si512(ptl[k / 32] + (k % 32 / 2) * 16, _mm512_or_si512(le, _mm512_slli_epi32(lo, 16)));
-        }
-        l = _mm512_fmadd_ps(l, corr, sum);
-        for (int d = 0; d < hd; d++) _mm512_store_ps(ot + d * 16, _mm512_mul_ps(_mm512_load_ps(ot + d * 16), corr));
-        /* O^T += V^T P^T, four 16-dim tiles at a time: C tmm0-3, A (V^T hi/lo) tmm4-5, B (P^T hi/lo) tmm6-7 */
-        for (int d0 = 0; d0 < ndt; d0 += 4) {
-            const int nt = ndt - d0 < 4 ? ndt - d0 : 4;
-            for (int c = 0; c < nt; c++) {
-                float *o = ot + (d0 + c) * 256;
-                if (c == 0) _tile_loadd(0, o, 64);
-                if (c == 1) _tile_loadd(1, o, 64);
-                if (c == 2) _tile_loadd(2, o, 64);
-                if (c == 3) _tile_loadd(3, o, 64);
-            }
+        for (int u = 0; u < nt; u++) softmax_block(&z[u], hd, kb, p->scale, p->softcap);
+        for (int d = 0; d < ndt; d++) {
+            _tile_loadd(0, z[0].ot + d * 256, 64);
+            if (nt > 1) _tile_loadd(1, z[1].ot + d * 256, 64);
             for (int sub = 0; sub < VNPU_ATTN_KG / 32; sub++) {
-                _tile_loadd(6, pth[sub], 64);
-                _tile_loadd(7, ptl[sub], 64);
-                const int64_t vt = (g * (VNPU_ATTN_KG / 32) + sub) * ndt;
-#define PV_TILE(C)                                                          \
-    if (C < nt) {                                                           \
-        _tile_loadd(4, p->vhi + (vt + d0 + C) * 256, 64);                   \
-        _tile_loadd(5, p->vlo + (vt + d0 + C) * 256, 64);                   \
-        _tile_dpbf16ps(C, 4, 6);                                            \
-        _tile_dpbf16ps(C, 4, 7);                                            \
-        _tile_dpbf16ps(C, 5, 6);                                            \
-    }
-                PV_TILE(0)
-                PV_TILE(1)
-                PV_TILE(2)
-                PV_TILE(3)
-#undef PV_TILE
+                const int64_t vt = ((g * (VNPU_ATTN_KG / 32) + sub) * ndt + d) * 256;
+                _tile_loadd(2, p->vhi + vt, 64);
+                _tile_loadd(3, p->vlo + vt, 64);
+                _tile_loadd(4, z[0].pth[sub], 64);
+                _tile_loadd(5, z[0].ptl[sub], 64);
+                _tile_dpbf16ps(0, 2, 4);
+                _tile_dpbf16ps(0, 2, 5);
+                _tile_dpbf16ps(0, 3, 4);
+                if (nt > 1) {
+                    _tile_loadd(6, z[1].pth[sub], 64);
+                    _tile_loadd(7, z[1].ptl[sub], 64);
+                    _tile_dpbf16ps(1, 2, 6);
+                    _tile_dpbf16ps(1, 2, 7);
+                    _tile_dpbf16ps(1, 3, 6);
+                }
             }
-            if (nt > 0) _tile_stored(0, ot + (d0 + 0) * 256, 64);
-            if (nt > 1) _tile_stored(1, ot + (d0 + 1) * 256, 64);
-            if (nt > 2) _tile_stored(2, ot + (d0 + 2) * 256, 64);
-            if (nt > 3) _tile_stored(3, ot + (d0 + 3) * 256, 64);
+            _tile_stored(0, z[0].ot + d * 256, 64);
+            if (nt > 1) _tile_stored(1, z[1].ot + d * 256, 64);
         }
     }
     _tile_release();
     /* out row r = O^T[.][r] / l[r]; rows that attended nothing (padding) get 0 */
-    _Alignas(64) float inv[16];
-    _mm512_store_ps(inv, _mm512_maskz_div_ps(_mm512_cmp_ps_mask(l, _mm512_setzero_ps(), _CMP_GT_OQ), _mm512_set1_ps(1.0f), l));
-    for (int r = 0; r < 16; r++)
-        if (t->o[r])
-            for (int d = 0; d < hd; d++) t->o[r][d] = ot[d * 16 + r] * inv[r];
+    for (int u = 0; u < nt; u++) {
+        _Alignas(64) float inv[16];
+        _mm512_store_ps(inv, _mm512_maskz_div_ps(_mm512_cmp_ps_mask(z[u].l, _mm512_setzero_ps(), _CMP_GT_OQ),
+                                                 _mm512_set1_ps(1.0f), z[u].l));
+        for (int r = 0; r < 16; r++)
+            if (t[u].o[r])
+                for (int d = 0; d < hd; d++) t[u].o[r][d] = z[u].ot[d * 16 + r] * inv[r];
+    }
 }
+
+size_t vnpu_attn_amx_state_size(void) { return 2 * sizeof(tile_state); }
