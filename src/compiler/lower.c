@@ -10,7 +10,9 @@
  *   RESHAPE                  -> Reshape
  * Inputs are APP_WRITE (f32 / i32), the output APP_READ f32; everything in
  * between is NATIVE in the activation precision, except the residual stream
- * (Add, Scale outputs), which stays f32. */
+ * (Add, Scale outputs), which stays f32. Attention's q always arrives in f16
+ * (a Cast when activations are wider), as the CPU op rounds it: with f32
+ * activations the package then computes what the CPU path does. */
 #include "compiler/lower.h"
 
 #include <stdio.h>
@@ -264,6 +266,14 @@ static int lower_op(lw *l, int id) {
         const npl_shape *q = &l->a->shapes[nd->src[0]], *k = &l->a->shapes[nd->src[1]];
         for (int s = 0; s < 3; s++)
             if (src_tensor(l, nd->src[s], &in[s])) return -1;
+        if (l->tdt[nd->src[0]] != NPL_ACCEL_DT_F16) { /* the CPU op rounds q through f16 (llama.cpp's K.Q) */
+            char qn[128];
+            snprintf(qn, sizeof qn, "%s.n%d.q16", l->a->gname, id);
+            uint32_t q16;
+            if (mk(l, qn, NPL_ACCEL_NATIVE, NPL_ACCEL_DT_F16, q, &q16) || node(l, "Cast", NULL, 0, &in[0], 1, q16, id))
+                return -1;
+            in[0] = q16;
+        }
         if (cache_tensor(l, nd->src[3], k, &in[3]) || cache_tensor(l, nd->src[4], k, &in[4]) ||
             src_tensor(l, nd->src[5], &in[5]))
             return -1;
