@@ -155,6 +155,8 @@ def main():
     ap.add_argument("--threads", "-t", type=int, default=2)
     ap.add_argument("--npullm", help="path to the npullm CLI")
     ap.add_argument("--npullm-logits", help="precomputed npullm logits file")
+    ap.add_argument("--attn", choices=["f32", "llamacpp"], default="f32",
+                    help="npullm's attention: f32 (default) or llama.cpp's f16-accumulating flash attention")
     ap.add_argument("--save-llama-logits")
     ap.add_argument("--min-agree", type=float, default=99.0)
     ap.add_argument("--max-kl", type=float, default=0.01)
@@ -208,7 +210,7 @@ def main():
         if a.npullm and not peer_path:
             peer_path = os.path.join(workdir, "npullm.f32")
             cmd = [a.npullm, "eval-logits", "-m", a.model, "--ids", ids_path,
-                   "--out", peer_path, "--ctx", str(a.ctx), "-t", str(a.threads)]
+                   "--out", peer_path, "--ctx", str(a.ctx), "-t", str(a.threads), "--attn", a.attn]
             print("running        %s" % " ".join(cmd))
             t0 = time.time()
             p = subprocess.run(cmd)

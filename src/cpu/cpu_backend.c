@@ -3,6 +3,7 @@
 #include "cpu/cpu_backend.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -153,10 +154,19 @@ static int exec_rope(npl_exec_ctx *c) {
 typedef struct {
     npl_exec_ctx *c;
     npl_attn_args a;
+    int llamacpp; /* llama.cpp's few-query arithmetic (npl_cpu_set_attention_llamacpp) */
 } attn_job;
+/* llama.cpp's CPU flash attention takes its tiled f32 path (q in f32, f32
+ * accumulators: our kernels' arithmetic) from this many queries on, and the
+ * key-by-key f16-accumulating path below it. */
+enum { LLAMACPP_FA_TILE_Q = 64 };
+static atomic_int attention_llamacpp;
+void npl_cpu_set_attention_llamacpp(int on) { atomic_store(&attention_llamacpp, on); }
+
 static void attn_worker(void *arg, int ith, int nth) {
     attn_job *j = arg;
-    cpu(j->c)->nn->attention(&j->a, ith, nth);
+    if (j->llamacpp) npl_attention_llamacpp(&j->a, ith, nth);
+    else cpu(j->c)->nn->attention(&j->a, ith, nth);
 }
 static int exec_attention(npl_exec_ctx *c) {
     const npl_tensor *q = &c->src[0], *k = &c->src[1], *v = &c->src[2], *kc = &c->src[3], *vc = &c->src[4];
@@ -178,13 +188,19 @@ static int exec_attention(npl_exec_ctx *c) {
         npl_f32_to_f16_row_fast((const float *)v->data + s * row, (uint16_t *)vc->data + (int64_t)pos[s] * row, row);
     }
     attn_job j = {.c = c};
-    /* q goes through f16 as in llama.cpp, whose K.Q product takes f16
-     * operands: the same rounding keeps the two engines' scores closest */
-    float *q16 = c->scratch;
-    uint16_t *tmp = (uint16_t *)(q16 + hd * nh * seq);
-    npl_f32_to_f16_row_fast(q->data, tmp, hd * nh * seq);
-    npl_f16_to_f32_row_fast(tmp, q16, hd * nh * seq);
-    j.a.q = q16;
+    const int compat = atomic_load_explicit(&attention_llamacpp, memory_order_relaxed);
+    j.llamacpp = compat && seq < LLAMACPP_FA_TILE_Q;
+    j.a.q = q->data;
+    /* q goes through f16 as in llama.cpp's key-by-key path, whose K.Q takes
+     * f16 operands (and so does the compiled package); only the llama.cpp
+     * compatibility mode copies its tiled path, which keeps q in f32 */
+    if (!compat || j.llamacpp) {
+        float *q16 = c->scratch;
+        uint16_t *tmp = (uint16_t *)(q16 + hd * nh * seq);
+        npl_f32_to_f16_row_fast(q->data, tmp, hd * nh * seq);
+        npl_f16_to_f32_row_fast(tmp, q16, hd * nh * seq);
+        j.a.q = q16;
+    }
     j.a.q_stride = hd * nh;
     j.a.kc = kc->data;
     j.a.vc = vc->data;

@@ -15,6 +15,12 @@ typedef struct {
  * this CPU has); `ctx` must outlive the backend. */
 void npl_cpu_backend_init(npl_backend *be, npl_cpu_ctx *ctx, npl_isa isa);
 
+/* Process-wide attention arithmetic: 0 (default) our kernels; 1 llama.cpp's
+ * CPU flash attention, for verification runs: below 64 queries its key-by-key
+ * f16-accumulating path (npl_attention_llamacpp), from 64 on its tiled path's
+ * f32 q. Read at every attention op. */
+void npl_cpu_set_attention_llamacpp(int on);
+
 /* Exposed for reuse (vnpu fallbacks, tests): y[n, m] = w[k, n] . x[k, m]. */
 int npl_cpu_matmul(const npl_cpu_ctx *cc, npl_pool *pool, const npl_tensor *w, const npl_tensor *x,
                    npl_tensor *y, void *scratch, char *err, size_t errlen);

@@ -50,6 +50,10 @@ typedef struct {
 
 const npl_nn_kernels *npl_nn_kernels_get(npl_isa want);
 
+/* Attention with llama.cpp's CPU flash-attention rounding (f16 P.V
+ * accumulator, key by key): slow, for verifying agreement with llama.cpp. */
+void npl_attention_llamacpp(const npl_attn_args *a, int ith, int nth);
+
 /* RoPE in place on one position's heads: x [n_heads][hd], rotating the first
  * n_rot dims of each head. neox=0: pairs (2i, 2i+1); neox=1: pairs (i, i+n_rot/2).
  * theta_i = pos * freq_scale * base^(-2i/n_rot). Generic only (cheap). */
