@@ -301,6 +301,65 @@ static void test_binary_errors(void) {
     }
 }
 
+/* The binary's checksum, as vnpu_binary.c documents it: FNV-1a 64 over
+ * little-endian 64-bit words (the field at 56 counted as zero), the tail
+ * byte by byte. */
+static void reseal(uint8_t *b, uint64_t n) {
+    uint64_t h = 0xcbf29ce484222325ull, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w = 0;
+        if (i != 56) memcpy(&w, b + i, 8);
+        h = (h ^ w) * 0x100000001b3ull;
+    }
+    for (; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    memcpy(b + 56, &h, 8);
+}
+
+/* A context tensor (APP_READWRITE) whose record claims a huge size, with a
+ * valid checksum: rejected as corrupt, and before any of it is allocated
+ * (a fuzz finding: the loader used to allocate and zero each one while
+ * reading the records, without tensor_create's 1 << 40 cap). */
+static void test_binary_context_tensor_size(void) {
+    npl_accel_context *c = new_ctx();
+    npl_accel_graph *g;
+    CHECK_EQ_INT(api->graph_create(c, "kvg", &g), NPL_ACCEL_OK);
+    npl_accel_tensor_id x = mk(g, td("x", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 4, 16));
+    npl_accel_tensor_id kv = mk(g, td("kvbuf", NPL_ACCEL_APP_READWRITE, NPL_ACCEL_DT_F32, 4, 16));
+    npl_accel_tensor_id y = mk(g, td("y", NPL_ACCEL_APP_READ, NPL_ACCEL_DT_F32, 4, 16));
+    CHECK_EQ_INT(node(g, "Add", (npl_accel_tensor_id[]){x, kv}, 2, y), NPL_ACCEL_OK);
+    CHECK_EQ_INT(api->graph_finalize(g), NPL_ACCEL_OK);
+    uint64_t size = 0, w = 0;
+    CHECK_EQ_INT(api->context_get_binary_size(c, &size), NPL_ACCEL_OK);
+    uint8_t *b = malloc(size);
+    CHECK_EQ_INT(api->context_get_binary(c, b, size, &w), NPL_ACCEL_OK);
+    CHECK_EQ_INT(api->context_free(c), NPL_ACCEL_OK);
+    /* the record: u32 name length, name, kind, dtype, rank, dims[6] */
+    uint64_t at = 0;
+    for (uint64_t i = 128; i + 9 + 20 <= size && !at; i++)
+        if (!memcmp(b + i, "\x05\0\0\0kvbuf", 9)) at = i + 9;
+    CHECK(at != 0);
+    uint32_t rec[5];
+    memcpy(rec, b + at, sizeof rec);
+    CHECK(rec[0] == NPL_ACCEL_APP_READWRITE && rec[2] == 2 && rec[3] == 4 && rec[4] == 16);
+    /* 2^42 bytes: over the cap; 16 GiB: under it, but the Add step no longer fits */
+    const uint32_t dims[2][2] = {{1u << 20, 1u << 20}, {1u << 16, 1u << 16}};
+    for (int k = 0; k < 2; k++) {
+        memcpy(b + at + 12, dims[k], 8);
+        reseal(b, size);
+        npl_accel_context *lc = NULL;
+        EXPECT(api->context_create_from_binary(be, dev, NULL, 0, b, size, &lc), NPL_ACCEL_ERR_BINARY_CORRUPT,
+               "context binary");
+        CHECK(lc == NULL);
+        printf("context tensor of %u x %u floats: %s\n", dims[k][0], dims[k][1], api->last_error(be));
+    }
+    memcpy(b + at + 12, &rec[3], 8); /* restored: loads */
+    reseal(b, size);
+    npl_accel_context *lc = NULL;
+    CHECK_EQ_INT(api->context_create_from_binary(be, dev, NULL, 0, b, size, &lc), NPL_ACCEL_OK);
+    CHECK_EQ_INT(api->context_free(lc), NPL_ACCEL_OK);
+    free(b);
+}
+
 int main(void) {
     for (int i = 0; i < 32 * 16; i++) wdata[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
     for (int i = 0; i < 16; i++) gdata[i] = 1.0f + (float)i / 16;
@@ -311,6 +370,7 @@ int main(void) {
     test_graph_errors();
     test_call_order_and_bindings();
     test_binary_errors();
+    test_binary_context_tensor_size();
     api->device_free(dev);
     api->backend_free(be);
     TEST_MAIN_END();
