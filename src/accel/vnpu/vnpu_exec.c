@@ -62,6 +62,10 @@ void vnpu_par_for(struct npl_accel_backend *be, int64_t n_units, vnpu_unit_fn fn
 }
 
 #define CVT_CHUNK 16384 /* elements per unit of a whole-tensor conversion (a multiple of 32: block types) */
+/* Work below this many elements runs on the calling thread: a vector pass
+ * over it takes ~10-30 us, about what waking the pool costs, and on a busy
+ * machine a wake-up can wait for a descheduled thread far longer. */
+#define INLINE_ELEMS 131072
 
 typedef struct {
     int family, to;
@@ -80,6 +84,11 @@ static void cvt_unit(void *arg, int ith, int64_t u) {
 
 static void cvt_tensor(vnpu_xc *x, const vnpu_tensor *t, int to, const void *src, void *dst) {
     cvt_job c = {x->g->ctx->family, to, t, src, dst};
+    if (t->nelem <= INLINE_ELEMS) {
+        if (to) vnpu_cvt_to_f32(c.family, t, src, 0, t->nelem, dst);
+        else vnpu_cvt_from_f32(c.family, t, src, 0, t->nelem, dst);
+        return;
+    }
     vnpu_par_for(x->be, (t->nelem + CVT_CHUNK - 1) / CVT_CHUNK, cvt_unit, &c);
 }
 
@@ -191,7 +200,11 @@ static npl_accel_status exec_matmul(vnpu_xc *x) {
     PHASE(VNPU_PROF_MM_KERNEL)
     if (gated || bias || !out_f32) {
         epi_job e = {x, kout, stride, gated ? pk->col0[1] : 0, bias, gated, (int)n->ip[2], nout, rpu, m, y, tbuf};
-        vnpu_par_for(x->be, (m + rpu - 1) / rpu, epi_unit, &e);
+        const int64_t units = (m + rpu - 1) / rpu;
+        if (!gated && m * nout <= INLINE_ELEMS) /* a small copy or conversion: no pool wake-up */
+            for (int64_t u = 0; u < units; u++) epi_unit(&e, 0, u);
+        else
+            vnpu_par_for(x->be, units, epi_unit, &e);
     }
     PHASE(VNPU_PROF_MM_EPI)
 #undef PHASE

@@ -20,6 +20,7 @@
 
 #define ROW_FLOATS 8192 /* floats per row-block buffer: the buffers of a block stay in L2 */
 #define MAX_MEMBERS 16
+#define ROW_INLINE_ELEMS 65536 /* below this, waking the pool costs more than it saves */
 
 typedef struct {
     const vnpu_node *n;
@@ -336,7 +337,12 @@ npl_accel_status vnpu_rows_exec(vnpu_xc *x, uint32_t first, uint32_t count) {
     atomic_uint_fast64_t prof[MAX_MEMBERS];
     for (uint32_t k = 0; k < count; k++) atomic_init(&prof[k], 0);
     group_job j = {x->be, g->ctx->family, m, count, rows, rb, tbuf, per_thread, t_start ? prof : NULL};
-    vnpu_par_for(x->be, (rows + rb - 1) / rb, group_unit, &j);
+    int64_t work = 0; /* elements written: small groups (reshapes, one norm of k) stay on this thread */
+    for (uint32_t k = 0; k < count; k++) work += rows * m[k].rs_out;
+    if (work <= ROW_INLINE_ELEMS)
+        for (int64_t b = 0; b < (rows + rb - 1) / rb; b++) group_unit(&j, 0, b);
+    else
+        vnpu_par_for(x->be, (rows + rb - 1) / rb, group_unit, &j);
     if (t_start) { /* the group's wall time, shared out by each step's share of the work */
         const uint64_t wall = vnpu_now_ns() - t_start;
         uint64_t sum = 0;
