@@ -98,6 +98,29 @@ int main(void) {
         npl_runner_close(pkg);
     }
     npl_runner_close(cpu);
+    char cmd0[400];
+
+    /* a check that fails leaves its subgraph on the CPU, and the package
+     * still computes what the CPU path does */
+    {
+        char fb[300];
+        snprintf(fb, sizeof fb, "%s.fallback", dir);
+        npl_compile_params pf = p;
+        pf.tolerance = 1e-12;
+        CHECK_EQ_INT(npl_compile(model, fb, &pf, err, sizeof err), 0);
+        npl_runner *pkg = npl_runner_open(fb, &rp, err, sizeof err);
+        cpu = npl_runner_open(model, &rp, err, sizeof err);
+        CHECK(pkg != NULL && cpu != NULL);
+        if (pkg && cpu) {
+            double e = compare(cpu, pkg, CHUNK + 1, 4, npl_runner_hparams(cpu)->n_vocab);
+            printf("all on the CPU after a failed check: max |logit diff| %.3g\n", e);
+            CHECK(e < 1e-4);
+        }
+        npl_runner_close(pkg);
+        npl_runner_close(cpu);
+        snprintf(cmd0, sizeof cmd0, "rm -rf %s", fb);
+        CHECK_EQ_INT(system(cmd0), 0);
+    }
 
     /* the binary holds the weights once: f32 weights of the layers + output */
     long bin = 0, gguf = 0;

@@ -1,6 +1,7 @@
 /* npullm compile: GGUF model -> package (graph file + context binary +
  * config.json) for the accelerator. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli_util.h"
@@ -10,11 +11,14 @@
 static const char *USAGE =
     "usage: npullm compile -m MODEL.gguf -o PKG [--chunk N] [--ctx N] [--act f16|bf16|int16|f32]\n"
     "                      [--weights q4|q8|keep] [-t N] [--keep-intermediate] [--force] [--no-check]\n"
+    "                      [--tolerance X]\n"
     "  --chunk N     prefill graph size (AR-N), default 128; decode uses AR-1\n"
     "  --ctx N       KV cache positions, default the model's capped at 4096\n"
     "  --act P       activation precision inside the accelerator graphs (default f16)\n"
     "  --weights W   keep: f32/f16/bf16/q4_0/q8_0 as they are, others to q8_0 (default);\n"
-    "                q4 / q8: every matmul weight to q4_0 / q8_0\n";
+    "                q4 / q8: every matmul weight to q4_0 / q8_0\n"
+    "  --tolerance X relative RMS error of a lowered graph against the CPU samples above\n"
+    "                which its subgraph stays on the CPU (default 0.25)\n";
 
 int npl_cmd_compile(int argc, char **argv) {
     const char *model = NULL, *out = NULL, *v;
@@ -38,6 +42,14 @@ int npl_cmd_compile(int argc, char **argv) {
             else if (!strcmp(v, "f32")) p.act = NPL_ACT_F32;
             else if (!strcmp(v, "int16")) p.act = NPL_ACT_INT16;
             else { fprintf(stderr, "npullm compile: --act: '%s' is not f16, bf16, int16 or f32\n", v); return 2; }
+        } else if (!strcmp(a, "--tolerance")) {
+            char *end;
+            double t = strtod(v, &end);
+            if (*end || !(t > 0 && t <= 1e6)) {
+                fprintf(stderr, "npullm compile: --tolerance: '%s' is not a number in (0, 1e6]\n", v);
+                return 2;
+            }
+            p.tolerance = t;
         } else if (!strcmp(a, "--weights")) {
             if (!strcmp(v, "keep")) p.weights = NPL_WEIGHTS_KEEP;
             else if (!strcmp(v, "q4")) p.weights = NPL_WEIGHTS_Q4;
