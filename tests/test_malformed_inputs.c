@@ -335,6 +335,7 @@ typedef struct {
     int fill_i32;
     int32_t i32;
     const char *drop_tensor;
+    const char *rename_from, *rename_to; /* an entry of the npullm.graph.name array */
 } graph_edit;
 
 static int graph_rewrite(const graph_edit *ed) {
@@ -379,6 +380,10 @@ static int graph_rewrite(const graph_edit *ed) {
             for (uint64_t j = 0; !rc && j < n; j++) {
                 npl_gguf_str e = npl_gguf_arr_str(g, i, j);
                 if (!(s[j] = strndup(e.ptr ? e.ptr : "", e.len))) rc = -1;
+                if (!rc && ed->rename_from && !strcmp(key, "npullm.graph.name") && !strcmp(s[j], ed->rename_from)) {
+                    free(s[j]);
+                    if (!(s[j] = strdup(ed->rename_to))) rc = -1;
+                }
             }
             if (!rc) rc = npl_gguf_writer_set_arr_str(w, key, (const char *const *)s, n);
             for (uint64_t j = 0; s && j < n; j++) free(s[j]);
@@ -498,6 +503,9 @@ static void package_cases(void) {
     copy_package();
     CHECK_EQ_INT(graph_rewrite(&(graph_edit){.drop_tensor = weight}), 0);
     package_fails("graph weight tensor missing", "model.gguf", weight);
+    copy_package();
+    CHECK_EQ_INT(graph_rewrite(&(graph_edit){.rename_from = weight, .rename_to = "w\nsecond line\x1b[2J"}), 0);
+    package_fails("graph weight name with a newline and an escape", "model.gguf", "w\\x0asecond line\\x1b");
 
     /* its config.json */
     copy_package();

@@ -5,6 +5,7 @@
  * with one line naming the field instead of crashing. Values stay in the
  * mapping; we only keep offsets to them. */
 #define _POSIX_C_SOURCE 200809L
+#include "core/quote.h"
 #include "format/gguf.h"
 
 #include <errno.h>
@@ -146,22 +147,6 @@ static int fail(cursor *c, const char *fmt, ...) {
     return -1;
 }
 
-/* A name from the file, made safe for a one-line message: escaped, shortened. */
-static void quote_name(char *dst, size_t cap, const char *p, uint64_t len) {
-    size_t o = 0;
-    for (uint64_t i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)p[i];
-        if (i >= 64 || o + 8 >= cap) { /* room is left for "...\0" */
-            memcpy(dst + o, "...", 3);
-            o += 3;
-            break;
-        }
-        if (ch >= 0x20 && ch < 0x7f && ch != '\\') dst[o++] = (char)ch;
-        else o += (size_t)snprintf(dst + o, cap - o, "\\x%02x", ch);
-    }
-    dst[o] = 0;
-}
-
 static void set_field(cursor *c, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -171,7 +156,7 @@ static void set_field(cursor *c, const char *fmt, ...) {
 
 static void set_named_field(cursor *c, const char *kind, const npl_gguf_str *name, int64_t i) {
     char q[96];
-    quote_name(q, sizeof q, name->ptr, name->len);
+    npl_quote(q, sizeof q, name->ptr, name->len);
     if (!strcmp(kind, "kv")) set_field(c, "kv[%" PRId64 "] '%s'", i, q);
     else set_field(c, "tensor '%s' (#%" PRId64 ")", q, i);
 }
@@ -409,7 +394,7 @@ static int place_tensors(cursor *c, npl_gguf *g) {
         if (t->offset - p->offset < p->size) {
             char q[96];
             int64_t pi = s[k - 1].idx, ti = s[k].idx;
-            quote_name(q, sizeof q, g->tname[pi].ptr, g->tname[pi].len);
+            npl_quote(q, sizeof q, g->tname[pi].ptr, g->tname[pi].len);
             set_named_field(c, "tensor", &g->tname[ti], ti);
             free(s);
             return fail(c, "data at offset %" PRIu64 " overlaps tensor '%s' (#%" PRId64 ") at offset %" PRIu64 " (%zu bytes)",

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/quote.h"
+
 #define K_N "npullm.graph.n_nodes"
 
 /* ---- writing ---- */
@@ -269,7 +271,9 @@ npl_graph *npl_graph_file_load(const npl_gguf *f, char *err, size_t errlen) {
             int ok = tt && tt->type == t;
             for (int d = 0; ok && d < 4; d++) ok = tt->ne[d] == e[d];
             if (!ok) {
-                snprintf(err, errlen, "%s: tensor %s: missing or not of the node's type and shape", npl_gguf_path(f), name);
+                char q[300];
+                npl_quote(q, sizeof q, name, strlen(name));
+                snprintf(err, errlen, "%s: tensor '%s': missing or not of the node's type and shape", npl_gguf_path(f), q);
                 free(name);
                 goto fail;
             }

@@ -188,7 +188,13 @@ static int open_package(npl_runner *r, const char *graph_path, const npl_runner_
         return -1;
     }
     /* plugin kernels init here: the context binary is mapped and checked now */
-    if (!(r->sess = npl_session_new(r->mg.g, &r->be, r->pool, &r->mg.logits, 1, err, errlen))) return -1;
+    if (!(r->sess = npl_session_new(r->mg.g, &r->be, r->pool, &r->mg.logits, 1, err, errlen))) {
+        /* name the package's graph file: the session's message names only the node */
+        char why[512];
+        snprintf(why, sizeof why, "%s", err);
+        snprintf(err, errlen, "%s: %s", graph_path, why);
+        return -1;
+    }
     /* states left on the CPU (a subgraph that fell back) */
     int n = npl_graph_n_nodes(r->mg.g);
     if (!(r->states = calloc((size_t)n, sizeof(void *)))) goto oom;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "accel/vnpu/vnpu_api.h"
+#include "core/quote.h"
 
 #define MAX_KINDS 16
 #define MAX_ACCELS 8
@@ -228,8 +229,9 @@ static int px_create(npl_exec_ctx *c, void **state) {
     const char *type = node_type(c->graph, c->id);
     const npl_plugin_compute_kernel *k = type ? npl_plugin_find_compute(rt, type) : NULL;
     if (!k) {
-        snprintf(c->err, c->errlen, "plugin node %d: no compute kernel for plugin type '%s'", c->id,
-                 type ? type : "(none)");
+        char q[300] = "(none)";
+        if (type) npl_quote(q, sizeof q, type, strlen(type));
+        snprintf(c->err, c->errlen, "plugin node %d: attribute type: no compute kernel for plugin type '%s'", c->id, q);
         return -1;
     }
     exec_state *es = calloc(1, sizeof(*es));

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/quote.h"
 #include "plugin/plugin.h"
 
 #define MAX_SHAPES 16
@@ -139,8 +140,9 @@ static int accel_init(npl_plugin_rt *rt, const npl_graph *g, int id, void **stat
     }
     for (int s = 0; s < st->n_shapes; s++) {
         if (st->api->graph_retrieve(st->ctx, names->strs[s], &st->graphs[s]) != NPL_ACCEL_OK) {
-            snprintf(err, errlen, "%s: allGraphName[%d] '%s': %s", st->path, s, names->strs[s],
-                     st->api->last_error(st->be));
+            char q[300];
+            npl_quote(q, sizeof q, names->strs[s], strlen(names->strs[s]));
+            snprintf(err, errlen, "%s: allGraphName[%d] '%s': %s", st->path, s, q, st->api->last_error(st->be));
             goto fail;
         }
     }
