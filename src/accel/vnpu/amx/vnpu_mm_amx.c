@@ -14,39 +14,15 @@
 #include <string.h>
 
 #include "accel/vnpu/vnpu_mm.h"
+#include "cpu/kernels/x86/amx/amx_tiles.h"
 
 #define B VNPU_BLOCK
 
-typedef struct {
-    uint8_t palette_id;
-    uint8_t start_row;
-    uint8_t reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tile_config;
-_Static_assert(sizeof(tile_config) == 64, "tile config is 64 bytes");
-
 /* tmm0-3: C (16 x 64 B); tmm4-5: A (16 rows x a_bytes); tmm6-7: B (b_rows x 64 B) */
 static void configure_tiles(int a_bytes, int b_rows) {
-    _Alignas(64) tile_config cfg;
-    volatile tile_config *v = &cfg;
-    volatile uint8_t *raw = (volatile uint8_t *)v;
-    for (int i = 0; i < 64; i++) raw[i] = 0;
-    v->palette_id = 1;
-    for (int t = 0; t < 4; t++) {
-        v->rows[t] = 16;
-        v->colsb[t] = 64;
-    }
-    for (int t = 4; t < 6; t++) {
-        v->rows[t] = 16;
-        v->colsb[t] = (uint16_t)a_bytes;
-    }
-    for (int t = 6; t < 8; t++) {
-        v->rows[t] = (uint8_t)b_rows;
-        v->colsb[t] = 64;
-    }
-    __asm__ __volatile__("" ::: "memory");
-    _tile_loadconfig((const void *)&cfg);
+    const uint8_t rows[8] = {16, 16, 16, 16, 16, 16, (uint8_t)b_rows, (uint8_t)b_rows};
+    const uint16_t colsb[8] = {64, 64, 64, 64, (uint16_t)a_bytes, (uint16_t)a_bytes, 64, 64};
+    npl_amx_configure(8, rows, colsb);
 }
 
 static void mm_i8_amx(const vnpu_mm_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {

@@ -18,45 +18,14 @@
 #include <string.h>
 
 #include "accel/vnpu/vnpu_attn.h"
+#include "cpu/kernels/x86/amx/amx_tiles.h"
+#include "cpu/kernels/x86/avx512/avx512_math.h"
 
-typedef struct {
-    uint8_t palette_id;
-    uint8_t start_row;
-    uint8_t reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tile_config;
-
-/* every tile 16 rows x 64 bytes; filled through a volatile view (GCC may
- * drop plain stores to a buffer only ldtilecfg reads) */
+/* every tile 16 rows x 64 bytes */
 static void configure_tiles(void) {
-    _Alignas(64) tile_config cfg;
-    volatile uint8_t *raw = (volatile uint8_t *)&cfg;
-    for (int i = 0; i < 64; i++) raw[i] = 0;
-    volatile tile_config *v = &cfg;
-    v->palette_id = 1;
-    for (int t = 0; t < 8; t++) {
-        v->rows[t] = 16;
-        v->colsb[t] = 64;
-    }
-    __asm__ __volatile__("" ::: "memory");
-    _tile_loadconfig((const void *)&cfg);
-}
-
-static inline __m512 exp512(__m512 x) {
-    x = _mm512_min_ps(_mm512_set1_ps(88.0f), _mm512_max_ps(_mm512_set1_ps(-120.0f), x));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 y = _mm512_set1_ps(1.9875691500e-4f);
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.3981999507e-3f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.3334519073e-3f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.1665795894e-2f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.6666665459e-1f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.0000001201e-1f));
-    y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    return _mm512_scalef_ps(y, n);
+    const uint8_t rows[8] = {16, 16, 16, 16, 16, 16, 16, 16};
+    const uint16_t colsb[8] = {64, 64, 64, 64, 64, 64, 64, 64};
+    npl_amx_configure(8, rows, colsb);
 }
 
 /* bf16 hi and lo parts of 16 floats, each zero-extended into 32-bit lanes */

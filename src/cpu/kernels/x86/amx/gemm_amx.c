@@ -10,28 +10,17 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include "cpu/kernels/x86/amx/amx_tiles.h"
 #include "cpu/kernels/x86/avx512/gemm_decode.h"
 
 enum { N = 16 }; /* weight rows per panel = activation rows per tile */
 
-typedef struct {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tile_config;
-
 /* tmm0-3: C (16 x 16 int32) of four blocks, tmm4 / tmm6: A activations
  * (16 x bk bytes), tmm5 / tmm7: B weights (bk/4 x 64 bytes) */
 static void configure(int bk) {
-    _Alignas(64) tile_config c;
-    memset(&c, 0, sizeof c);
-    c.palette = 1;
-    for (int t = 0; t < 4; t++) c.rows[t] = 16, c.colsb[t] = 64;
-    for (int t = 4; t < 8; t += 2) {
-        c.rows[t] = 16, c.colsb[t] = (uint16_t)bk;
-        c.rows[t + 1] = (uint8_t)(bk / 4), c.colsb[t + 1] = 64;
-    }
-    _tile_loadconfig(&c);
+    const uint8_t rows[8] = {16, 16, 16, 16, 16, (uint8_t)(bk / 4), 16, (uint8_t)(bk / 4)};
+    const uint16_t colsb[8] = {64, 64, 64, 64, (uint16_t)bk, 64, (uint16_t)bk, 64};
+    npl_amx_configure(8, rows, colsb);
 }
 
 typedef struct {
