@@ -113,14 +113,28 @@ NPL_AI void pv512(const uint16_t *V, const float *Vf, int64_t ks, int k0, int n,
     }
 }
 
-/* Dispatch on a group's row count, so the register arrays have fixed sizes. */
-#define BY_GROUP(nb, call)                 \
-    switch (nb) {                          \
-    case 1: call(1); break;                \
-    case 2: call(2); break;                \
-    case 3: call(3); break;                \
-    default: call(4); break;               \
+/* One group of nb <= GROUP rows, dispatched on nb so the register arrays
+ * have fixed sizes (F: the block is already converted to f32). */
+NPL_AI void scores_group(int nb, const float *const *q, const uint16_t *K, const float *Kf, int64_t ks, int k0, int n,
+                         int hd, float (*s)[BLK], const uint16_t *pk, int npk, const uint16_t *pv, int npv,
+                         const int F) {
+    switch (nb) {
+    case 1: scores512(q, K, Kf, ks, k0, n, hd, s, pk, npk, pv, npv, 1, F); break;
+    case 2: scores512(q, K, Kf, ks, k0, n, hd, s, pk, npk, pv, npv, 2, F); break;
+    case 3: scores512(q, K, Kf, ks, k0, n, hd, s, pk, npk, pv, npv, 3, F); break;
+    default: scores512(q, K, Kf, ks, k0, n, hd, s, pk, npk, pv, npv, 4, F); break;
     }
+}
+
+NPL_AI void pv_group(int nb, const uint16_t *V, const float *Vf, int64_t ks, int k0, int n, int hd, float (*s)[BLK],
+                     const float *corr, float *acc, const int F) {
+    switch (nb) {
+    case 1: pv512(V, Vf, ks, k0, n, hd, s, corr, acc, 1, F); break;
+    case 2: pv512(V, Vf, ks, k0, n, hd, s, corr, acc, 2, F); break;
+    case 3: pv512(V, Vf, ks, k0, n, hd, s, corr, acc, 3, F); break;
+    default: pv512(V, Vf, ks, k0, n, hd, s, corr, acc, 4, F); break;
+    }
+}
 
 static void attn_tile_avx512(const npl_attn_args *a, const npl_attn_tile *t) {
     const int hd = a->hd, nr = t->n;
@@ -159,19 +173,14 @@ static void attn_tile_avx512(const npl_attn_args *a, const npl_attn_tile *t) {
                 npl_f16_to_f32_row_avx512(V + (int64_t)(jb + k) * ks, vf + k * hd, hd);
             }
         for (int g0 = 0; g0 < nr; g0 += GROUP) {
-            /* the first group prefetches the next block */
+            /* the first group prefetches the next block (and, unconverted, this block's V) */
             const int first = g0 == 0;
-#define SCORES(NB) scores512(t->q + g0, K + jb * ks, kf, ks, k0, n, hd, s + g0, nnext > 0 ? K + (jb + BLK) * ks : K, \
-                             first && nnext > 0 ? nnext : 0, V + jb * ks, first && !conv ? n : 0, NB, 0)
-#define SCORES_F(NB) scores512(t->q + g0, K + jb * ks, kf, ks, k0, n, hd, s + g0, nnext > 0 ? K + (jb + BLK) * ks : K, \
-                               first && nnext > 0 ? nnext : 0, V, 0, NB, 1)
-            if (conv) {
-                BY_GROUP(nr - g0, SCORES_F)
-            } else {
-                BY_GROUP(nr - g0, SCORES)
-            }
-#undef SCORES
-#undef SCORES_F
+            const uint16_t *pk = nnext > 0 ? K + (jb + BLK) * ks : K;
+            const int npk = first && nnext > 0 ? nnext : 0, npv = first && !conv ? n : 0;
+            if (conv)
+                scores_group(nr - g0, t->q + g0, K + jb * ks, kf, ks, k0, n, hd, s + g0, pk, npk, V + jb * ks, npv, 1);
+            else
+                scores_group(nr - g0, t->q + g0, K + jb * ks, kf, ks, k0, n, hd, s + g0, pk, npk, V + jb * ks, npv, 0);
         }
         for (int g = 0; g < nr; g++) {
             /* keys [g_lo, g_hi) of this block that row g attends */
@@ -201,15 +210,10 @@ static void attn_tile_avx512(const npl_attn_args *a, const npl_attn_tile *t) {
             m[g] = mnew;
         }
         for (int g0 = 0; g0 < nr; g0 += GROUP) {
-#define PV(NB) pv512(V + jb * ks, vf, ks, k0, n, hd, s + g0, corr + g0, acc + g0 * hd, NB, 0)
-#define PV_F(NB) pv512(V + jb * ks, vf, ks, k0, n, hd, s + g0, corr + g0, acc + g0 * hd, NB, 1)
-            if (conv) {
-                BY_GROUP(nr - g0, PV_F)
-            } else {
-                BY_GROUP(nr - g0, PV)
-            }
-#undef PV
-#undef PV_F
+            if (conv)
+                pv_group(nr - g0, V + jb * ks, vf, ks, k0, n, hd, s + g0, corr + g0, acc + g0 * hd, 1);
+            else
+                pv_group(nr - g0, V + jb * ks, vf, ks, k0, n, hd, s + g0, corr + g0, acc + g0 * hd, 0);
         }
     }
     for (int g = 0; g < nr; g++) {
