@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cpu/kernels/x86/amx/attn_amx.h"
+
 static int64_t n_rows(const npl_tensor *t) { return t->shape.ne[1] * t->shape.ne[2] * t->shape.ne[3]; }
 static const npl_cpu_ctx *cpu(const npl_exec_ctx *c) { return c->backend_ctx; }
 
@@ -168,6 +170,21 @@ static void attn_worker(void *arg, int ith, int nth) {
     if (j->llamacpp) npl_attention_llamacpp(&j->a, ith, nth);
     else cpu(j->c)->nn->attention(&j->a, ith, nth);
 }
+/* The AMX family's attention (cpu/kernels/x86/amx/attn_amx.c) where its tiles take the shapes */
+static int amx_attention(const npl_exec_ctx *c) {
+#if defined(__x86_64__)
+    return cpu(c)->isa >= NPL_ISA_AMX && npl_attn_amx_fits((int)c->src[0].shape.ne[1], (int)c->src[1].shape.ne[1],
+                                                           (int)c->src[0].shape.ne[0]);
+#else
+    (void)c;
+    return 0;
+#endif
+}
+/* scratch: q rounded through f16 first, then the AMX kernel's */
+static size_t q16_bytes(const npl_exec_ctx *c) {
+    const size_t n = (size_t)npl_shape_nelements(&c->src[0].shape) * (sizeof(float) + sizeof(uint16_t));
+    return (n + 63) / 64 * 64;
+}
 static int exec_attention(npl_exec_ctx *c) {
     const npl_tensor *q = &c->src[0], *k = &c->src[1], *v = &c->src[2], *kc = &c->src[3], *vc = &c->src[4];
     const int32_t *pos = c->src[5].data;
@@ -214,12 +231,19 @@ static int exec_attention(npl_exec_ctx *c) {
     j.a.scale = c->node->fp[0];
     j.a.softcap = c->node->fp[1];
     j.a.window = c->node->ip[0];
-    npl_pool_run(c->pool, attn_worker, &j);
+    if (!compat && amx_attention(c)) /* vnpu's attention on AMX too: one arithmetic, any query count */
+        npl_attention_amx(&j.a, n_ctx, (char *)c->scratch + q16_bytes(c), c->pool);
+    else
+        npl_pool_run(c->pool, attn_worker, &j);
     return 0;
 }
 
 static size_t scratch_attention(const npl_exec_ctx *c) {
-    return (size_t)npl_shape_nelements(&c->src[0].shape) * (sizeof(float) + sizeof(uint16_t));
+    size_t n = q16_bytes(c);
+    if (amx_attention(c))
+        n += npl_attn_amx_scratch(c->src[3].shape.ne[1], (int)c->src[1].shape.ne[1], (int)c->src[0].shape.ne[0],
+                                  npl_pool_size(c->pool));
+    return n;
 }
 
 static int exec_reshape(npl_exec_ctx *c) { (void)c; return 0; } /* a view: the session aliases it */
