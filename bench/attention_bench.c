@@ -2,16 +2,17 @@
  * case (queries at the end of a long cache, all keys attended).
  *
  *   cc -O2 -Isrc -Iinclude bench/attention_bench.c build/libnpullm.a -lm -lpthread -o /tmp/attention_bench
- *   /tmp/attention_bench [WINDOW [N_CTX [ISA]]]    (ISA: 0 generic, 1 AVX2, 2 AVX-512)
+ *   /tmp/attention_bench [WINDOW [N_CTX [ISA [NQ]]]]  (ISA: 0 generic, 1 AVX2, 2 AVX-512, 3 AMX)
  *
- * Gemma 3 270M's shapes: 4 query heads sharing 1 kv head of 256. 256 queries
- * at positions N_CTX-256 .. N_CTX-1, one thread, best of 3 runs; prints the
- * CPU milliseconds per query. */
+ * Gemma 3 270M's shapes: 4 query heads sharing 1 kv head of 256. NQ (256)
+ * queries at positions N_CTX-NQ .. N_CTX-1, one thread, best of 3 runs;
+ * prints the CPU milliseconds per query. NQ 1 times a decode step. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "cpu/kernels/nn_kernels.h"
+#include "cpu/kernels/x86/amx/attn_amx.h"
 
 static double cpu_s(void) {
     struct timespec t;
@@ -20,9 +21,13 @@ static double cpu_s(void) {
 }
 
 int main(int argc, char **argv) {
-    const int hd = 256, nh = 4, nkv = 1, nq = 256;
+    const int hd = 256, nh = 4, nkv = 1, nq = argc > 4 ? atoi(argv[4]) : 256;
     const int window = argc > 1 ? atoi(argv[1]) : 0, nctx = argc > 2 ? atoi(argv[2]) : 8192;
     const npl_isa isa = argc > 3 ? (npl_isa)atoi(argv[3]) : NPL_ISA_AVX512;
+    if (nq < 1 || (isa == NPL_ISA_AMX && npl_cpu_best_isa() < NPL_ISA_AMX)) {
+        fprintf(stderr, "attention_bench: NQ must be >= 1; ISA 3 needs AMX\n");
+        return 2;
+    }
     if (nctx < nq || nctx > 1 << 20) {
         fprintf(stderr, "attention_bench: N_CTX %d not in [%d, 2^20]\n", nctx, nq);
         return 2;
@@ -42,15 +47,19 @@ int main(int argc, char **argv) {
                              .pos = pos, .n_q = nq, .n_head = nh, .n_kv = nkv, .hd = hd, .scale = 0.0625f,
                              .window = window};
     const npl_nn_kernels *k = npl_nn_kernels_get(isa);
+    void *scratch = isa == NPL_ISA_AMX ? malloc(npl_attn_amx_scratch(nctx, nkv, hd, 1)) : NULL;
     double best = 1e9;
-    for (int r = 0; r < 3; r++) {
+    for (int r = 0; r < (getenv("REPS") ? atoi(getenv("REPS")) : 3); r++) {
         const double t0 = cpu_s();
-        k->attention(&a, 0, 1);
+        if (scratch)
+            npl_attention_amx(&a, nctx, scratch, NULL);
+        else
+            k->attention(&a, 0, 1);
         const double t = cpu_s() - t0;
         best = t < best ? t : best;
     }
     printf("window %d, %d keys: %.1f ms CPU for %d queries (%.3f ms/query), out[0] %f\n", window, nctx, best * 1e3, nq,
            best * 1e3 / nq, out[0]);
-    free(pos), free(q), free(out), free(kc), free(vc);
+    free(pos), free(q), free(out), free(kc), free(vc), free(scratch);
     return 0;
 }

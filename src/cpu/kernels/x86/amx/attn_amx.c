@@ -61,7 +61,9 @@ typedef struct {
     uint8_t *prep;
     size_t head_bytes;
     int h0, nh, qb, n_tiles, n_pairs;
+    int fused;         /* one tile unit per kv head: each unit prepares its blocks as it goes */
     tile_state *state; /* 2 per thread */
+    uint8_t *blocks;   /* fused: one prepared block (head_bytes(KG)) per thread */
     void (*unit)(const void *j, int ith, int64_t u);
     int64_t n_units;
     atomic_llong next;
@@ -84,7 +86,8 @@ static int heads_per_pass(int64_t n_ctx, int n_kv, int hd) {
 
 size_t npl_attn_amx_scratch(int64_t n_ctx, int n_kv, int hd, int nth) {
     const int64_t rows = round_up(n_ctx, KG) + KG;
-    return 64 + (size_t)(nth > 0 ? nth : 1) * 2 * sizeof(tile_state) + (size_t)round_up((rows + 1) * 4, 64) +
+    return 64 + (size_t)(nth > 0 ? nth : 1) * (2 * sizeof(tile_state) + head_bytes(KG, hd)) +
+           (size_t)round_up((rows + 1) * 4, 64) +
            (size_t)heads_per_pass(n_ctx, n_kv, hd) * head_bytes(rows, hd);
 }
 
@@ -115,18 +118,16 @@ static inline __m512 cache16(const uint16_t *p, int ok) {
     return ok ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)) : _mm512_setzero_ps();
 }
 
-/* prepares group g of kv head h (keys kb0 + g KG ...) */
-static void prep_unit(const void *jv, int ith, int64_t u) {
-    const job *j = jv;
-    const npl_attn_args *a = j->a;
-    (void)ith;
-    const int hd = a->hd, hh = (int)(u / j->groups);
-    const int64_t g = u % j->groups, key0 = j->kb0 + g * KG, rows = j->groups * KG, ks = (int64_t)a->n_kv * hd;
-    const uint16_t *kc = a->kc + (int64_t)(j->h0 + hh) * hd, *vc = a->vc + (int64_t)(j->h0 + hh) * hd;
-    uint8_t *base = j->prep + (size_t)hh * j->head_bytes;
+/* Prepares keys [key0, key0 + KG) of kv head kvh as group g of a buffer
+ * of `rows` keys at base (layout in the job comment); live[k]: key0 + k is
+ * attended by some row (others are zeros). */
+static void prep_group(const npl_attn_args *a, int kvh, int64_t key0, const int32_t *live, uint8_t *base, int64_t rows,
+                       int64_t g) {
+    const int hd = a->hd;
+    const int64_t ks = (int64_t)a->n_kv * hd;
+    const uint16_t *kc = a->kc + (int64_t)kvh * hd, *vc = a->vc + (int64_t)kvh * hd;
     uint16_t *khi = (uint16_t *)base + g * KG * hd, *klo = (uint16_t *)base + (rows + g * KG) * hd;
     uint32_t *vhi = (uint32_t *)((uint16_t *)base + 2 * rows * hd), *vlo = vhi + rows * hd / 2;
-    const int32_t *live = j->live + g * KG;
     /* K rows: bf16 hi / lo, row-major (the A operand of S^T = K Q^T) */
     for (int k = 0; k < KG; k++) {
         const uint16_t *src = kc + (key0 + k) * ks;
@@ -155,6 +156,16 @@ static void prep_unit(const void *jv, int ith, int64_t u) {
             transpose16(th, vhi + off);
             transpose16(tl, vlo + off);
         }
+}
+
+/* group g of kv head h0 + hh of the pass, u = hh * groups + g */
+static void prep_unit(const void *jv, int ith, int64_t u) {
+    const job *j = jv;
+    (void)ith;
+    const int hh = (int)(u / j->groups);
+    const int64_t g = u % j->groups;
+    prep_group(j->a, j->h0 + hh, j->kb0 + g * KG, j->live + g * KG, j->prep + (size_t)hh * j->head_bytes,
+               j->groups * KG, g);
 }
 
 /* q rows of a tile to the pair-interleaved, transposed B layout, hi and lo:
@@ -222,10 +233,10 @@ static void softmax_block(tile_state *z, int hd, int64_t kb, float scale_f, floa
  * hi/lo of 16 keys tmm2-3, B = q hi/lo tmm4-5 (tile 0), tmm6-7 (tile 1);
  * PV: C tmm0-1 (one 16-dim slice of each tile's O^T), A = V^T hi/lo tmm2-3,
  * B = P^T hi/lo tmm4-7. */
-static void run_tiles(const job *j, int hh, const tile *t, int nt, tile_state *z) {
+static void run_tiles(const job *j, int hh, const tile *t, int nt, tile_state *z, uint8_t *block) {
     const int hd = j->a->hd, nks = hd / 32, ndt = hd / 16;
-    const int64_t rows = j->groups * KG;
-    const uint16_t *kbase = (const uint16_t *)(j->prep + (size_t)hh * j->head_bytes);
+    const int64_t rows = j->fused ? KG : j->groups * KG;
+    const uint16_t *kbase = (const uint16_t *)(j->fused ? block : j->prep + (size_t)hh * j->head_bytes);
     const uint32_t *vhi = (const uint32_t *)(kbase + 2 * rows * hd), *vlo = vhi + rows * hd / 2;
     int64_t k0 = INT64_MAX, k1 = 0; /* the union of the tiles' key blocks */
     for (int u = 0; u < nt; u++) {
@@ -243,7 +254,11 @@ static void run_tiles(const job *j, int hh, const tile *t, int nt, tile_state *z
     if (k1 == 0) k0 = 0;
     configure_tiles();
     for (int64_t kb = k0; kb < k1; kb += KG) {
-        const int64_t g = (kb - j->kb0) / KG;
+        int64_t g = (kb - j->kb0) / KG;
+        if (j->fused) { /* the same bits as the shared prepared group, written to a block that stays in cache */
+            prep_group(j->a, j->h0 + hh, kb, j->live + g * KG, block, KG, 0);
+            g = 0;
+        }
         const uint16_t *khi = kbase + g * KG * hd, *klo = kbase + (rows + g * KG) * hd;
         for (int k16 = 0; k16 < KG / 16; k16++) {
             _tile_zero(0);
@@ -340,7 +355,7 @@ static void tile_unit(const void *jv, int ith, int64_t u) {
     const int nt = 2 * pair + 1 < j->n_tiles ? 2 : 1;
     tile t[2];
     for (int k = 0; k < nt; k++) build_tile(j->a, j->qb, j->h0 + hh, 2 * pair + k, &t[k]);
-    run_tiles(j, hh, t, nt, j->state + 2 * ith);
+    run_tiles(j, hh, t, nt, j->state + 2 * ith, j->blocks + (size_t)ith * head_bytes(KG, j->a->hd));
 }
 
 static void share(void *arg, int ith, int nth) {
@@ -370,7 +385,8 @@ void npl_attention_amx(const npl_attn_args *a, int64_t n_ctx, void *scratch, npl
     memset(&j, 0, sizeof j);
     j.a = a;
     j.state = (tile_state *)base;
-    int32_t *live = (int32_t *)(base + (size_t)nth * 2 * sizeof(tile_state));
+    j.blocks = base + (size_t)nth * 2 * sizeof(tile_state);
+    int32_t *live = (int32_t *)(j.blocks + (size_t)nth * head_bytes(KG, hd));
     j.prep = (uint8_t *)live + round_up((rows_max + 1) * 4, 64);
     /* keys some row attends: a difference array over the union of ranges */
     int64_t lo = INT64_MAX, hi = 0;
@@ -402,10 +418,14 @@ void npl_attention_amx(const npl_attn_args *a, int64_t n_ctx, void *scratch, npl
     j.qb = 16 / group;
     j.n_tiles = (a->n_q + j.qb - 1) / j.qb;
     j.n_pairs = (j.n_tiles + 1) / 2;
-    const int per_pass = heads_per_pass(n_ctx, a->n_kv, hd);
+    /* Decode and short chunks (one unit per kv head) prepare each block in
+     * the unit instead: the same work, without writing and re-reading a
+     * prepared copy of the whole attended cache. */
+    j.fused = j.n_pairs == 1;
+    const int per_pass = j.fused ? a->n_kv : heads_per_pass(n_ctx, a->n_kv, hd);
     for (j.h0 = 0; j.h0 < a->n_kv; j.h0 += j.nh) {
         j.nh = a->n_kv - j.h0 < per_pass ? a->n_kv - j.h0 : per_pass;
-        run_units(&j, pool, prep_unit, j.nh * j.groups);
+        if (!j.fused) run_units(&j, pool, prep_unit, j.nh * j.groups);
         run_units(&j, pool, tile_unit, (int64_t)j.nh * j.n_pairs);
     }
 }
