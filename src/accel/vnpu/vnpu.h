@@ -211,9 +211,27 @@ void vnpu_matmul(const vnpu_mm_table *tab, npl_pool *pool, const vnpu_pack *p, c
 /* Does the host have a dot kernel and an activation quantizer for GGML type gtype? */
 int vnpu_matmul_ggml_ok(int gtype);
 size_t vnpu_matmul_ggml_scratch(const vnpu_pack *p, int64_t m);
-/* y[m][n] = x[m][k] . blocks of a GGML pack, with the host kernels of `isa`. */
+/* y[m][.] (row stride y_stride; part i at column col0[i]) = x[m][k] . blocks
+ * of a GGML pack, with the host kernels of `isa`. */
 void vnpu_matmul_ggml(int isa, npl_pool *pool, const vnpu_pack *p, const float *x, int64_t m, float *y,
-                      uint8_t *scratch);
+                      int64_t y_stride, uint8_t *scratch);
+/* The fused prefill path (one pool job: quantize from the input type, GEMM,
+ * bias / gating, output conversion), when the ISA has a GEMM for the type
+ * and m is large enough. */
+typedef struct {
+    int family;
+    const vnpu_tensor *xt;     /* input [m, k] of any float-like type, bytes at x */
+    const void *x;
+    const vnpu_tensor *ot;     /* output [m, n[0]], bytes at out */
+    void *out;
+    const float *bias;         /* n[0] floats or NULL (one part only) */
+    int geglu;                 /* two parts: GeGLU (else SwiGLU) of gate (part 0) and up (part 1) */
+    const npl_nn_kernels *nn;
+} vnpu_ggml_io;
+int vnpu_ggml_fused_ok(int isa, const vnpu_pack *p, int64_t m);
+size_t vnpu_ggml_fused_scratch(const vnpu_pack *p, int64_t m, int n_shares);
+void vnpu_ggml_fused(int isa, npl_pool *pool, const vnpu_pack *p, const vnpu_ggml_io *io, int64_t m,
+                     uint8_t *scratch);
 
 /* ---- vnpu_compile.c ---- */
 npl_accel_status vnpu_finalize(vnpu_graph *g);

@@ -652,7 +652,9 @@ static npl_accel_status graph_get_profile(npl_accel_graph *g, npl_accel_profile 
         int32_t pk = g->steps[i].pack;
         if (pk < 0) continue;
         const vnpu_pack *pp = &g->ctx->packs[pk];
-        p->static_bytes += pp->fmt == VNPU_PK_GGML ? g->ctx->t[pp->w[0]].nbytes : pp->size; /* blocks used in place */
+        p->static_bytes += pp->fmt == VNPU_PK_GGML /* blocks used in place */
+                               ? g->ctx->t[pp->w[0]].nbytes + (pp->n_parts == 2 ? g->ctx->t[pp->w[1]].nbytes : 0)
+                               : pp->size;
     }
     p->n_nodes = g->n_added;
     p->n_compiled = g->n_steps;

@@ -66,7 +66,7 @@ static void put_str(wbuf *w, const char *s) {
 /* Does a step read STATIC tensor `id` through its raw bytes (not a pack)? */
 static int reads_raw(const struct npl_accel_context *ctx, const vnpu_node *n, uint32_t k) {
     if (ctx->t[n->in[k]].kind != NPL_ACCEL_STATIC) return 0;
-    if (n->op == VNPU_OP_MATMUL_GATED) return k == 0;
+    if (n->op == VNPU_OP_MATMUL_GATED) return k == 0 || (k <= 2 && ctx->packs[n->pack].fmt == VNPU_PK_GGML);
     if (n->op == VNPU_OP_MATMUL && n->pack >= 0) {
         if (k == 1) return ctx->packs[n->pack].fmt == VNPU_PK_GGML;
         if (k == 2 && ctx->packs[n->pack].off_bias != VNPU_NOFF) return 0;
@@ -550,7 +550,7 @@ npl_accel_status vnpu_binary_info(struct npl_accel_backend *be, const void *bin,
     snprintf(info->kernel_family, sizeof info->kernel_family, "%s", vnpu_family_name(c->family));
     info->total_size = size;
     for (uint32_t i = 0; i < c->n_packs; i++)
-        info->static_bytes += c->packs[i].fmt == VNPU_PK_GGML ? c->t[c->packs[i].w[0]].nbytes : c->packs[i].size;
+        info->static_bytes += c->packs[i].fmt == VNPU_PK_GGML ? c->t[c->packs[i].w[0]].nbytes + (c->packs[i].n_parts == 2 ? c->t[c->packs[i].w[1]].nbytes : 0) : c->packs[i].size;
     size_t k = 0;
     for (uint32_t g = 0; g < c->n_g; g++) {
         gi[g].name = c->g[g]->name;

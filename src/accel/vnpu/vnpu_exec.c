@@ -150,12 +150,33 @@ static void epi_unit(void *arg, int ith, int64_t u) {
 
 #define EPI_FLOATS 8192 /* floats of output per epilogue unit */
 
+/* A MatMul over GGML blocks with a GEMM for its rows: one pool job from the
+ * input's type to the output's (vnpu_mm_ggml.c). */
+static npl_accel_status exec_matmul_fused(vnpu_xc *x, const vnpu_pack *pk, int64_t m) {
+    const vnpu_node *n = x->n;
+    struct npl_accel_context *ctx = x->g->ctx;
+    const int gated = n->op == VNPU_OP_MATMUL_GATED, has_bias = !gated && n->n_in == 3;
+    const uint64_t t0 = !vnpu_xc_measuring(x) && vnpu_prof_on() ? vnpu_now_ns() : 0;
+    const float *bias = has_bias ? vnpu_xc_in_f32(x, 2) : NULL;
+    uint8_t *mm = vnpu_xc_alloc(x, vnpu_ggml_fused_scratch(pk, m, npl_pool_size(x->be->pool)));
+    if (vnpu_xc_measuring(x)) return NPL_ACCEL_OK;
+    if (!mm || (has_bias && !bias))
+        return vnpu_fail(x->be, NPL_ACCEL_ERR_INTERNAL, "vnpu: scratch plan too small for a MatMul step");
+    const vnpu_ggml_io io = {ctx->family, vnpu_xc_t(x, n->in[0]), vnpu_xc_addr(x, n->in[0]), vnpu_xc_t(x, n->out[0]),
+                             vnpu_xc_addr(x, n->out[0]), bias, (int)n->ip[2], x->be->nn};
+    vnpu_ggml_fused(x->be->mm[ctx->family].isa, x->be->pool, pk, &io, m, mm);
+    if (t0) vnpu_prof_add(x->g, VNPU_PROF_MM_KERNEL, vnpu_now_ns() - t0);
+    return NPL_ACCEL_OK;
+}
+
 static npl_accel_status exec_matmul(vnpu_xc *x) {
     const vnpu_node *n = x->n;
     struct npl_accel_context *ctx = x->g->ctx;
     const vnpu_mm_table *tab = &x->be->mm[ctx->family];
     const vnpu_tensor *xt = vnpu_xc_t(x, n->in[0]), *ot = vnpu_xc_t(x, n->out[0]);
     const int64_t k = xt->dims[xt->rank - 1], m = xt->nelem / k;
+    if (n->pack >= 0 && ctx->packs[n->pack].fmt == VNPU_PK_GGML && vnpu_ggml_fused_ok(tab->isa, &ctx->packs[n->pack], m))
+        return exec_matmul_fused(x, &ctx->packs[n->pack], m);
     const int gated = n->op == VNPU_OP_MATMUL_GATED, out_f32 = ot->dtype == NPL_ACCEL_DT_F32;
     const int prof = !vnpu_xc_measuring(x) && vnpu_prof_on();
     uint64_t tp = prof ? vnpu_now_ns() : 0;

@@ -140,8 +140,8 @@ static void gemv_task(void *arg, int ith, int nth) {
 
 void vnpu_matmul(const vnpu_mm_table *tab, npl_pool *pool, const vnpu_pack *p, const float *x, int64_t m, float *y,
                  int64_t y_stride, int64_t ncols, uint8_t *scratch) {
-    if (p->fmt == VNPU_PK_GGML) { /* y is dense: y_stride == ncols == n (never gated) */
-        vnpu_matmul_ggml(tab->isa, pool, p, x, m, y, scratch);
+    if (p->fmt == VNPU_PK_GGML) {
+        vnpu_matmul_ggml(tab->isa, pool, p, x, m, y, y_stride, scratch);
         return;
     }
     const int act = tab->act[p->fmt];

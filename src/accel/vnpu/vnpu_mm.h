@@ -32,7 +32,9 @@ typedef enum { VNPU_FAM_GENERIC = 0, VNPU_FAM_AVX2, VNPU_FAM_AVX512, VNPU_FAM_AM
  * bytes of the STATIC tensor itself (no copy, nothing in the pack's data but
  * an optional bias): the kernels dequantize exactly what the model file
  * holds, with the activations quantized to the type's dot partner (Q8_0,
- * Q8_K, ...) like the CPU path (vnpu_matmul_ggml). */
+ * Q8_K, ...) like the CPU path (vnpu_matmul_ggml). Two parts of the same
+ * type and shape (gate and up) may share one pack: npad = n[0] + n[1],
+ * col0[1] = n[0], no padding. */
 typedef enum {
     VNPU_PK_RAW = 0, VNPU_PK_F32, VNPU_PK_F16, VNPU_PK_BF16, VNPU_PK_I8, VNPU_PK_I16, VNPU_PK_I16S, VNPU_PK_GGML,
     VNPU_PK_COUNT
@@ -56,6 +58,7 @@ typedef struct {
     /* GGML packs (not stored: derived from the weight tensor) */
     int32_t gtype;           /* npl_type of the blocks */
     const uint8_t *wraw;     /* the tensor's bytes: N rows of K / block blocks */
+    const uint8_t *wraw1;    /* part 1's (gate + up of one type and shape), or NULL */
 } vnpu_pack;
 
 /* How a kernel wants its activations prepared. */

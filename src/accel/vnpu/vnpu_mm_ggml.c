@@ -4,21 +4,43 @@
  * exactly as the CPU path does it. The kernels are the host's quantized
  * dot / GEMM kernels of the family's ISA (generic C, AVX2, AVX-512, AMX):
  * re-rounding q4_K / q6_K weights to an int8 grid, as the I8 packs did, cost
- * more agreement with the CPU path than f16 activations do. */
-#include "accel/vnpu/vnpu.h"
-#include "cpu/cpu_backend.h"
+ * more agreement with the CPU path than f16 activations do.
+ *
+ * Prefill-sized steps with a GEMM for the type take the fused path
+ * (vnpu_ggml_fused): one pool job per MatMul step. Every share first
+ * converts and quantizes activation rows it claims (from the step's input
+ * type, no f32 copy of the tensor) and packs them for the GEMM; once all
+ * rows are packed (a share waits only for rows other running shares have
+ * claimed), shares claim 16 weight rows at a time, run the GEMM into a
+ * per-share buffer and finish those output columns right away: bias, the
+ * gating of a gate + up pack (both parts' same 16 rows in one unit), the
+ * conversion to the output type. The numbers are the CPU path's: the same
+ * quantizer, packer and GEMM kernel, and the elementwise epilogue the
+ * separate passes applied. */
+#include <stdatomic.h>
+#include <string.h>
 
-static void ggml_tensors(const vnpu_pack *p, const float *x, int64_t m, float *y, npl_tensor *w, npl_tensor *xt,
-                         npl_tensor *yt) {
-    *w = (npl_tensor){(npl_type)p->gtype, {2, {p->k, p->n[0], 1, 1}}, (void *)p->wraw};
+#include "accel/vnpu/vnpu.h"
+#include "accel/vnpu/vnpu_exec.h"
+#include "cpu/cpu_backend.h"
+#include "cpu/kernels/gemm.h"
+
+static void ggml_tensors(const vnpu_pack *p, int part, const float *x, int64_t m, float *y, npl_tensor *w,
+                         npl_tensor *xt, npl_tensor *yt) {
+    *w = (npl_tensor){(npl_type)p->gtype, {2, {p->k, p->n[part], 1, 1}}, (void *)(part ? p->wraw1 : p->wraw)};
     *xt = (npl_tensor){NPL_TYPE_F32, {2, {p->k, m, 1, 1}}, (void *)x};
-    *yt = (npl_tensor){NPL_TYPE_F32, {2, {p->n[0], m, 1, 1}}, y};
+    *yt = (npl_tensor){NPL_TYPE_F32, {2, {p->n[part], m, 1, 1}}, y};
 }
+
+static size_t a64(size_t v) { return (v + 63) & ~(size_t)63; }
 
 size_t vnpu_matmul_ggml_scratch(const vnpu_pack *p, int64_t m) {
     npl_tensor w, x, y;
-    ggml_tensors(p, NULL, m, NULL, &w, &x, &y);
-    return npl_cpu_matmul_scratch(&w, &x);
+    ggml_tensors(p, 0, NULL, m, NULL, &w, &x, &y);
+    size_t s = npl_cpu_matmul_scratch(&w, &x);
+    /* two parts into a strided output go through a dense part buffer unless m == 1 */
+    if (p->n_parts == 2 && m > 1) s = a64(s) + (size_t)m * (size_t)p->n[0] * 4;
+    return s;
 }
 
 int vnpu_matmul_ggml_ok(int gtype) {
@@ -28,10 +50,124 @@ int vnpu_matmul_ggml_ok(int gtype) {
 }
 
 void vnpu_matmul_ggml(int isa, npl_pool *pool, const vnpu_pack *p, const float *x, int64_t m, float *y,
-                      uint8_t *scratch) {
-    npl_tensor w, xt, yt;
-    ggml_tensors(p, x, m, y, &w, &xt, &yt);
+                      int64_t y_stride, uint8_t *scratch) {
     const npl_cpu_ctx cc = {(npl_isa)isa, npl_kernels_get((npl_isa)isa), NULL};
     char err[8];
-    npl_cpu_matmul(&cc, pool, &w, &xt, &yt, scratch, err, sizeof err); /* cannot fail: vnpu_matmul_ggml_ok at plan */
+    for (uint32_t part = 0; part < p->n_parts; part++) {
+        npl_tensor w, xt, yt;
+        const int direct = m == 1 || (p->n_parts == 1 && y_stride == p->n[0]);
+        float *dst = y + p->col0[part];
+        float *buf = direct ? dst : (float *)(scratch + a64(vnpu_matmul_ggml_scratch(p, m) - (size_t)m * (size_t)p->n[0] * 4));
+        ggml_tensors(p, (int)part, x, m, buf, &w, &xt, &yt);
+        npl_cpu_matmul(&cc, pool, &w, &xt, &yt, scratch, err, sizeof err); /* cannot fail: vnpu_matmul_ggml_ok at plan */
+        if (!direct)
+            for (int64_t r = 0; r < m; r++) memcpy(dst + r * y_stride, buf + r * p->n[part], (size_t)p->n[part] * 4);
+    }
+}
+
+/* ---- the fused path ---- */
+
+enum { UNIT = 16, QROWS = 4 };
+
+static const npl_gemm_kernels *fused_gemm(int isa, const vnpu_pack *p, int64_t m) {
+    return m >= 16 && p->k <= NPL_GEMM_MAX_K ? npl_gemm_get((npl_isa)isa, (npl_type)p->gtype) : NULL;
+}
+
+int vnpu_ggml_fused_ok(int isa, const vnpu_pack *p, int64_t m) { return fused_gemm(isa, p, m) != NULL; }
+
+/* per share: one row of f32 input, its quantized form, the unit's output */
+static size_t share_bytes(const vnpu_pack *p, int64_t m) {
+    size_t row = 0;
+    npl_row_size(npl_type_get(p->gtype)->vec_dot_type, p->k, &row);
+    return a64((size_t)p->k * 4) + a64(row) + a64((size_t)m * UNIT * p->n_parts * 4) + a64((size_t)UNIT * 4);
+}
+
+size_t vnpu_ggml_fused_scratch(const vnpu_pack *p, int64_t m, int n_shares) {
+    return a64(npl_gemm_x_size(m, p->k)) + (size_t)n_shares * share_bytes(p, m);
+}
+
+typedef struct {
+    const vnpu_pack *p;
+    const vnpu_ggml_io *io;
+    const npl_gemm_kernels *gemm;
+    npl_from_float_fn quant;
+    npl_gemm_x xp;
+    int64_t m, nout, n_units;
+    size_t w_row;
+    uint8_t *share_mem;
+    size_t share_size;
+    atomic_int_fast64_t qnext, qdone, next;
+} fused_job;
+
+static inline void relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static void fused_task(void *arg, int ith, int nth) {
+    fused_job *j = arg;
+    const vnpu_pack *p = j->p;
+    const vnpu_ggml_io *io = j->io;
+    const int64_t k = p->k, W = UNIT * (int64_t)p->n_parts;
+    (void)nth;
+    uint8_t *mem = j->share_mem + (size_t)ith * j->share_size;
+    float *xf = (float *)mem;
+    void *xq = mem + a64((size_t)k * 4);
+    size_t row = 0;
+    npl_row_size(npl_type_get(p->gtype)->vec_dot_type, k, &row);
+    float *tb = (float *)((uint8_t *)xq + a64(row));
+    float *fin = (float *)((uint8_t *)tb + a64((size_t)j->m * (size_t)W * 4));
+    /* 1. activations: convert, quantize, pack */
+    for (int64_t r0; (r0 = atomic_fetch_add(&j->qnext, QROWS)) < j->m;) {
+        const int64_t r1 = r0 + QROWS < j->m ? r0 + QROWS : j->m;
+        for (int64_t r = r0; r < r1; r++) {
+            const float *src = xf;
+            if (io->xt->dtype == NPL_ACCEL_DT_F32) src = (const float *)io->x + r * k;
+            else vnpu_cvt_to_f32(io->family, io->xt, io->x, r * k, k, xf);
+            j->quant(src, xq, k);
+            j->gemm->pack(&j->xp, r, xq);
+        }
+        atomic_fetch_add(&j->qdone, r1 - r0);
+    }
+    while (atomic_load(&j->qdone) < j->m) relax();
+    /* 2. 16 output columns (of each part) per unit */
+    const vnpu_tensor *ot = io->ot;
+    const int out_f32 = ot->dtype == NPL_ACCEL_DT_F32;
+    for (int64_t u; (u = atomic_fetch_add(&j->next, 1)) < j->n_units;) {
+        const int64_t c0 = u * UNIT, nc = c0 + UNIT <= j->nout ? UNIT : j->nout - c0;
+        for (uint32_t part = 0; part < p->n_parts; part++) {
+            const uint8_t *w = (part ? p->wraw1 : p->wraw) + (size_t)c0 * j->w_row;
+            j->gemm->rows(w, j->w_row, 0, nc, &j->xp, tb + part * UNIT, W);
+        }
+        for (int64_t r = 0; r < j->m; r++) {
+            const float *t = tb + r * W;
+            float *o = out_f32 ? (float *)io->out + r * j->nout + c0 : fin;
+            if (p->n_parts == 2) {
+                if (io->geglu) io->nn->geglu(t, t + UNIT, o, (int)nc);
+                else io->nn->swiglu(t, t + UNIT, o, (int)nc);
+            } else if (io->bias) {
+                for (int64_t c = 0; c < nc; c++) o[c] = t[c] + io->bias[c0 + c];
+            } else {
+                memcpy(o, t, (size_t)nc * 4);
+            }
+            if (!out_f32) vnpu_cvt_from_f32(io->family, ot, o, r * j->nout + c0, nc, io->out);
+        }
+    }
+}
+
+void vnpu_ggml_fused(int isa, npl_pool *pool, const vnpu_pack *p, const vnpu_ggml_io *io, int64_t m,
+                     uint8_t *scratch) {
+    fused_job j = {.p = p, .io = io, .gemm = fused_gemm(isa, p, m), .m = m, .nout = p->n[0]};
+    const npl_type vdt = npl_type_get(p->gtype)->vec_dot_type;
+    j.quant = npl_kernels_get((npl_isa)isa)->quantize_row[vdt];
+    npl_row_size((npl_type)p->gtype, p->k, &j.w_row);
+    npl_gemm_x_init(&j.xp, scratch, m, p->k);
+    j.share_mem = scratch + a64(npl_gemm_x_size(m, p->k));
+    j.share_size = share_bytes(p, m);
+    j.n_units = (j.nout + UNIT - 1) / UNIT;
+    atomic_init(&j.qnext, 0);
+    atomic_init(&j.qdone, 0);
+    atomic_init(&j.next, 0);
+    npl_pool_run(pool, fused_task, &j);
 }

@@ -31,27 +31,43 @@ static int64_t block_of(const vnpu_tensor *w) {
     return 0;
 }
 
-/* GGML blocks stay in the tensor: one part, no tables, the bias (if any)
- * applied by the MatMul step itself. */
+/* GGML blocks stay in the tensor: no tables, the bias (if any) applied by
+ * the MatMul step itself. Two parts (gate and up of a gated MatMul) must
+ * have one type and shape and no biases; their columns sit side by side. */
 static int plan_ggml(vnpu_pack *p, const struct npl_accel_context *ctx, uint32_t n_parts, const uint32_t *w,
-                     uint32_t trans, char *err, size_t errlen) {
+                     const uint32_t *b, uint32_t trans, char *err, size_t errlen) {
     const vnpu_tensor *w0 = &ctx->t[w[0]];
-    if (n_parts != 1 || !trans || w0->rank != 2) {
-        snprintf(err, errlen, "%s weights '%s' are packed alone, as [N, K]", vnpu_dtype_name(w0->dtype), w0->name);
+    if (n_parts < 1 || n_parts > 2 || !trans || w0->rank != 2) {
+        snprintf(err, errlen, "%s weights '%s' are packed as [N, K], alone or as gate + up", vnpu_dtype_name(w0->dtype),
+                 w0->name);
         return -1;
     }
-    p->n_parts = 1;
+    if (n_parts == 2) {
+        const vnpu_tensor *w1 = &ctx->t[w[1]];
+        if (w1->dtype != w0->dtype || w1->rank != 2 || w1->dims[0] != w0->dims[0] || w1->dims[1] != w0->dims[1] ||
+            (b && (b[0] != VNPU_NONE || b[1] != VNPU_NONE)) || !w0->raw || !w1->raw) {
+            snprintf(err, errlen, "%s weights '%s' and '%s' cannot share one pack", vnpu_dtype_name(w0->dtype), w0->name,
+                     w1->name);
+            return -1;
+        }
+    }
+    p->n_parts = n_parts;
     p->trans = 1;
     p->w[0] = w[0];
-    p->w[1] = p->b[0] = p->b[1] = VNPU_NONE;
+    p->w[1] = n_parts == 2 ? w[1] : VNPU_NONE;
+    p->b[0] = p->b[1] = VNPU_NONE;
     p->k = p->kpad = p->bk = w0->dims[1];
     p->nblk = 1;
-    p->n[0] = p->npad = w0->dims[0];
+    p->n[0] = w0->dims[0];
+    p->n[1] = n_parts == 2 ? w0->dims[0] : 0;
+    p->col0[1] = n_parts == 2 ? p->n[0] : 0;
+    p->npad = p->n[0] + p->n[1];
     p->off_w = 0;
     p->off_scale = p->off_offs = p->off_wsum = p->off_bias = VNPU_NOFF;
     p->size = 0;
     p->gtype = vnpu_dtype_ggml(w0->dtype);
     p->wraw = w0->raw;
+    p->wraw1 = n_parts == 2 ? ctx->t[w[1]].raw : NULL;
     if (!vnpu_matmul_ggml_ok(p->gtype)) {
         snprintf(err, errlen, "no host kernel for %s weights '%s'", vnpu_dtype_name(w0->dtype), w0->name);
         return -1;
@@ -64,7 +80,7 @@ int vnpu_pack_plan(vnpu_pack *p, const struct npl_accel_context *ctx, uint32_t n
     memset(p, 0, sizeof *p);
     const vnpu_tensor *w0 = &ctx->t[w[0]];
     p->fmt = vnpu_pack_fmt(ctx->family, w0->dtype);
-    if (p->fmt == VNPU_PK_GGML) return plan_ggml(p, ctx, n_parts, w, trans, err, errlen);
+    if (p->fmt == VNPU_PK_GGML) return plan_ggml(p, ctx, n_parts, w, b, trans, err, errlen);
     p->n_parts = n_parts;
     p->trans = trans;
     p->k = w0->dims[trans ? 1 : 0];

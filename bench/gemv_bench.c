@@ -1,0 +1,191 @@
+/* gemv_bench: the decode matmuls of Gemma 3 270M Q4_K_M, alone, per class.
+ *
+ *   cc -O2 -Isrc -Iinclude bench/gemv_bench.c build/libnpullm.a -lm -lpthread -o /tmp/gemv_bench
+ *   /tmp/gemv_bench [hot|token] [REPS=9] [THREADS=2]
+ *
+ * Weights are random (reference quantizer on random floats, 64 distinct rows
+ * repeated), laid out as the model's: 18 layers of q, k, v, o, gate, up, down
+ * (down: q6_K in 9 layers, q4_K in the others, as llama.cpp's Q4_K_M mix)
+ * and the 262144 x 640 q8_0 output matrix, 250 MB in all.
+ *
+ *   hot    one thread, one matrix of each class kept in cache, the GEMV kernel
+ *          alone (no quantization, no pool): CPU time per call and the weight
+ *          bytes per second it can take. What the unpacking costs.
+ *   token  npl_cpu_matmul over the whole sequence with a pool of THREADS,
+ *          activation quantization included, as decode runs it: wall time
+ *          per token and per class, GB/s over the bytes read. With one thread
+ *          the times are its CPU time (memory stalls count, preemption not).
+ * Median (min-max) over REPS. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/dtype.h"
+#include "core/threadpool.h"
+#include "cpu/cpu_backend.h"
+#include "cpu/kernels/gemv.h"
+#include "cpu/kernels/vec_dot.h"
+
+static double now_s(clockid_t c) {
+    struct timespec t;
+    clock_gettime(c, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct {
+    const char *name;
+    npl_type t;
+    int k, n;
+    int per_token; /* matrices of this class in a token */
+} mclass;
+
+static const mclass classes[] = {
+    {"q5_0 640x1024 (q)", NPL_TYPE_Q5_0, 640, 1024, 18},    {"q5_0 640x256 (k)", NPL_TYPE_Q5_0, 640, 256, 18},
+    {"q8_0 640x256 (v)", NPL_TYPE_Q8_0, 640, 256, 18},      {"q4_K 1024x640 (o)", NPL_TYPE_Q4_K, 1024, 640, 18},
+    {"q5_0 640x2048 (gate/up)", NPL_TYPE_Q5_0, 640, 2048, 36}, {"q6_K 2048x640 (down)", NPL_TYPE_Q6_K, 2048, 640, 9},
+    {"q4_K 2048x640 (down)", NPL_TYPE_Q4_K, 2048, 640, 9},  {"q8_0 640x262144 (output)", NPL_TYPE_Q8_0, 640, 262144, 1},
+};
+enum { NC = sizeof classes / sizeof classes[0], PROTO = 64 };
+
+static size_t row_bytes(npl_type t, int k) {
+    size_t r = 0;
+    npl_row_size(t, k, &r);
+    return r;
+}
+
+/* n rows of type t: PROTO random rows quantized once, repeated */
+static void *make_w(npl_type t, int k, int n, unsigned *seed) {
+    const size_t rb = row_bytes(t, k);
+    char *w = aligned_alloc(64, (rb * (size_t)n + 63) & ~(size_t)63);
+    float *f = malloc(sizeof(float) * (size_t)k);
+    char *proto = malloc(rb * PROTO);
+    for (int r = 0; r < PROTO; r++) {
+        for (int i = 0; i < k; i++) f[i] = (float)(rand_r(seed) % 2001 - 1000) * 1e-3f;
+        npl_type_get(t)->from_float(f, proto + rb * r, k);
+    }
+    for (int r = 0; r < n; r++) memcpy(w + rb * r, proto + rb * (r % PROTO), rb);
+    free(f), free(proto);
+    return w;
+}
+
+static float *make_x(int k, unsigned *seed) {
+    float *x = malloc(sizeof(float) * (size_t)k);
+    for (int i = 0; i < k; i++) x[i] = (float)(rand_r(seed) % 2001 - 1000) * 1e-3f;
+    return x;
+}
+
+static void hot(int reps) {
+    unsigned seed = 7;
+    const npl_kernels *kt = npl_kernels_get(NPL_ISA_AMX);
+    printf("hot, one thread, GEMV kernel alone: CPU us per matrix, weight GB/s (median, min-max of %d)\n", reps);
+    for (int c = 0; c < NC; c++) {
+        const mclass *m = &classes[c];
+        const int n = m->n > 2048 ? 2048 : m->n; /* the output matrix: an L2-sized slice */
+        const npl_gemv_kernels *gv = npl_gemv_get(NPL_ISA_AMX, m->t);
+        if (!gv) {
+            printf("%-26s no GEMV on this CPU\n", m->name);
+            continue;
+        }
+        void *w = make_w(m->t, m->k, n, &seed);
+        float *x = make_x(m->k, &seed), *y = malloc(sizeof(float) * (size_t)n);
+        const npl_type vdt = npl_type_get(m->t)->vec_dot_type;
+        char *xq = malloc(row_bytes(vdt, m->k)), *mem = malloc(npl_gemv_x_size(m->k));
+        kt->quantize_row[vdt](x, xq, m->k);
+        npl_gemv_x gx;
+        gv->prep(&gx, mem, xq, m->k);
+        const size_t rb = row_bytes(m->t, m->k);
+        double *us = malloc(sizeof(double) * (size_t)reps);
+        const int inner = (int)(20e6 / ((double)rb * n)) + 1;
+        for (int r = 0; r < reps; r++) {
+            const double t0 = now_s(CLOCK_THREAD_CPUTIME_ID);
+            for (int i = 0; i < inner; i++) gv->rows(w, rb, 0, n, &gx, 1, y, n);
+            us[r] = (now_s(CLOCK_THREAD_CPUTIME_ID) - t0) / inner * 1e6;
+        }
+        qsort(us, (size_t)reps, sizeof(double), cmp_d);
+        const double bytes = (double)rb * n;
+        printf("%-26s n=%-6d %8.1f us (%.1f-%.1f)  %6.1f GB/s (%.1f-%.1f)\n", m->name, n, us[reps / 2], us[0],
+               us[reps - 1], bytes / us[reps / 2] * 1e-3, bytes / us[reps - 1] * 1e-3, bytes / us[0] * 1e-3);
+        free(w), free(x), free(y), free(xq), free(mem), free(us);
+    }
+}
+
+typedef struct {
+    int cls;
+    npl_tensor w, x, y;
+} mm;
+
+static void token(int reps, int nth) {
+    unsigned seed = 11;
+    npl_cpu_ctx cc;
+    npl_backend be;
+    npl_cpu_backend_init(&be, &cc, NPL_ISA_AMX);
+    npl_pool *pool = npl_pool_new(nth);
+    /* the sequence of one token: per layer q k v o gate up down, then the output */
+    enum { LAYERS = 18 };
+    mm seq[LAYERS * 7 + 1];
+    int ns = 0;
+    static const int order[7] = {0, 1, 2, 3, 4, 4, 5};
+    size_t scratch_max = 0, total = 0;
+    float *xbuf = make_x(2048, &seed), *ybuf = aligned_alloc(64, sizeof(float) * 262144);
+    for (int l = 0; l <= LAYERS; l++)
+        for (int o = 0; o < (l < LAYERS ? 7 : 1); o++) {
+            int c = l < LAYERS ? order[o] : 7;
+            if (c == 5 && l % 2) c = 6; /* q4_K down in every other layer */
+            const mclass *m = &classes[c];
+            mm *s = &seq[ns++];
+            s->cls = c;
+            s->w = (npl_tensor){m->t, {2, {m->k, m->n, 1, 1}}, make_w(m->t, m->k, m->n, &seed)};
+            s->x = (npl_tensor){NPL_TYPE_F32, {2, {m->k, 1, 1, 1}}, xbuf};
+            s->y = (npl_tensor){NPL_TYPE_F32, {2, {m->n, 1, 1, 1}}, ybuf};
+            const size_t sc = npl_cpu_matmul_scratch(&s->w, &s->x);
+            if (sc > scratch_max) scratch_max = sc;
+            total += row_bytes(m->t, m->k) * (size_t)m->n;
+        }
+    void *scratch = aligned_alloc(64, (scratch_max + 63) & ~(size_t)63);
+    double *tok = calloc((size_t)reps, sizeof(double)), *cls = calloc((size_t)reps * NC, sizeof(double));
+    char err[256];
+    /* one thread: its CPU time, which a busy machine's preemption does not inflate */
+    const clockid_t clk = nth == 1 ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
+    for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
+        const double t0 = now_s(clk);
+        for (int i = 0; i < ns; i++) {
+            const double a = now_s(clk);
+            if (npl_cpu_matmul(&cc, pool, &seq[i].w, &seq[i].x, &seq[i].y, scratch, err, sizeof err)) {
+                fprintf(stderr, "%s\n", err);
+                exit(1);
+            }
+            if (r >= 0) cls[(size_t)seq[i].cls * reps + r] += now_s(clk) - a;
+        }
+        if (r >= 0) tok[r] = now_s(clk) - t0;
+    }
+    printf("token, %d thread%s, %s: %.1f MB of weights; %s ms (median, min-max of %d), GB/s at the median\n", nth,
+           nth > 1 ? "s" : "", npl_isa_name(cc.isa), total * 1e-6, nth > 1 ? "wall" : "CPU", reps);
+    for (int c = 0; c < NC; c++) {
+        double *v = cls + (size_t)c * reps;
+        qsort(v, (size_t)reps, sizeof(double), cmp_d);
+        const mclass *m = &classes[c];
+        const double bytes = (double)row_bytes(m->t, m->k) * m->n * m->per_token;
+        printf("%-26s x%-3d %7.3f ms (%.3f-%.3f)  %6.1f GB/s\n", m->name, m->per_token, v[reps / 2] * 1e3, v[0] * 1e3,
+               v[reps - 1] * 1e3, bytes / v[reps / 2] * 1e-9);
+    }
+    qsort(tok, (size_t)reps, sizeof(double), cmp_d);
+    printf("%-31s %7.3f ms (%.3f-%.3f)  %6.1f GB/s  = %.1f tok/s of matmuls\n", "token", tok[reps / 2] * 1e3,
+           tok[0] * 1e3, tok[reps - 1] * 1e3, total / tok[reps / 2] * 1e-9, 1 / tok[reps / 2]);
+    npl_pool_free(pool);
+}
+
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "token";
+    const int reps = argc > 2 ? atoi(argv[2]) : 9, nth = argc > 3 ? atoi(argv[3]) : 2;
+    if (reps < 1 || nth < 1) return 2;
+    if (!strcmp(mode, "hot")) hot(reps);
+    else token(reps, nth);
+    return 0;
+}
