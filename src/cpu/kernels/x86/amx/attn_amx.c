@@ -230,7 +230,9 @@ static void softmax_block(tile_state *z, int hd, int64_t kb, float scale_f, floa
         _mm512_store_si512(z->ptl[k / 32] + (k % 32 / 2) * 16, _mm512_or_si512(le, _mm512_slli_epi32(lo, 16)));
     }
     z->l = _mm512_fmadd_ps(z->l, corr, sum);
-    for (int d = 0; d < hd; d++) _mm512_store_ps(z->ot + d * 16, _mm512_mul_ps(_mm512_load_ps(z->ot + d * 16), corr));
+    /* once the running maxima settle every corr is 1: skip the exact no-op */
+    if (_mm512_cmp_ps_mask(corr, _mm512_set1_ps(1.0f), _CMP_NEQ_UQ))
+        for (int d = 0; d < hd; d++) _mm512_store_ps(z->ot + d * 16, _mm512_mul_ps(_mm512_load_ps(z->ot + d * 16), corr));
 }
 
 /* Tiles t[0..nt) (nt = 1 or 2) of kv head hh (of the pass) over the union
