@@ -205,14 +205,41 @@ static inline __m512i byte_at(__m512i v, int b) {
     return _mm512_and_si512(_mm512_srli_epi32(v, 8 * b), _mm512_set1_epi32(0xFF));
 }
 
-INLINE __m512 group_q4_K(const group16 *g16, size_t w_row, const npl_gemv_x *gx, int pf) {
+/* The mins go on after every block, one fma per group of 16 elements in a
+ * dependent chain (the GEMM's order): k / 16 fma latencies, a quarter of the
+ * group's time if run at its end. So the chain of the group before runs
+ * inside this group's steps, four links a step, where it costs nothing. */
+typedef struct {
+    __m512 acc;          /* the blocks' sum, mins being added */
+    const __m512 *mins;  /* [k / 32] per sub-block */
+    const float *xs;     /* [k / 16] */
+    int64_t g, ng;       /* next group of 16, groups */
+    float *y;            /* where it goes, or NULL: nothing pending */
+    __mmask16 keep;
+} mins_chain;
+
+INLINE void chain_run(mins_chain *t, int64_t links) {
+    const int64_t end = t->g + links < t->ng ? t->g + links : t->ng;
+    for (; t->g < end; t->g++) t->acc = _mm512_fmadd_ps(_mm512_set1_ps(t->xs[t->g]), t->mins[t->g / 2], t->acc);
+}
+
+static inline void chain_finish(mins_chain *t) {
+    if (!t->y) return;
+    chain_run(t, t->ng);
+    _mm512_mask_storeu_ps(t->y, t->keep, t->acc);
+    t->y = NULL;
+}
+
+/* The 16 rows' sums over the blocks, their mins per sub-block in mins;
+ * advances *prev (if any) by four links a step. */
+INLINE __m512 blocks_q4_K(const group16 *g16, size_t w_row, const npl_gemv_x *gx, int pf, __m512 *mins,
+                          mins_chain *prev) {
     const group16 gr = *g16;
     const int64_t nsb = gx->k / QK_K;
     const __m512i lo4 = _mm512_set1_epi8(0x0F), m63 = _mm512_set1_epi32(63), m15 = _mm512_set1_epi32(15);
     const __m512i sh4 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
     const __m512 sign = _mm512_set1_ps(-0.0f);
     __m512 acc = _mm512_setzero_ps();
-    __m512 mins[nsb * 8]; /* per sub-block, applied after every block as the GEMM does */
     for (int64_t i = 0; i < nsb; i++) {
         const int64_t sb = i * (int64_t)sizeof(block_q4_K);
         const __m512 d = gather_f16(gr.p[0], gr.offs, sb, 0);
@@ -237,6 +264,7 @@ INLINE __m512 group_q4_K(const group16 *g16, size_t w_row, const npl_gemv_x *gx,
             const __m512i x = _mm512_load_si512(gx->qs + QK_K * i + 64 * c);
             __m512i v[L];
             if (pf) ahead(gr.p[0], w_row, 4 * i + c, 4 * nsb);
+            if (prev) chain_run(prev, 4);
 #pragma GCC unroll 16
             for (int r = 0; r < L; r++) {
                 const block_q4_K *blk = (const block_q4_K *)(gr.p[r] + sb);
@@ -252,8 +280,30 @@ INLINE __m512 group_q4_K(const group16 *g16, size_t w_row, const npl_gemv_x *gx,
             acc = scale_add(acc, dx, dw[2 * c + 1], _mm512_add_epi32(g[2], g[3]));
         }
     }
-    for (int64_t g = 0; g < gx->k / 16; g++) acc = _mm512_fmadd_ps(_mm512_set1_ps(gx->xs[g]), mins[g / 2], acc);
     return acc;
+}
+
+/* Rows as ROWS_FN below, the first activation row's mins chain run one
+ * group late inside the next group (the others' at once). */
+static void rows_q4_K(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m, float *y,
+                      int64_t ldy) {
+    const int64_t nm = gx->k / 32;
+    __m512 mins[3][nm]; /* two for the pipelined row, alternating; one for the others */
+    mins_chain pend = {.y = NULL};
+    int cur = 0;
+    for (int64_t rb = r0; rb < r1; rb += L) {
+        const group16 gr = group_at(w, w_row, rb, r1 - rb < L ? (int)(r1 - rb) : L);
+        const __m512 acc = blocks_q4_K(&gr, w_row, gx, 1, mins[cur], &pend);
+        chain_finish(&pend);
+        pend = (mins_chain){acc, mins[cur], gx->xs, 0, gx->k / 16, y + rb, gr.keep};
+        cur ^= 1;
+        for (int c = 1; c < m; c++) {
+            mins_chain t = {blocks_q4_K(&gr, w_row, gx + c, 0, mins[2], NULL), mins[2], gx[c].xs, 0, gx->k / 16,
+                            y + c * ldy + rb, gr.keep};
+            chain_finish(&t);
+        }
+    }
+    chain_finish(&pend);
 }
 
 /* ---- q6_K: 16-element blocks ---- */
@@ -320,7 +370,6 @@ INLINE __m512 group_q6_K(const group16 *g16, size_t w_row, const npl_gemv_x *gx,
 ROWS_FN(rows_q4_0, group_q4_0)
 ROWS_FN(rows_q5_0, group_q5_0)
 ROWS_FN(rows_q8_0, group_q8_0)
-ROWS_FN(rows_q4_K, group_q4_K)
 ROWS_FN(rows_q6_K, group_q6_K)
 
 static const npl_gemv_kernels k_q4_0 = {prep_q4_0, rows_q4_0}, k_q5_0 = {prep_q5_0, rows_q5_0},
