@@ -31,6 +31,7 @@ struct npl_runner {
     void **states;
     int n_states;
     int limits[MAX_LIMITS], n_limits; /* ascending */
+    int rows_skip;                    /* out_rows = -1 skips the logits (only the accelerator reads out_rows) */
     int32_t *ptok, *ppos, *prows;     /* one padded chunk */
     float *plogits;                   /* [n_out][n_vocab] gathered */
     int plogits_cap;
@@ -178,6 +179,15 @@ static int open_package(npl_runner *r, const char *graph_path, const npl_runner_
     if (r->mg.tokens < 0 || r->mg.pos < 0 || r->mg.out_rows < 0 || r->mg.logits < 0) {
         snprintf(err, errlen, "%s: graph: needs nodes tokens, pos, out_rows and logits", graph_path);
         return -1;
+    }
+    /* A chunk whose logits nobody wants asks for row -1 when only plugin ops
+     * (vnpu: every index negative skips the steps after the row Gather) read
+     * out_rows; a CPU op there would reject it. */
+    r->rows_skip = 1;
+    for (int i = 0; i < npl_graph_n_nodes(r->mg.g); i++) {
+        const npl_node *nd = npl_graph_node(r->mg.g, i);
+        for (int k = 0; k < nd->n_src; k++)
+            if (nd->src[k] == r->mg.out_rows && nd->op != NPL_OP_PLUGIN) r->rows_skip = 0;
     }
     npl_plugin_rt_params pp = {dir, NULL, p->n_threads};
     if (!(r->rt = npl_plugin_rt_new(&pp, err, errlen))) return -1;
@@ -346,7 +356,7 @@ static const float *forward_pkg(npl_runner *r, const int32_t *tokens, const int3
         if (want > 1)
             for (int t = 0; t < P; t++) r->prows[t] = t;
         else
-            r->prows[0] = want ? only : m - 1;
+            r->prows[0] = want ? only : r->rows_skip ? -1 : m - 1;
         npl_shape s = {1, {P, 1, 1, 1}}, so = {1, {no, 1, 1, 1}};
         if (npl_session_set_input_id(r->sess, r->mg.tokens, r->ptok, &s) ||
             npl_session_set_input_id(r->sess, r->mg.pos, r->ppos, &s) ||

@@ -81,6 +81,7 @@ typedef struct {
     uint32_t n_ip;         /* ints given for array params (Transpose perm) */
     float fp[VNPU_MAX_FLOATS];
     int32_t pack;          /* compiled MatMul weights: pack index, -1 */
+    uint8_t sel_dep;       /* compiled step depends on the graph's row selection (vnpu_plan) */
     char *name;            /* owned, may be NULL */
 } vnpu_node;
 
@@ -144,6 +145,12 @@ struct npl_accel_graph {
     uint32_t n_tmap;       /* tensors of the context when planned */
     size_t *toff;          /* NATIVE tensor offsets in the arena (SIZE_MAX = not ours) */
     void **addr;           /* per tensor id, resolved at execute */
+    /* Row selection: an APP_WRITE int32 tensor of row indices read by Gathers
+     * of activation rows (a language model's out_rows). When every index is
+     * negative no row is wanted: the steps that depend on the Gathers
+     * (sel_dep) are skipped and the outputs they make are zero-filled. Only
+     * set when none of those steps touches state (Attention, APP_READWRITE). */
+    uint32_t sel_in;       /* tensor id or VNPU_NONE */
     vnpu_counters prof;
     char detail[256];
 };

@@ -358,6 +358,7 @@ npl_accel_status vnpu_graph_new(struct npl_accel_context *ctx, const char *name,
     }
     g->magic = VNPU_MAGIC_GRAPH;
     g->ctx = ctx;
+    g->sel_in = VNPU_NONE;
     g->index = (int32_t)ctx->n_g;
     ctx->g[ctx->n_g++] = g;
     *out = g;

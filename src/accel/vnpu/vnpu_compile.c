@@ -252,6 +252,39 @@ typedef struct {
     uint32_t last;
 } live_block;
 
+/* g->sel_in and the steps' sel_dep (see vnpu.h). dep: per tensor scratch. */
+static void mark_selection(vnpu_graph *g, uint8_t *dep) {
+    const struct npl_accel_context *ctx = g->ctx;
+    const vnpu_tensor *t = ctx->t;
+    uint32_t sel = VNPU_NONE;
+    g->sel_in = VNPU_NONE;
+    for (uint32_t s = 0; s < g->n_steps; s++) g->steps[s].sel_dep = 0;
+    for (uint32_t s = 0; s < g->n_steps; s++) {
+        const vnpu_node *n = &g->steps[s];
+        if (n->op != VNPU_OP_GATHER || t[n->in[0]].kind == NPL_ACCEL_STATIC) continue;
+        const vnpu_tensor *ix = &t[n->in[1]];
+        if (ix->kind != NPL_ACCEL_APP_WRITE || ix->dtype != NPL_ACCEL_DT_INT32 || (sel != VNPU_NONE && sel != n->in[1])) return;
+        sel = n->in[1];
+    }
+    if (sel == VNPU_NONE) return;
+    memset(dep, 0, ctx->n_t);
+    for (uint32_t s = 0; s < g->n_steps; s++) {
+        vnpu_node *n = &g->steps[s];
+        n->sel_dep = n->op == VNPU_OP_GATHER && n->in[1] == sel && t[n->in[0]].kind != NPL_ACCEL_STATIC;
+        for (uint32_t k = 0; k < n->n_in && !n->sel_dep; k++) n->sel_dep = n->in[k] < ctx->n_t && dep[n->in[k]];
+        if (!n->sel_dep) continue;
+        for (uint32_t k = 0; k < n->n_in + n->n_out; k++) {
+            const uint32_t id = k < n->n_in ? n->in[k] : n->out[k - n->n_in];
+            if (n->op == VNPU_OP_ATTENTION || (id < ctx->n_t && t[id].kind == NPL_ACCEL_APP_READWRITE)) {
+                for (uint32_t i = 0; i < g->n_steps; i++) g->steps[i].sel_dep = 0;
+                return;
+            }
+        }
+        for (uint32_t o = 0; o < n->n_out; o++) dep[n->out[o]] = 1;
+    }
+    g->sel_in = sel;
+}
+
 npl_accel_status vnpu_plan(vnpu_graph *g, int alloc) {
     struct npl_accel_context *ctx = g->ctx;
     const uint32_t nt = ctx->n_t;
@@ -269,6 +302,8 @@ npl_accel_status vnpu_plan(vnpu_graph *g, int alloc) {
         return vnpu_fail(ctx->be, NPL_ACCEL_ERR_NO_MEMORY, "vnpu: out of memory planning graph '%s'", g->name);
     }
     g->n_tmap = nt;
+    mark_selection(g, (uint8_t *)live); /* live: nt + 1 zeroed blocks, unused until below */
+    memset(live, 0, (nt + 1) * sizeof *live);
     for (uint32_t i = 0; i < nt; i++) {
         last[i] = -1;
         g->toff[i] = SIZE_MAX;

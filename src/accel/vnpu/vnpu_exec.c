@@ -304,10 +304,25 @@ npl_accel_status vnpu_execute(vnpu_graph *g, const npl_accel_buffer *in, uint32_
     free(bound);
     const int prof = vnpu_prof_on();
     if (prof) vnpu_prof_dump(g);
+    int no_rows = !st && g->sel_in != VNPU_NONE; /* every selected row index negative: skip what depends on them */
+    for (int64_t i = 0; no_rows && i < ctx->t[g->sel_in].nelem; i++) no_rows = ((const int32_t *)g->addr[g->sel_in])[i] < 0;
     vnpu_run run = {0};
     for (uint32_t s = 0; !st && s < g->n_steps;) {
         vnpu_xc x = {g, &g->steps[s], ctx->be, g->arena + g->scratch_off, g->arena + g->arena_size, 0, &run};
         const uint32_t grp = vnpu_rows_group(g, s);
+        if (no_rows && g->steps[s].sel_dep) {
+            uint32_t n = grp ? grp : 1, all = 1;
+            for (uint32_t i = s; i < s + n; i++) all &= g->steps[i].sel_dep;
+            if (all) {
+                for (uint32_t i = s; i < s + n; i++)
+                    for (uint32_t o = 0; o < g->steps[i].n_out; o++) {
+                        const vnpu_tensor *t = &ctx->t[g->steps[i].out[o]];
+                        if (t->kind == NPL_ACCEL_APP_READ) memset(g->addr[g->steps[i].out[o]], 0, t->nbytes);
+                    }
+                s += n;
+                continue;
+            }
+        }
         if (grp) { /* row-local steps: one fused pass (profiled inside) */
             const uint64_t ts = prof ? vnpu_now_ns() : 0;
             st = vnpu_rows_exec(&x, s, grp);
