@@ -70,7 +70,9 @@ void vnpu_matmul_ggml(int isa, npl_pool *pool, const vnpu_pack *p, const float *
 enum { UNIT = 16, QROWS = 4 };
 
 static const npl_gemm_kernels *fused_gemm(int isa, const vnpu_pack *p, int64_t m) {
-    return m >= 16 && p->k <= NPL_GEMM_MAX_K ? npl_gemm_get((npl_isa)isa, (npl_type)p->gtype) : NULL;
+    if (m < 16 || p->k > NPL_GEMM_MAX_K) return NULL;
+    const npl_gemm_kernels *g = isa >= NPL_ISA_AMX ? vnpu_gemm_ggml_amx(p->gtype) : NULL;
+    return g ? g : npl_gemm_get((npl_isa)isa, (npl_type)p->gtype);
 }
 
 int vnpu_ggml_fused_ok(int isa, const vnpu_pack *p, int64_t m) { return fused_gemm(isa, p, m) != NULL; }
