@@ -126,9 +126,11 @@ static inline void cache_split(const uint16_t *p, int ok, __m512i *hi, __m512i *
 
 /* Prepares keys [key0, key0 + KG) of kv head kvh as group g of a buffer
  * of `rows` keys at base (layout in the job comment); live[k]: key0 + k is
- * attended by some row (others are zeros). */
+ * attended by some row (others are zeros). The cache rows are strided and
+ * often in DRAM (decode reads each once): while K is split, this group's V
+ * rows and, with more = 1, the next group's K rows are prefetched. */
 static void prep_group(const npl_attn_args *a, int kvh, int64_t key0, const int32_t *live, uint8_t *base, int64_t rows,
-                       int64_t g) {
+                       int64_t g, int more) {
     const int hd = a->hd;
     const int64_t ks = (int64_t)a->n_kv * hd;
     const uint16_t *kc = a->kc + (int64_t)kvh * hd, *vc = a->vc + (int64_t)kvh * hd;
@@ -137,6 +139,10 @@ static void prep_group(const npl_attn_args *a, int kvh, int64_t key0, const int3
     /* K rows: bf16 hi / lo, row-major (the A operand of S^T = K Q^T) */
     for (int k = 0; k < KG; k++) {
         const uint16_t *src = kc + (key0 + k) * ks;
+        for (int d = 0; d < hd; d += 32) {
+            if (more) _mm_prefetch((const char *)(src + KG * ks + d), _MM_HINT_T0);
+            if (live[k]) _mm_prefetch((const char *)(vc + (key0 + k) * ks + d), _MM_HINT_T0);
+        }
         for (int d = 0; d < hd; d += 16) {
             __m512i h, l;
             cache_split(src + d, live[k], &h, &l);
@@ -171,7 +177,7 @@ static void prep_unit(const void *jv, int ith, int64_t u) {
     const int hh = (int)(u / j->groups);
     const int64_t g = u % j->groups;
     prep_group(j->a, j->h0 + hh, j->kb0 + g * KG, j->live + g * KG, j->prep + (size_t)hh * j->head_bytes,
-               j->groups * KG, g);
+               j->groups * KG, g, g + 1 < j->groups);
 }
 
 /* q rows of a tile to the pair-interleaved, transposed B layout, hi and lo:
@@ -264,7 +270,7 @@ static void run_tiles(const job *j, int hh, const tile *t, int nt, tile_state *z
     for (int64_t kb = k0; kb < k1; kb += KG) {
         int64_t g = (kb - j->kb0) / KG;
         if (j->fused) { /* the same bits as the shared prepared group, written to a block that stays in cache */
-            prep_group(j->a, j->h0 + hh, kb, j->live + g * KG, block, KG, 0);
+            prep_group(j->a, j->h0 + hh, kb, j->live + g * KG, block, KG, 0, kb + KG < k1);
             g = 0;
         }
         const uint16_t *khi = kbase + g * KG * hd, *klo = kbase + (rows + g * KG) * hd;
