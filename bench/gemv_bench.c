@@ -1,7 +1,7 @@
 /* gemv_bench: the decode matmuls of Gemma 3 270M Q4_K_M, alone, per class.
  *
  *   cc -O2 -Isrc -Iinclude bench/gemv_bench.c build/libnpullm.a -lm -lpthread -o /tmp/gemv_bench
- *   /tmp/gemv_bench [hot|token] [REPS=9] [THREADS=2]
+ *   /tmp/gemv_bench [hot|token|cold] [REPS=9] [THREADS=2 | CHUNK rows for cold]
  *
  * Weights are random (reference quantizer on random floats, 64 distinct rows
  * repeated), laid out as the model's: 18 layers of q, k, v, o, gate, up, down
@@ -11,6 +11,9 @@
  *   hot    one thread, one matrix of each class kept in cache, the GEMV kernel
  *          alone (no quantization, no pool): CPU time per call and the weight
  *          bytes per second it can take. What the unpacking costs.
+ *   cold   one thread, the GEMV kernel over 256 MB of rows of one class taken
+ *          in chunks of CHUNK rows, as a thread takes them in a matmul: CPU
+ *          time, so memory stalls count and preemption does not.
  *   token  npl_cpu_matmul over the whole sequence with a pool of THREADS,
  *          activation quantization included, as decode runs it: wall time
  *          per token and per class, GB/s over the bytes read. With one thread
@@ -116,6 +119,40 @@ static void hot(int reps) {
     }
 }
 
+/* one thread, the GEMV kernel over 256 MB of one class's rows taken in
+ * chunks of `chunk` rows as the threads take them (cold: each chunk starts
+ * on rows not in cache), CPU time per pass */
+static void cold(int reps, int chunk) {
+    unsigned seed = 5;
+    const npl_kernels *kt = npl_kernels_get(NPL_ISA_AMX);
+    printf("cold, one thread, GEMV kernel over 256 MB in chunks of %d rows: CPU GB/s (median, min-max of %d)\n", chunk,
+           reps);
+    static const int pick[] = {4, 2, 3, 5};
+    for (int pi = 0; pi < 4; pi++) {
+        const mclass *m = &classes[pick[pi]];
+        const npl_gemv_kernels *gv = npl_gemv_get(NPL_ISA_AMX, m->t);
+        if (!gv) continue;
+        const size_t rb = row_bytes(m->t, m->k);
+        const int n = (int)((256u << 20) / rb) / 16 * 16;
+        void *w = make_w(m->t, m->k, n, &seed);
+        float *x = make_x(m->k, &seed), *y = malloc(sizeof(float) * (size_t)n);
+        const npl_type vdt = npl_type_get(m->t)->vec_dot_type;
+        char *xq = malloc(row_bytes(vdt, m->k)), *mem = malloc(npl_gemv_x_size(m->k));
+        kt->quantize_row[vdt](x, xq, m->k);
+        npl_gemv_x gx;
+        gv->prep(&gx, mem, xq, m->k);
+        double *gbs = malloc(sizeof(double) * (size_t)reps);
+        for (int r = -1; r < reps; r++) {
+            const double t0 = now_s(CLOCK_THREAD_CPUTIME_ID);
+            for (int64_t r0 = 0; r0 < n; r0 += chunk) gv->rows(w, rb, r0, r0 + chunk < n ? r0 + chunk : n, &gx, 1, y, n);
+            if (r >= 0) gbs[r] = (double)rb * n / (now_s(CLOCK_THREAD_CPUTIME_ID) - t0) * 1e-9;
+        }
+        qsort(gbs, (size_t)reps, sizeof(double), cmp_d);
+        printf("%-26s %6.2f GB/s (%.2f-%.2f)\n", npl_type_name(m->t), gbs[reps / 2], gbs[0], gbs[reps - 1]);
+        free(w), free(x), free(y), free(xq), free(mem), free(gbs);
+    }
+}
+
 typedef struct {
     int cls;
     npl_tensor w, x, y;
@@ -186,6 +223,7 @@ int main(int argc, char **argv) {
     const int reps = argc > 2 ? atoi(argv[2]) : 9, nth = argc > 3 ? atoi(argv[3]) : 2;
     if (reps < 1 || nth < 1) return 2;
     if (!strcmp(mode, "hot")) hot(reps);
+    else if (!strcmp(mode, "cold")) cold(reps, nth); /* third argument: rows per chunk */
     else token(reps, nth);
     return 0;
 }

@@ -147,8 +147,15 @@ int main(void) {
     uint64_t s = 0x2545f4914f6cdd1dull;
     npl_pool *pool = npl_pool_new(2);
     const npl_isa best = npl_cpu_best_isa();
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+    /* the GFNI kernels where the CPU has them, then the others */
+    const int gfni = npl_gemv_set_gfni(1);
+    for (size_t tj = 0; tj < (gfni ? 2 : 1) * sizeof types / sizeof types[0]; tj++) {
+        const size_t ti = tj % (sizeof types / sizeof types[0]);
         const npl_type t = types[ti];
+        if (tj >= sizeof types / sizeof types[0]) {
+            if (t == NPL_TYPE_Q8_0 || t == NPL_TYPE_Q6_K) continue; /* no GFNI variant */
+            npl_gemv_set_gfni(0);
+        }
         for (int isa = NPL_ISA_GENERIC; isa <= (int)best; isa++) {
             const npl_gemv_kernels *gv = npl_gemv_get((npl_isa)isa, t);
             CHECK((gv != NULL) == (isa >= NPL_ISA_AVX512)); /* x86 with AVX-512 VNNI */
@@ -162,10 +169,12 @@ int main(void) {
                     check_matmul(t, (npl_isa)isa, pool, ms[mi], 300, ks[ki], &s);
                 }
             }
-            printf("%-7s %-5s matmul of 1-15 rows: worst |y - ref| %.2e of sum |w x|%s\n", npl_isa_name((npl_isa)isa),
-                   npl_type_name(t), worst, gv && best >= NPL_ISA_AMX ? ", GEMV == AMX GEMM bit for bit" : "");
+            printf("%-7s %-5s matmul of 1-15 rows%s: worst |y - ref| %.2e of sum |w x|%s\n", npl_isa_name((npl_isa)isa),
+                   npl_type_name(t), gv && gfni && t != NPL_TYPE_Q8_0 && t != NPL_TYPE_Q6_K ? tj < sizeof types / sizeof types[0] ? " (GFNI)" : " (no GFNI)" : "",
+                   worst, gv && best >= NPL_ISA_AMX ? ", GEMV == AMX GEMM bit for bit" : "");
         }
     }
+    npl_gemv_set_gfni(1);
     npl_pool_free(pool);
     TEST_MAIN_END();
 }

@@ -56,5 +56,9 @@ typedef struct {
 /* The one-row kernels for weights of type t at an ISA no higher than `want`
  * and what this CPU has, or NULL (then use vec_dot). */
 const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t);
+/* Process-wide: whether npl_gemv_get may return the kernels that unpack
+ * nibbles with GFNI (default on; the others are tested with it off). Returns
+ * whether this CPU has GFNI. */
+int npl_gemv_set_gfni(int on);
 
 #endif

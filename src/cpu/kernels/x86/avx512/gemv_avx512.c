@@ -5,6 +5,7 @@
 #include "cpu/kernels/gemv.h"
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <string.h>
 
 #include "core/quant_blocks.h"
@@ -138,31 +139,44 @@ static inline size_t b32_bytes(b32_type t) {
     return t == T_Q4_0 ? sizeof(block_q4_0) : t == T_Q5_0 ? sizeof(block_q5_0) : sizeof(block_q8_0);
 }
 
+/* GF2P8AFFINEQB x, m: each byte of x times the bit matrix of its qword of m.
+ * Written as asm so the file needs no -mgfni; run only where cpuid has GFNI. */
+static inline __m512i gf_affine(__m512i x, __m512i m) {
+    __m512i r;
+    __asm__("vgf2p8affineqb $0, %2, %1, %0" : "=v"(r) : "v"(x), "v"(m));
+    return r;
+}
+/* bit matrices: a byte's low nibble; its high nibble moved down */
+#define GF_LO 0x0102040800000000ll
+#define GF_HI 0x1020408000000000ll
+
 /* The nibbles of 16 bytes at a and 16 at b as [a & 15 | a >> 4 | b & 15 | b >> 4]:
- * two broadcast loads and a shift of the odd 128-bit lanes, no shuffle. */
-INLINE __m512i nibbles2x16(const uint8_t *a, const uint8_t *b) {
+ * two broadcast loads and a shift of the odd 128-bit lanes (or one affine
+ * op with GFNI), no shuffle. */
+INLINE __m512i nibbles2x16(const uint8_t *a, const uint8_t *b, int gf) {
     const __m512i z = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)a)),
                                                   (__mmask16)0xFF00, _mm_loadu_si128((const __m128i *)b));
+    if (gf) return gf_affine(z, _mm512_setr_epi64(GF_LO, GF_LO, GF_HI, GF_HI, GF_LO, GF_LO, GF_HI, GF_HI));
     const long long s4 = 0x0004000400040004ll;
     return _mm512_and_si512(_mm512_srlv_epi16(z, _mm512_setr_epi64(0, 0, s4, s4, 0, 0, s4, s4)),
                             _mm512_set1_epi8(0x0F));
 }
 
 /* unsigned quants of blocks a and b (b may be a zero block) in element order */
-INLINE __m512i b32_u(b32_type t, const uint8_t *a, const uint8_t *b) {
+INLINE __m512i b32_u(b32_type t, const uint8_t *a, const uint8_t *b, int gf) {
     if (t == T_Q8_0)
         return _mm512_xor_si512(load2x256(((const block_q8_0 *)a)->qs, ((const block_q8_0 *)b)->qs),
                                 _mm512_set1_epi8((char)0x80));
-    if (t == T_Q4_0) return nibbles2x16(((const block_q4_0 *)a)->qs, ((const block_q4_0 *)b)->qs);
+    if (t == T_Q4_0) return nibbles2x16(((const block_q4_0 *)a)->qs, ((const block_q4_0 *)b)->qs, gf);
     const block_q5_0 *x = (const block_q5_0 *)a, *y = (const block_q5_0 *)b;
     uint32_t ha, hb;
     memcpy(&ha, x->qh, 4);
     memcpy(&hb, y->qh, 4);
-    const __m512i u = nibbles2x16(x->qs, y->qs);
+    const __m512i u = nibbles2x16(x->qs, y->qs, gf);
     return _mm512_mask_add_epi8(u, (__mmask64)ha | ((__mmask64)hb << 32), u, _mm512_set1_epi8(16));
 }
 
-INLINE __m512 group_b32(b32_type t, const group16 *g16, size_t w_row, const npl_gemv_x *gx, int pf) {
+INLINE __m512 group_b32(b32_type t, const group16 *g16, size_t w_row, const npl_gemv_x *gx, int pf, int gf) {
     static const uint8_t zero[sizeof(block_q8_0)]; /* the pad block of an odd count: all quants 0 */
     const group16 gr = *g16;
     const size_t bb = b32_bytes(t);
@@ -176,7 +190,7 @@ INLINE __m512 group_b32(b32_type t, const group16 *g16, size_t w_row, const npl_
 #pragma GCC unroll 16
         for (int r = 0; r < L; r++) {
             const uint8_t *a = gr.p[r] + (size_t)b * bb;
-            v[r] = _mm512_dpbusd_epi32(cz, b32_u(t, a, two ? a + bb : zero), x);
+            v[r] = _mm512_dpbusd_epi32(cz, b32_u(t, a, two ? a + bb : zero, gf), x);
         }
         __m512i g[4];
         reduce16(v, g);
@@ -190,13 +204,19 @@ INLINE __m512 group_b32(b32_type t, const group16 *g16, size_t w_row, const npl_
 }
 
 INLINE __m512 group_q4_0(const group16 *gr, size_t w_row, const npl_gemv_x *gx, int pf) {
-    return group_b32(T_Q4_0, gr, w_row, gx, pf);
+    return group_b32(T_Q4_0, gr, w_row, gx, pf, 0);
 }
 INLINE __m512 group_q5_0(const group16 *gr, size_t w_row, const npl_gemv_x *gx, int pf) {
-    return group_b32(T_Q5_0, gr, w_row, gx, pf);
+    return group_b32(T_Q5_0, gr, w_row, gx, pf, 0);
+}
+INLINE __m512 group_q4_0g(const group16 *gr, size_t w_row, const npl_gemv_x *gx, int pf) {
+    return group_b32(T_Q4_0, gr, w_row, gx, pf, 1);
+}
+INLINE __m512 group_q5_0g(const group16 *gr, size_t w_row, const npl_gemv_x *gx, int pf) {
+    return group_b32(T_Q5_0, gr, w_row, gx, pf, 1);
 }
 INLINE __m512 group_q8_0(const group16 *gr, size_t w_row, const npl_gemv_x *gx, int pf) {
-    return group_b32(T_Q8_0, gr, w_row, gx, pf);
+    return group_b32(T_Q8_0, gr, w_row, gx, pf, 0);
 }
 
 /* ---- q4_K: 32-element blocks with a scale and a min each ---- */
@@ -233,11 +253,12 @@ static inline void chain_finish(mins_chain *t) {
 /* The 16 rows' sums over the blocks, their mins per sub-block in mins;
  * advances *prev (if any) by four links a step. */
 INLINE __m512 blocks_q4_K(const group16 *g16, size_t w_row, const npl_gemv_x *gx, int pf, __m512 *mins,
-                          mins_chain *prev) {
+                          mins_chain *prev, int gf) {
     const group16 gr = *g16;
     const int64_t nsb = gx->k / QK_K;
     const __m512i lo4 = _mm512_set1_epi8(0x0F), m63 = _mm512_set1_epi32(63), m15 = _mm512_set1_epi32(15);
     const __m512i sh4 = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
+    const __m512i gfm = _mm512_inserti64x4(_mm512_set1_epi64(GF_LO), _mm256_set1_epi64x(GF_HI), 1);
     const __m512 sign = _mm512_set1_ps(-0.0f);
     __m512 acc = _mm512_setzero_ps();
     for (int64_t i = 0; i < nsb; i++) {
@@ -269,9 +290,9 @@ INLINE __m512 blocks_q4_K(const group16 *g16, size_t w_row, const npl_gemv_x *gx
             for (int r = 0; r < L; r++) {
                 const block_q4_K *blk = (const block_q4_K *)(gr.p[r] + sb);
                 /* [q | q] by a broadcast load, the high half shifted: [q & 15 | q >> 4] */
-                const __m512i qq = _mm512_srlv_epi16(
-                    _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk->qs + 32 * c))), sh4);
-                v[r] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(qq, lo4), x);
+                const __m512i qb = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk->qs + 32 * c)));
+                const __m512i u = gf ? gf_affine(qb, gfm) : _mm512_and_si512(_mm512_srlv_epi16(qb, sh4), lo4);
+                v[r] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, x);
             }
             __m512i g[4];
             reduce16(v, g);
@@ -285,25 +306,34 @@ INLINE __m512 blocks_q4_K(const group16 *g16, size_t w_row, const npl_gemv_x *gx
 
 /* Rows as ROWS_FN below, the first activation row's mins chain run one
  * group late inside the next group (the others' at once). */
-static void rows_q4_K(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m, float *y,
-                      int64_t ldy) {
+INLINE void rows_q4_K_as(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
+                        float *y, int64_t ldy, int gf) {
     const int64_t nm = gx->k / 32;
     __m512 mins[3][nm]; /* two for the pipelined row, alternating; one for the others */
     mins_chain pend = {.y = NULL};
     int cur = 0;
     for (int64_t rb = r0; rb < r1; rb += L) {
         const group16 gr = group_at(w, w_row, rb, r1 - rb < L ? (int)(r1 - rb) : L);
-        const __m512 acc = blocks_q4_K(&gr, w_row, gx, 1, mins[cur], &pend);
+        const __m512 acc = blocks_q4_K(&gr, w_row, gx, 1, mins[cur], &pend, gf);
         chain_finish(&pend);
         pend = (mins_chain){acc, mins[cur], gx->xs, 0, gx->k / 16, y + rb, gr.keep};
         cur ^= 1;
         for (int c = 1; c < m; c++) {
-            mins_chain t = {blocks_q4_K(&gr, w_row, gx + c, 0, mins[2], NULL), mins[2], gx[c].xs, 0, gx->k / 16,
+            mins_chain t = {blocks_q4_K(&gr, w_row, gx + c, 0, mins[2], NULL, gf), mins[2], gx[c].xs, 0, gx->k / 16,
                             y + c * ldy + rb, gr.keep};
             chain_finish(&t);
         }
     }
     chain_finish(&pend);
+}
+
+static void rows_q4_K(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m, float *y,
+                      int64_t ldy) {
+    rows_q4_K_as(w, w_row, r0, r1, gx, m, y, ldy, 0);
+}
+static void rows_q4_Kg(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m, float *y,
+                       int64_t ldy) {
+    rows_q4_K_as(w, w_row, r0, r1, gx, m, y, ldy, 1);
 }
 
 /* ---- q6_K: 16-element blocks ---- */
@@ -369,26 +399,51 @@ INLINE __m512 group_q6_K(const group16 *g16, size_t w_row, const npl_gemv_x *gx,
     }
 ROWS_FN(rows_q4_0, group_q4_0)
 ROWS_FN(rows_q5_0, group_q5_0)
+ROWS_FN(rows_q4_0g, group_q4_0g)
+ROWS_FN(rows_q5_0g, group_q5_0g)
 ROWS_FN(rows_q8_0, group_q8_0)
 ROWS_FN(rows_q6_K, group_q6_K)
 
 static const npl_gemv_kernels k_q4_0 = {prep_q4_0, rows_q4_0}, k_q5_0 = {prep_q5_0, rows_q5_0},
                               k_q8_0 = {prep_q8_0w, rows_q8_0}, k_q4_K = {prep_q4_K, rows_q4_K},
                               k_q6_K = {prep_q6_K, rows_q6_K};
+/* with GFNI */
+static const npl_gemv_kernels k_q4_0g = {prep_q4_0, rows_q4_0g}, k_q5_0g = {prep_q5_0, rows_q5_0g},
+                              k_q4_Kg = {prep_q4_K, rows_q4_Kg};
+
+static int has_gfni(void) {
+    static int v = -1; /* cpuid leaf 7: ECX bit 8 */
+    if (v < 0) {
+        unsigned a, b, c, d;
+        v = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c >> 8 & 1);
+    }
+    return v;
+}
+
+static _Atomic int gfni_off;
+int npl_gemv_set_gfni(int on) {
+    gfni_off = !on;
+    return has_gfni();
+}
 
 const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t) {
     if ((int)want < (int)NPL_ISA_AVX512 || (int)npl_cpu_best_isa() < (int)NPL_ISA_AVX512) return NULL;
+    const int gf = !gfni_off && has_gfni();
     switch (t) {
-    case NPL_TYPE_Q4_0: return &k_q4_0;
-    case NPL_TYPE_Q5_0: return &k_q5_0;
+    case NPL_TYPE_Q4_0: return gf ? &k_q4_0g : &k_q4_0;
+    case NPL_TYPE_Q5_0: return gf ? &k_q5_0g : &k_q5_0;
     case NPL_TYPE_Q8_0: return &k_q8_0;
-    case NPL_TYPE_Q4_K: return &k_q4_K;
+    case NPL_TYPE_Q4_K: return gf ? &k_q4_Kg : &k_q4_K;
     case NPL_TYPE_Q6_K: return &k_q6_K;
     default: return NULL;
     }
 }
 
 #else
+int npl_gemv_set_gfni(int on) {
+    (void)on;
+    return 0;
+}
 const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t) {
     (void)want, (void)t;
     return NULL;
