@@ -11,9 +11,9 @@
  * converts and quantizes activation rows it claims (from the step's input
  * type, no f32 copy of the tensor) and packs them for the GEMM; once all
  * rows are packed (a share waits only for rows other running shares have
- * claimed), shares claim 16 weight rows at a time, run the GEMM into a
+ * claimed), shares claim 16 to 64 weight rows at a time, run the GEMM into a
  * per-share buffer and finish those output columns right away: bias, the
- * gating of a gate + up pack (both parts' same 16 rows in one unit), the
+ * gating of a gate + up pack (both parts' same rows in one unit), the
  * conversion to the output type. The numbers are the CPU path's: the same
  * quantizer, packer and GEMM kernel, and the elementwise epilogue the
  * separate passes applied. */
@@ -67,7 +67,11 @@ void vnpu_matmul_ggml(int isa, npl_pool *pool, const vnpu_pack *p, const float *
 
 /* ---- the fused path ---- */
 
-enum { UNIT = 16, QROWS = 4 };
+enum { UNIT_MAX = 64, QROWS = 4 };
+
+/* output columns per unit: wide units make the per-row epilogue calls few,
+ * narrow ones keep small matrices spread over the threads */
+static int64_t unit_of(int64_t n) { return n >= 8 * 64 ? 64 : n >= 8 * 32 ? 32 : 16; }
 
 static const npl_gemm_kernels *fused_gemm(int isa, const vnpu_pack *p, int64_t m) {
     if (m < 16 || p->k > NPL_GEMM_MAX_K) return NULL;
@@ -81,7 +85,7 @@ int vnpu_ggml_fused_ok(int isa, const vnpu_pack *p, int64_t m) { return fused_ge
 static size_t share_bytes(const vnpu_pack *p, int64_t m) {
     size_t row = 0;
     npl_row_size(npl_type_get(p->gtype)->vec_dot_type, p->k, &row);
-    return a64((size_t)p->k * 4) + a64(row) + a64((size_t)m * UNIT * p->n_parts * 4) + a64((size_t)UNIT * 4);
+    return a64((size_t)p->k * 4) + a64(row) + a64((size_t)m * UNIT_MAX * p->n_parts * 4) + a64((size_t)UNIT_MAX * 4);
 }
 
 size_t vnpu_ggml_fused_scratch(const vnpu_pack *p, int64_t m, int n_shares) {
@@ -94,7 +98,7 @@ typedef struct {
     const npl_gemm_kernels *gemm;
     npl_from_float_fn quant;
     npl_gemm_x xp;
-    int64_t m, nout, n_units;
+    int64_t m, nout, unit, n_units;
     size_t w_row;
     uint8_t *share_mem;
     size_t share_size;
@@ -111,7 +115,7 @@ static void fused_task(void *arg, int ith, int nth) {
     fused_job *j = arg;
     const vnpu_pack *p = j->p;
     const vnpu_ggml_io *io = j->io;
-    const int64_t k = p->k, W = UNIT * (int64_t)p->n_parts;
+    const int64_t k = p->k, U = j->unit, W = U * (int64_t)p->n_parts;
     (void)nth;
     uint8_t *mem = j->share_mem + (size_t)ith * j->share_size;
     float *xf = (float *)mem;
@@ -137,17 +141,17 @@ static void fused_task(void *arg, int ith, int nth) {
     const vnpu_tensor *ot = io->ot;
     const int out_f32 = ot->dtype == NPL_ACCEL_DT_F32;
     for (int64_t u; (u = atomic_fetch_add(&j->next, 1)) < j->n_units;) {
-        const int64_t c0 = u * UNIT, nc = c0 + UNIT <= j->nout ? UNIT : j->nout - c0;
+        const int64_t c0 = u * U, nc = c0 + U <= j->nout ? U : j->nout - c0;
         for (uint32_t part = 0; part < p->n_parts; part++) {
             const uint8_t *w = (part ? p->wraw1 : p->wraw) + (size_t)c0 * j->w_row;
-            j->gemm->rows(w, j->w_row, 0, nc, &j->xp, tb + part * UNIT, W);
+            j->gemm->rows(w, j->w_row, 0, nc, &j->xp, tb + part * U, W);
         }
         for (int64_t r = 0; r < j->m; r++) {
             const float *t = tb + r * W;
             float *o = out_f32 ? (float *)io->out + r * j->nout + c0 : fin;
             if (p->n_parts == 2) {
-                if (io->geglu) io->nn->geglu(t, t + UNIT, o, (int)nc);
-                else io->nn->swiglu(t, t + UNIT, o, (int)nc);
+                if (io->geglu) io->nn->geglu(t, t + U, o, (int)nc);
+                else io->nn->swiglu(t, t + U, o, (int)nc);
             } else if (io->bias) {
                 for (int64_t c = 0; c < nc; c++) o[c] = t[c] + io->bias[c0 + c];
             } else {
@@ -167,7 +171,8 @@ void vnpu_ggml_fused(int isa, npl_pool *pool, const vnpu_pack *p, const vnpu_ggm
     npl_gemm_x_init(&j.xp, scratch, m, p->k);
     j.share_mem = scratch + a64(npl_gemm_x_size(m, p->k));
     j.share_size = share_bytes(p, m);
-    j.n_units = (j.nout + UNIT - 1) / UNIT;
+    j.unit = unit_of(j.nout);
+    j.n_units = (j.nout + j.unit - 1) / j.unit;
     atomic_init(&j.qnext, 0);
     atomic_init(&j.qdone, 0);
     atomic_init(&j.next, 0);
