@@ -2,7 +2,7 @@
 """llamacpp_selfcheck.py - how well llama.cpp agrees with itself.
 
 Usage:
-  bench/llamacpp_selfcheck.py MODEL.gguf [--text FILE] [--tokens N] [--threads N]
+  bench/llamacpp_selfcheck.py MODEL.gguf [--text FILE] [--tokens N] [--threads N] [--flash-attn]
 
 Runs llama.cpp (llama-cpp-python) teacher-forced over the first N tokens of a
 text twice: once in one batch of N, once one token at a time (n_batch = 1),
@@ -26,13 +26,16 @@ def main():
     ap.add_argument("--text", default="/usr/share/common-licenses/GPL-3")
     ap.add_argument("--tokens", type=int, default=512)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--flash-attn", action="store_true",
+                    help="flash attention on (llama.cpp's CLI default -fa auto turns it on for the CPU)")
     a = ap.parse_args()
     import llama_cpp
     text = open(a.text, "rb").read()
     runs = []
     for batch in (a.tokens, 1):
         llm = llama_cpp.Llama(model_path=a.model, n_ctx=a.tokens, n_batch=batch, n_ubatch=batch,
-                              logits_all=True, n_threads=a.threads, verbose=False)
+                              logits_all=True, n_threads=a.threads,
+                              flash_attn=a.flash_attn, verbose=False)
         ids = llm.tokenize(text, add_bos=True)[: a.tokens]
         llm.eval(ids)
         runs.append(np.array(llm.scores[: len(ids)], dtype=np.float64))

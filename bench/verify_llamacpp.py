@@ -15,6 +15,9 @@ Usage:
                                    format (for self-tests / offline diffing)
       [--workdir DIR] [--keep]     where the ids/logits files go (default: a
                                    temp dir, removed unless --keep)
+      [--arith ours|llamacpp|llamacpp-nofa]  npullm eval-logits' --arith: its
+                                   RoPE and attention rounding, or llama.cpp's
+                                   with / without flash attention
       [--flash-attn]               run llama.cpp with flash attention (default
                                    off; llama-perplexity's default "auto" turns
                                    it on, which changes its PPL slightly:
@@ -155,8 +158,9 @@ def main():
     ap.add_argument("--threads", "-t", type=int, default=2)
     ap.add_argument("--npullm", help="path to the npullm CLI")
     ap.add_argument("--npullm-logits", help="precomputed npullm logits file")
-    ap.add_argument("--attn", choices=["f32", "llamacpp"], default="f32",
-                    help="npullm's attention: f32 (default) or llama.cpp's f16-accumulating flash attention")
+    ap.add_argument("--arith", choices=["ours", "llamacpp", "llamacpp-nofa"], default="ours",
+                    help="npullm's RoPE and attention arithmetic: ours (default), llama.cpp's with flash "
+                         "attention (pair with --flash-attn) or without it (llamacpp-nofa)")
     ap.add_argument("--save-llama-logits")
     ap.add_argument("--min-agree", type=float, default=99.0)
     ap.add_argument("--max-kl", type=float, default=0.01)
@@ -210,7 +214,7 @@ def main():
         if a.npullm and not peer_path:
             peer_path = os.path.join(workdir, "npullm.f32")
             cmd = [a.npullm, "eval-logits", "-m", a.model, "--ids", ids_path,
-                   "--out", peer_path, "--ctx", str(a.ctx), "-t", str(a.threads), "--attn", a.attn]
+                   "--out", peer_path, "--ctx", str(a.ctx), "-t", str(a.threads), "--arith", a.arith]
             print("running        %s" % " ".join(cmd))
             t0 = time.time()
             p = subprocess.run(cmd)

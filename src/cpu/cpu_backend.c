@@ -132,6 +132,10 @@ ELEMENTWISE(softcap, softcap_row)
 ELEMENTWISE(swiglu, swiglu_row)
 ELEMENTWISE(geglu, geglu_row)
 
+/* llama.cpp's arithmetic for verification runs (npl_cpu_set_llamacpp_arith) */
+static atomic_int llamacpp_arith;
+void npl_cpu_set_llamacpp_arith(int mode) { atomic_store(&llamacpp_arith, mode); }
+
 /* ---- rope: x [hd, heads, seq] ---- */
 static void rope_row(const npl_exec_ctx *c, int64_t s) {
     const npl_tensor *x = &c->src[0];
@@ -141,7 +145,11 @@ static void rope_row(const npl_exec_ctx *c, int64_t s) {
     memcpy(dst, src, (size_t)(hd * heads) * sizeof(float));
     int32_t pos = ((const int32_t *)c->src[1].data)[s];
     if (pos < 0) return; /* padding row */
-    npl_rope(dst, (int)heads, (int)hd, c->node->ip[0], pos, c->node->fp[0], c->node->fp[1], c->node->ip[1]);
+    if (atomic_load_explicit(&llamacpp_arith, memory_order_relaxed))
+        npl_rope_llamacpp(dst, (int)heads, (int)hd, c->node->ip[0], pos, c->node->fp[0], c->node->fp[1],
+                          c->node->ip[1]);
+    else
+        npl_rope(dst, (int)heads, (int)hd, c->node->ip[0], pos, c->node->fp[0], c->node->fp[1], c->node->ip[1]);
 }
 static int exec_rope(npl_exec_ctx *c) {
     if (c->src[0].type != NPL_TYPE_F32 || c->src[1].type != NPL_TYPE_I32) {
@@ -156,18 +164,17 @@ static int exec_rope(npl_exec_ctx *c) {
 typedef struct {
     npl_exec_ctx *c;
     npl_attn_args a;
-    int llamacpp; /* llama.cpp's few-query arithmetic (npl_cpu_set_attention_llamacpp) */
+    int llamacpp; /* a llama.cpp arithmetic (npl_cpu_set_llamacpp_arith) */
 } attn_job;
 /* llama.cpp's CPU flash attention takes its tiled f32 path (q in f32, f32
  * accumulators: our kernels' arithmetic) from this many queries on, and the
  * key-by-key f16-accumulating path below it. */
 enum { LLAMACPP_FA_TILE_Q = 64 };
-static atomic_int attention_llamacpp;
-void npl_cpu_set_attention_llamacpp(int on) { atomic_store(&attention_llamacpp, on); }
 
 static void attn_worker(void *arg, int ith, int nth) {
     attn_job *j = arg;
-    if (j->llamacpp) npl_attention_llamacpp(&j->a, ith, nth);
+    if (j->llamacpp == NPL_ARITH_LLAMACPP_NOFA) npl_attention_llamacpp_noflash(&j->a, ith, nth);
+    else if (j->llamacpp) npl_attention_llamacpp(&j->a, ith, nth);
     else cpu(j->c)->nn->attention(&j->a, ith, nth);
 }
 /* The AMX family's attention (cpu/kernels/x86/amx/attn_amx.c) where its tiles take the shapes */
@@ -205,8 +212,8 @@ static int exec_attention(npl_exec_ctx *c) {
         npl_f32_to_f16_row_fast((const float *)v->data + s * row, (uint16_t *)vc->data + (int64_t)pos[s] * row, row);
     }
     attn_job j = {.c = c};
-    const int compat = atomic_load_explicit(&attention_llamacpp, memory_order_relaxed);
-    j.llamacpp = compat && seq < LLAMACPP_FA_TILE_Q;
+    const int compat = atomic_load_explicit(&llamacpp_arith, memory_order_relaxed);
+    j.llamacpp = compat == NPL_ARITH_LLAMACPP_NOFA || (compat && seq < LLAMACPP_FA_TILE_Q) ? compat : 0;
     j.a.q = q->data;
     /* q goes through f16 as in llama.cpp's key-by-key path, whose K.Q takes
      * f16 operands (and so does the compiled package); only the llama.cpp

@@ -15,11 +15,15 @@ typedef struct {
  * this CPU has); `ctx` must outlive the backend. */
 void npl_cpu_backend_init(npl_backend *be, npl_cpu_ctx *ctx, npl_isa isa);
 
-/* Process-wide attention arithmetic: 0 (default) our kernels; 1 llama.cpp's
- * CPU flash attention, for verification runs: below 64 queries its key-by-key
- * f16-accumulating path (npl_attention_llamacpp), from 64 on its tiled path's
- * f32 q. Read at every attention op. */
-void npl_cpu_set_attention_llamacpp(int on);
+/* Process-wide arithmetic, for verification runs against llama.cpp:
+ * NPL_ARITH_OURS (default) our kernels; NPL_ARITH_LLAMACPP_FA llama.cpp's RoPE
+ * (float theta recurrence) and CPU flash attention: below 64 queries its
+ * key-by-key f16-accumulating path (npl_attention_llamacpp), from 64 on its
+ * tiled path's f32 q; NPL_ARITH_LLAMACPP_NOFA its RoPE and its mul_mat +
+ * soft_max attention (probabilities rounded to f16,
+ * npl_attention_llamacpp_noflash). Read at every rope / attention op. */
+enum { NPL_ARITH_OURS = 0, NPL_ARITH_LLAMACPP_FA = 1, NPL_ARITH_LLAMACPP_NOFA = 2 };
+void npl_cpu_set_llamacpp_arith(int mode);
 
 /* Exposed for reuse (vnpu fallbacks, tests): y[n, m] = w[k, n] . x[k, m]. */
 int npl_cpu_matmul(const npl_cpu_ctx *cc, npl_pool *pool, const npl_tensor *w, const npl_tensor *x,

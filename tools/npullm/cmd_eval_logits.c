@@ -12,10 +12,12 @@
 
 static const char *USAGE =
     "usage: npullm eval-logits -m MODEL --ids IDS_FILE --out LOGITS_FILE [--ctx N] [-t N] [-b N] [--isa 0-3]\n"
-    "                           [--attn f32|llamacpp]\n"
+    "                           [--arith ours|llamacpp|llamacpp-nofa]\n"
     "  --isa caps the kernel family: 0 generic C, 1 AVX2, 2 AVX-512, 3 AMX\n"
-    "  --attn llamacpp: attention with llama.cpp's CPU flash-attention rounding\n"
-    "         (f16 accumulator, key by key; slow), to measure agreement without it\n"
+    "  --arith llamacpp: llama.cpp's RoPE (float theta) and CPU flash-attention\n"
+    "         rounding (f16 accumulator, key by key; slow), for verification runs\n"
+    "  --arith llamacpp-nofa: llama.cpp's RoPE and attention without flash\n"
+    "         attention (probabilities rounded to f16 before P.V; slow)\n"
     "  IDS_FILE: whitespace-separated token ids; LOGITS_FILE: float32 [n_ids][n_vocab]\n";
 
 int npl_cmd_eval_logits(int argc, char **argv) {
@@ -32,12 +34,14 @@ int npl_cmd_eval_logits(int argc, char **argv) {
         else if (!strcmp(a, "-t")) { if (cli_int("eval-logits", a, v, 1, 256, &threads)) return 2; }
         else if (!strcmp(a, "-b")) { if (cli_int("eval-logits", a, v, 1, 4096, &batch)) return 2; }
         else if (!strcmp(a, "--isa")) { if (cli_int("eval-logits", a, v, 0, 3, &isa)) return 2; }
-        else if (!strcmp(a, "--attn")) {
-            if (strcmp(v, "f32") && strcmp(v, "llamacpp")) {
-                fprintf(stderr, "npullm eval-logits: --attn: '%s' is not f32 or llamacpp\n", v);
+        else if (!strcmp(a, "--arith")) {
+            if (!strcmp(v, "ours")) npl_cpu_set_llamacpp_arith(NPL_ARITH_OURS);
+            else if (!strcmp(v, "llamacpp")) npl_cpu_set_llamacpp_arith(NPL_ARITH_LLAMACPP_FA);
+            else if (!strcmp(v, "llamacpp-nofa")) npl_cpu_set_llamacpp_arith(NPL_ARITH_LLAMACPP_NOFA);
+            else {
+                fprintf(stderr, "npullm eval-logits: --arith: '%s' is not ours, llamacpp or llamacpp-nofa\n", v);
                 return 2;
             }
-            npl_cpu_set_attention_llamacpp(!strcmp(v, "llamacpp"));
         }
         else { fprintf(stderr, "npullm eval-logits: unknown flag %s\n%s", a, USAGE); return 2; }
     }

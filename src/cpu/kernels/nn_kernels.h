@@ -53,12 +53,18 @@ const npl_nn_kernels *npl_nn_kernels_get(npl_isa want);
 /* Attention with llama.cpp's CPU flash-attention rounding (f16 P.V
  * accumulator, key by key): slow, for verifying agreement with llama.cpp. */
 void npl_attention_llamacpp(const npl_attn_args *a, int ith, int nth);
+/* ... and without flash attention: softmax in f32, probabilities rounded to
+ * f16 before P.V (llama.cpp's mul_mat path). Also slow. */
+void npl_attention_llamacpp_noflash(const npl_attn_args *a, int ith, int nth);
 
 /* RoPE in place on one position's heads: x [n_heads][hd], rotating the first
  * n_rot dims of each head. neox=0: pairs (2i, 2i+1); neox=1: pairs (i, i+n_rot/2).
  * theta_i = pos * freq_scale * base^(-2i/n_rot). Generic only (cheap). */
 void npl_rope(float *x, int n_heads, int hd, int n_rot, int32_t pos, float base,
               float freq_scale, int neox);
+/* The same with llama.cpp's float theta recurrence (verification runs only). */
+void npl_rope_llamacpp(float *x, int n_heads, int hd, int n_rot, int32_t pos, float base,
+                       float freq_scale, int neox);
 
 /* f32 <-> f16 rows, F16C/AVX-512 where present, picked once at run time.
  * (core/quant.h has the scalar npl_f32_to_f16_row used by the traits table.) */

@@ -80,3 +80,40 @@ static void tile_llamacpp(const npl_attn_args *a, const npl_attn_tile *t) {
 void npl_attention_llamacpp(const npl_attn_args *a, int ith, int nth) {
     npl_attn_run(a, ith, nth, tile_llamacpp, 1);
 }
+
+/* llama.cpp without flash attention (llama-cpp-python's default): KQ =
+ * mul_mat(K, q) in f32 from f16 operands, soft_max_ext in f32 (the sum in
+ * double), then KQV = mul_mat(V^T, KQ), which converts the probabilities to
+ * f16 first. That last rounding (2^-12 relative) is the one that matters; the
+ * summation orders of the two products only move results by f32 ulps. The
+ * scores are recomputed in each of the three passes instead of stored, so any
+ * context length runs without scratch memory. */
+static void attn_row_noflash(const npl_attn_args *a, const float *q, float *o, int kvh, int j0, int j1) {
+    const int hd = a->hd;
+    const int64_t ks = (int64_t)a->n_kv * hd;
+    const uint16_t *K = a->kc + (int64_t)kvh * hd, *V = a->vc + (int64_t)kvh * hd;
+#define SCORE(j) (a->softcap > 0.0f ? a->softcap * tanhf(dot_f16_like_ggml(q, K + (j) * ks, hd) * (a->scale / a->softcap)) \
+                                    : dot_f16_like_ggml(q, K + (j) * ks, hd) * a->scale)
+    float M = -INFINITY;
+    for (int j = j0; j < j1; j++) M = fmaxf(M, SCORE(j));
+    double S = 0.0;
+    for (int j = j0; j < j1; j++) S += (double)expf(SCORE(j) - M);
+    const float inv = S == 0.0 ? 0.0f : (float)(1.0 / S);
+    double acc[512];
+    for (int c = 0; c < hd; c++) acc[c] = 0.0;
+    for (int j = j0; j < j1; j++) {
+        const float p = npl_f16_to_f32(npl_f32_to_f16(expf(SCORE(j) - M) * inv));
+        const uint16_t *v = V + j * ks;
+        for (int c = 0; c < hd; c++) acc[c] += (double)(npl_f16_to_f32(v[c]) * p);
+    }
+#undef SCORE
+    for (int c = 0; c < hd; c++) o[c] = (float)acc[c];
+}
+
+static void tile_llamacpp_noflash(const npl_attn_args *a, const npl_attn_tile *t) {
+    for (int r = 0; r < t->n; r++) attn_row_noflash(a, t->q[r], t->o[r], t->kvh, t->j0[r], t->j1[r]);
+}
+
+void npl_attention_llamacpp_noflash(const npl_attn_args *a, int ith, int nth) {
+    npl_attn_run(a, ith, nth, tile_llamacpp_noflash, 1);
+}

@@ -239,6 +239,28 @@ void npl_rope(float *x, int n_heads, int hd, int n_rot, int32_t pos, float base,
     }
 }
 
+/* llama.cpp's RoPE (ggml_rope_cache_init): theta kept in float and multiplied
+ * by powf(base, -2/n_rot) pair after pair, so its angles drift from the exact
+ * ones by float roundings (about 1e-4 rad at position 500). Only for
+ * verification runs against llama.cpp (npl_cpu_set_llamacpp_arith). */
+void npl_rope_llamacpp(float *x, int n_heads, int hd, int n_rot, int32_t pos, float base, float freq_scale,
+                       int neox) {
+    const float theta_scale = powf(base, -2.0f / (float)n_rot);
+    float theta = (float)pos;
+    const int half = n_rot / 2;
+    for (int i = 0; i < half; i++, theta *= theta_scale) {
+        const float th = freq_scale * theta;
+        const float c = cosf(th), s = sinf(th);
+        const int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+        for (int h = 0; h < n_heads; h++) {
+            float *xh = x + (int64_t)h * hd;
+            const float x0 = xh[i0], x1 = xh[i1];
+            xh[i0] = x0 * c - x1 * s;
+            xh[i1] = x0 * s + x1 * c;
+        }
+    }
+}
+
 /* ---- tables, resolved once ---- */
 
 static const npl_nn_kernels nn_generic = {

