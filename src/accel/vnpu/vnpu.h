@@ -234,9 +234,12 @@ typedef struct {
     const float *bias;         /* n[0] floats or NULL (one part only) */
     int geglu;                 /* two parts: GeGLU (else SwiGLU) of gate (part 0) and up (part 1) */
     const npl_nn_kernels *nn;
+    int x_ready;               /* scratch already holds x packed for this pack (vnpu_ggml_same_x) */
 } vnpu_ggml_io;
 int vnpu_ggml_fused_ok(int isa, const vnpu_pack *p, int64_t m);
 size_t vnpu_ggml_fused_scratch(const vnpu_pack *p, int64_t m, int n_shares);
+/* Do packs a and b take the same packed activations (quantizer, packing, k)? */
+int vnpu_ggml_same_x(int isa, const vnpu_pack *a, const vnpu_pack *b, int64_t m);
 void vnpu_ggml_fused(int isa, npl_pool *pool, const vnpu_pack *p, const vnpu_ggml_io *io, int64_t m,
                      uint8_t *scratch);
 

@@ -157,14 +157,21 @@ static npl_accel_status exec_matmul_fused(vnpu_xc *x, const vnpu_pack *pk, int64
     struct npl_accel_context *ctx = x->g->ctx;
     const int gated = n->op == VNPU_OP_MATMUL_GATED, has_bias = !gated && n->n_in == 3;
     const uint64_t t0 = !vnpu_xc_measuring(x) && vnpu_prof_on() ? vnpu_now_ns() : 0;
-    const float *bias = has_bias ? vnpu_xc_in_f32(x, 2) : NULL;
+    /* first in scratch: every fused step packs its activations at the same place */
     uint8_t *mm = vnpu_xc_alloc(x, vnpu_ggml_fused_scratch(pk, m, npl_pool_size(x->be->pool)));
+    const float *bias = has_bias ? vnpu_xc_in_f32(x, 2) : NULL;
     if (vnpu_xc_measuring(x)) return NPL_ACCEL_OK;
     if (!mm || (has_bias && !bias))
         return vnpu_fail(x->be, NPL_ACCEL_ERR_INTERNAL, "vnpu: scratch plan too small for a MatMul step");
+    const int isa = x->be->mm[ctx->family].isa;
+    const vnpu_node *prev = x->run->mm_prev;
+    const int ready = prev && prev + 1 == n && prev->in[0] == n->in[0] && x->run->mm_x == mm &&
+                      vnpu_ggml_same_x(isa, &ctx->packs[prev->pack], pk, m);
     const vnpu_ggml_io io = {ctx->family, vnpu_xc_t(x, n->in[0]), vnpu_xc_addr(x, n->in[0]), vnpu_xc_t(x, n->out[0]),
-                             vnpu_xc_addr(x, n->out[0]), bias, (int)n->ip[2], x->be->nn};
-    vnpu_ggml_fused(x->be->mm[ctx->family].isa, x->be->pool, pk, &io, m, mm);
+                             vnpu_xc_addr(x, n->out[0]), bias, (int)n->ip[2], x->be->nn, ready};
+    vnpu_ggml_fused(isa, x->be->pool, pk, &io, m, mm);
+    x->run->mm_prev = n;
+    x->run->mm_x = mm;
     if (t0) vnpu_prof_add(x->g, VNPU_PROF_MM_KERNEL, vnpu_now_ns() - t0);
     return NPL_ACCEL_OK;
 }

@@ -24,6 +24,10 @@ typedef struct {
 typedef struct {
     vnpu_rope_table rope[VNPU_ROPE_TABLES];
     int n_rope;
+    /* the last fused GGML MatMul step and where it left its packed
+     * activations: the next step on the same input (q, k, v) reuses them */
+    const vnpu_node *mm_prev;
+    const uint8_t *mm_x;
 } vnpu_run;
 
 typedef struct {

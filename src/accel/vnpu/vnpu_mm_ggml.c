@@ -14,7 +14,9 @@
  * claimed), shares claim 16 to 64 weight rows at a time, run the GEMM into a
  * per-share buffer and finish those output columns right away: bias, the
  * gating of a gate + up pack (both parts' same rows in one unit), the
- * conversion to the output type. The numbers are the CPU path's: the same
+ * conversion to the output type. A step on the same input as the step
+ * before it (q, k and v) finds the activations packed already. The numbers
+ * are the CPU path's: the same
  * quantizer, packer and GEMM kernel, and the elementwise epilogue the
  * separate passes applied. */
 #include <stdatomic.h>
@@ -80,6 +82,12 @@ static const npl_gemm_kernels *fused_gemm(int isa, const vnpu_pack *p, int64_t m
 }
 
 int vnpu_ggml_fused_ok(int isa, const vnpu_pack *p, int64_t m) { return fused_gemm(isa, p, m) != NULL; }
+
+int vnpu_ggml_same_x(int isa, const vnpu_pack *a, const vnpu_pack *b, int64_t m) {
+    const npl_gemm_kernels *ga = fused_gemm(isa, a, m), *gb = fused_gemm(isa, b, m);
+    return ga && gb && ga->pack == gb->pack && a->k == b->k &&
+           npl_type_get(a->gtype)->vec_dot_type == npl_type_get(b->gtype)->vec_dot_type;
+}
 
 /* per share: one row of f32 input, its quantized form, the unit's output */
 static size_t share_bytes(const vnpu_pack *p, int64_t m) {
@@ -173,8 +181,8 @@ void vnpu_ggml_fused(int isa, npl_pool *pool, const vnpu_pack *p, const vnpu_ggm
     j.share_size = share_bytes(p, m);
     j.unit = unit_of(j.nout);
     j.n_units = (j.nout + j.unit - 1) / j.unit;
-    atomic_init(&j.qnext, 0);
-    atomic_init(&j.qdone, 0);
+    atomic_init(&j.qnext, io->x_ready ? m : 0);
+    atomic_init(&j.qdone, io->x_ready ? m : 0);
     atomic_init(&j.next, 0);
     npl_pool_run(pool, fused_task, &j);
 }
