@@ -6,7 +6,8 @@
  * kernel by that rounding (otherwise it would not model llama.cpp).
  * npl_attention_llamacpp_noflash (probabilities rounded to f16 before P.V)
  * against the double reference with and without that rounding.
- * npl_rope_llamacpp (float theta recurrence) against exact angles. */
+ * npl_rope_llamacpp (float theta recurrence) against exact angles.
+ * npl_geglu_llamacpp (gelu from an f16 table) against double GELU. */
 #include <math.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -116,7 +117,30 @@ static void rope_case(int32_t pos, int neox, double tol) {
     if (pos == 0) CHECK(!memcmp(x, y, sizeof x));
 }
 
+/* gelu at x rounded to f16, the result rounded to f16: within a few f16
+ * ulps of the exact value, and visibly rounded; 0 and x*u past +-10. */
+static void geglu_case(void) {
+    enum { N = 4096 };
+    static float g[N], u[N], y[N];
+    for (int i = 0; i < N; i++) g[i] = rnd(-12.0f, 12.0f), u[i] = rnd(-2.0f, 2.0f);
+    g[0] = -10.0f, g[1] = 10.0f, g[2] = 0.0f;
+    npl_geglu_llamacpp(g, u, y, N);
+    double worst = 0, any = 0;
+    for (int i = 0; i < N; i++) {
+        const double x = g[i], ref = 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) * u[i];
+        /* f16 input rounding moves gelu by up to |gelu'| (<= 1.13) x 2^-11 |x|, the output rounding by 2^-11 */
+        const double tol = (1.2 * fabs(x) * 0x1p-11 + fabs(ref / u[i]) * 0x1p-11) * fabs(u[i]) + 1e-7;
+        if (x <= -10.0) CHECK(y[i] == 0.0f);
+        else if (x >= 10.0) CHECK(y[i] == g[i] * u[i]);
+        else worst = fmax(worst, fabs(y[i] - ref) / tol), any = fmax(any, fabs(y[i] - ref));
+    }
+    printf("geglu llama.cpp: worst error / f16 bound %.3f, max abs error %.2e\n", worst, any);
+    CHECK(worst <= 1.0);
+    CHECK(any > 1e-4); /* the f16 table really rounds */
+}
+
 int main(void) {
+    geglu_case();
     rope_case(0, 0, 0.0);
     rope_case(1, 1, 1e-6);
     rope_case(500, 0, 2e-4);

@@ -105,10 +105,14 @@ static void swiglu_row(const npl_exec_ctx *c, int64_t r) {
     cpu(c)->nn->swiglu((const float *)c->src[0].data + r * n, (const float *)c->src[1].data + r * n,
                        (float *)c->dst.data + r * n, (int)n);
 }
+/* llama.cpp's arithmetic for verification runs (npl_cpu_set_llamacpp_arith) */
+static atomic_int llamacpp_arith;
 static void geglu_row(const npl_exec_ctx *c, int64_t r) {
     int64_t n = c->src[0].shape.ne[0];
-    cpu(c)->nn->geglu((const float *)c->src[0].data + r * n, (const float *)c->src[1].data + r * n,
-                      (float *)c->dst.data + r * n, (int)n);
+    const int compat = atomic_load_explicit(&llamacpp_arith, memory_order_relaxed);
+    (compat ? npl_geglu_llamacpp : cpu(c)->nn->geglu)((const float *)c->src[0].data + r * n,
+                                                      (const float *)c->src[1].data + r * n,
+                                                      (float *)c->dst.data + r * n, (int)n);
 }
 static int all_f32(npl_exec_ctx *c) {
     for (int i = 0; i < c->n_src; i++)
@@ -132,8 +136,6 @@ ELEMENTWISE(softcap, softcap_row)
 ELEMENTWISE(swiglu, swiglu_row)
 ELEMENTWISE(geglu, geglu_row)
 
-/* llama.cpp's arithmetic for verification runs (npl_cpu_set_llamacpp_arith) */
-static atomic_int llamacpp_arith;
 void npl_cpu_set_llamacpp_arith(int mode) { atomic_store(&llamacpp_arith, mode); }
 
 /* ---- rope: x [hd, heads, seq] ---- */

@@ -17,11 +17,11 @@ void npl_cpu_backend_init(npl_backend *be, npl_cpu_ctx *ctx, npl_isa isa);
 
 /* Process-wide arithmetic, for verification runs against llama.cpp:
  * NPL_ARITH_OURS (default) our kernels; NPL_ARITH_LLAMACPP_FA llama.cpp's RoPE
- * (float theta recurrence) and CPU flash attention: below 64 queries its
+ * (float theta recurrence), GEGLU (f16 gelu table) and CPU flash attention: below 64 queries its
  * key-by-key f16-accumulating path (npl_attention_llamacpp), from 64 on its
  * tiled path's f32 q; NPL_ARITH_LLAMACPP_NOFA its RoPE and its mul_mat +
  * soft_max attention (probabilities rounded to f16,
- * npl_attention_llamacpp_noflash). Read at every rope / attention op. */
+ * npl_attention_llamacpp_noflash). Read at every rope / geglu / attention op. */
 enum { NPL_ARITH_OURS = 0, NPL_ARITH_LLAMACPP_FA = 1, NPL_ARITH_LLAMACPP_NOFA = 2 };
 void npl_cpu_set_llamacpp_arith(int mode);
 

@@ -14,9 +14,9 @@ static const char *USAGE =
     "usage: npullm eval-logits -m MODEL --ids IDS_FILE --out LOGITS_FILE [--ctx N] [-t N] [-b N] [--isa 0-3]\n"
     "                           [--arith ours|llamacpp|llamacpp-nofa]\n"
     "  --isa caps the kernel family: 0 generic C, 1 AVX2, 2 AVX-512, 3 AMX\n"
-    "  --arith llamacpp: llama.cpp's RoPE (float theta) and CPU flash-attention\n"
+    "  --arith llamacpp: llama.cpp's RoPE (float theta), GEGLU (f16 table) and flash-attention\n"
     "         rounding (f16 accumulator, key by key; slow), for verification runs\n"
-    "  --arith llamacpp-nofa: llama.cpp's RoPE and attention without flash\n"
+    "  --arith llamacpp-nofa: llama.cpp's RoPE, GEGLU and attention without flash\n"
     "         attention (probabilities rounded to f16 before P.V; slow)\n"
     "  IDS_FILE: whitespace-separated token ids; LOGITS_FILE: float32 [n_ids][n_vocab]\n";
 

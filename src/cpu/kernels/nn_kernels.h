@@ -62,6 +62,10 @@ void npl_attention_llamacpp_noflash(const npl_attn_args *a, int ith, int nth);
  * theta_i = pos * freq_scale * base^(-2i/n_rot). Generic only (cheap). */
 void npl_rope(float *x, int n_heads, int hd, int n_rot, int32_t pos, float base,
               float freq_scale, int neox);
+/* llama.cpp's GEGLU: gelu from an f16 table at x rounded to f16
+ * (verification runs only). */
+void npl_geglu_llamacpp(const float *g, const float *u, float *y, int n);
+
 /* The same with llama.cpp's float theta recurrence (verification runs only). */
 void npl_rope_llamacpp(float *x, int n_heads, int hd, int n_rot, int32_t pos, float base,
                        float freq_scale, int neox);

@@ -261,6 +261,28 @@ void npl_rope_llamacpp(float *x, int n_heads, int hd, int n_rot, int32_t pos, fl
     }
 }
 
+/* llama.cpp's GEGLU (ggml_vec_geglu_f32 with GGML_GELU_FP16, its CPU
+ * default): gelu looked up in a 65536-entry f16 table at x rounded to f16, so
+ * both its input and its output carry f16 rounding (2^-11), far above our f32
+ * GELU's error. The table is built once, with ggml_gelu_f32's expression. */
+static uint16_t gelu_f16_table[1 << 16];
+static pthread_once_t gelu_f16_once = PTHREAD_ONCE_INIT;
+static void gelu_f16_init(void) {
+    for (int i = 0; i < 1 << 16; i++) {
+        const float x = npl_f16_to_f32((uint16_t)i);
+        gelu_f16_table[i] =
+            npl_f32_to_f16(0.5f * x * (1.0f + tanhf(0.79788456080286535587989211986876f * x * (1.0f + 0.044715f * x * x))));
+    }
+}
+void npl_geglu_llamacpp(const float *g, const float *u, float *y, int n) {
+    pthread_once(&gelu_f16_once, gelu_f16_init);
+    for (int i = 0; i < n; i++) {
+        if (g[i] <= -10.0f) y[i] = 0.0f;
+        else if (g[i] >= 10.0f) y[i] = g[i] * u[i];
+        else y[i] = npl_f16_to_f32(gelu_f16_table[npl_f32_to_f16(g[i])]) * u[i];
+    }
+}
+
 /* ---- tables, resolved once ---- */
 
 static const npl_nn_kernels nn_generic = {
