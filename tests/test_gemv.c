@@ -153,7 +153,7 @@ int main(void) {
         const size_t ti = tj % (sizeof types / sizeof types[0]);
         const npl_type t = types[ti];
         if (tj >= sizeof types / sizeof types[0]) {
-            if (t == NPL_TYPE_Q8_0 || t == NPL_TYPE_Q6_K) continue; /* no GFNI variant */
+            if (t == NPL_TYPE_Q8_0) continue; /* no GFNI variant */
             npl_gemv_set_gfni(0);
         }
         for (int isa = NPL_ISA_GENERIC; isa <= (int)best; isa++) {
@@ -170,7 +170,7 @@ int main(void) {
                 }
             }
             printf("%-7s %-5s matmul of 1-15 rows%s: worst |y - ref| %.2e of sum |w x|%s\n", npl_isa_name((npl_isa)isa),
-                   npl_type_name(t), gv && gfni && t != NPL_TYPE_Q8_0 && t != NPL_TYPE_Q6_K ? tj < sizeof types / sizeof types[0] ? " (GFNI)" : " (no GFNI)" : "",
+                   npl_type_name(t), gv && gfni && t != NPL_TYPE_Q8_0 ? tj < sizeof types / sizeof types[0] ? " (GFNI)" : " (no GFNI)" : "",
                    worst, gv && best >= NPL_ISA_AMX ? ", GEMV == AMX GEMM bit for bit" : "");
         }
     }

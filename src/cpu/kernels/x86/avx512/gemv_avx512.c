@@ -338,13 +338,16 @@ static void rows_q4_Kg(const void *w, size_t w_row, int64_t r0, int64_t r1, cons
 
 /* ---- q6_K: 16-element blocks ---- */
 
-INLINE __m512 group_q6_K(const group16 *g16, size_t w_row, const npl_gemv_x *gx, int pf) {
+INLINE __m512 group_q6_K_as(const group16 *g16, size_t w_row, const npl_gemv_x *gx, int pf, int gf) {
     const group16 gr = *g16;
     const int64_t nsb = gx->k / QK_K;
     const __m512i lo4 = _mm512_set1_epi8(0x0F), m63 = _mm512_set1_epi8(0x3F);
     /* qh bit pairs 0 and 1 (c = 0) to bits 4-5: << 4 and << 2; pairs 2 and 3 (c = 1): >> 0 and >> 2 */
     const __m512i shl = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
     const __m512i shr = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+    /* with GFNI: bit matrices taking bit pair p of a byte to bits 4-5, pairs 0 | 1 and 2 | 3 */
+    const __m512i gh0 = _mm512_inserti64x4(_mm512_set1_epi64(0x01020000), _mm256_set1_epi64x(0x04080000), 1);
+    const __m512i gh1 = _mm512_inserti64x4(_mm512_set1_epi64(0x10200000), _mm256_set1_epi64x(0x40800000), 1);
     __m512 acc = _mm512_setzero_ps();
     for (int64_t i = 0; i < nsb; i++) {
         const int64_t sb = i * (int64_t)sizeof(block_q6_K);
@@ -366,10 +369,17 @@ INLINE __m512 group_q6_K(const group16 *g16, size_t w_row, const npl_gemv_x *gx,
                  * pair 2c (first 32) and 2c + 1 (last 32), moved to bits 4-5 by one variable shift */
                 const __m512i ql = _mm512_loadu_si512(blk->ql + 64 * h);
                 const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(blk->qh + 32 * h)));
-                const __m512i lo = c == 0 ? ql : _mm512_srli_epi16(ql, 4);
-                const __m512i hi = c == 0 ? _mm512_sllv_epi16(qh, shl) : _mm512_srlv_epi16(qh, shr);
-                /* bits 0-3 from lo, 4-5 from hi: (lo & 15) | (hi & ~15), then & 63 */
-                const __m512i u = _mm512_and_si512(_mm512_ternarylogic_epi32(lo, hi, lo4, 0xE4), m63);
+                __m512i u;
+                if (gf) { /* bits 4-5 by one affine op, clean: (ql & 15) | hi, or ql's high nibble | hi */
+                    const __m512i hi = gf_affine(qh, c == 0 ? gh0 : gh1);
+                    u = c == 0 ? _mm512_ternarylogic_epi32(ql, hi, lo4, 0xEC)
+                               : _mm512_or_si512(gf_affine(ql, _mm512_set1_epi64(GF_HI)), hi);
+                } else {
+                    const __m512i lo = c == 0 ? ql : _mm512_srli_epi16(ql, 4);
+                    const __m512i hi = c == 0 ? _mm512_sllv_epi16(qh, shl) : _mm512_srlv_epi16(qh, shr);
+                    /* bits 0-3 from lo, 4-5 from hi: (lo & 15) | (hi & ~15), then & 63 */
+                    u = _mm512_and_si512(_mm512_ternarylogic_epi32(lo, hi, lo4, 0xE4), m63);
+                }
                 v[r] = _mm512_dpbusd_epi32(cz, u, x);
             }
             __m512i g[4];
@@ -383,6 +393,13 @@ INLINE __m512 group_q6_K(const group16 *g16, size_t w_row, const npl_gemv_x *gx,
         }
     }
     return acc;
+}
+
+INLINE __m512 group_q6_K(const group16 *gr, size_t w_row, const npl_gemv_x *gx, int pf) {
+    return group_q6_K_as(gr, w_row, gx, pf, 0);
+}
+INLINE __m512 group_q6_Kg(const group16 *gr, size_t w_row, const npl_gemv_x *gx, int pf) {
+    return group_q6_K_as(gr, w_row, gx, pf, 1);
 }
 
 /* Every activation row passes over a group while its rows are in cache;
@@ -403,13 +420,14 @@ ROWS_FN(rows_q4_0g, group_q4_0g)
 ROWS_FN(rows_q5_0g, group_q5_0g)
 ROWS_FN(rows_q8_0, group_q8_0)
 ROWS_FN(rows_q6_K, group_q6_K)
+ROWS_FN(rows_q6_Kg, group_q6_Kg)
 
 static const npl_gemv_kernels k_q4_0 = {prep_q4_0, rows_q4_0}, k_q5_0 = {prep_q5_0, rows_q5_0},
                               k_q8_0 = {prep_q8_0w, rows_q8_0}, k_q4_K = {prep_q4_K, rows_q4_K},
                               k_q6_K = {prep_q6_K, rows_q6_K};
 /* with GFNI */
 static const npl_gemv_kernels k_q4_0g = {prep_q4_0, rows_q4_0g}, k_q5_0g = {prep_q5_0, rows_q5_0g},
-                              k_q4_Kg = {prep_q4_K, rows_q4_Kg};
+                              k_q4_Kg = {prep_q4_K, rows_q4_Kg}, k_q6_Kg = {prep_q6_K, rows_q6_Kg};
 
 static int has_gfni(void) {
     static int v = -1; /* cpuid leaf 7: ECX bit 8 */
@@ -434,7 +452,7 @@ const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t) {
     case NPL_TYPE_Q5_0: return gf ? &k_q5_0g : &k_q5_0;
     case NPL_TYPE_Q8_0: return &k_q8_0;
     case NPL_TYPE_Q4_K: return gf ? &k_q4_Kg : &k_q4_K;
-    case NPL_TYPE_Q6_K: return &k_q6_K;
+    case NPL_TYPE_Q6_K: return gf ? &k_q6_Kg : &k_q6_K;
     default: return NULL;
     }
 }
