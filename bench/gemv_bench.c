@@ -10,7 +10,8 @@
  *
  *   hot    one thread, one matrix of each class kept in cache, the GEMV kernel
  *          alone (no quantization, no pool): CPU time per call and the weight
- *          bytes per second it can take. What the unpacking costs.
+ *          bytes per second it can take. What the unpacking costs. Where the
+ *          CPU has GFNI, both kernel variants, interleaved.
  *   cold   one thread, the GEMV kernel over 256 MB of rows of one class taken
  *          in chunks of CHUNK rows, as a thread takes them in a matmul: CPU
  *          time, so memory stalls count and preemption does not.
@@ -84,15 +85,22 @@ static float *make_x(int k, unsigned *seed) {
     return x;
 }
 
+/* hot: with GFNI (where the CPU has it) and without, interleaved rep by rep */
 static void hot(int reps) {
     unsigned seed = 7;
     const npl_kernels *kt = npl_kernels_get(NPL_ISA_AMX);
+    const int nv = npl_gemv_set_gfni(1) ? 2 : 1;
     printf("hot, one thread, GEMV kernel alone: CPU us per matrix, weight GB/s (median, min-max of %d)\n", reps);
     for (int c = 0; c < NC; c++) {
         const mclass *m = &classes[c];
         const int n = m->n > 2048 ? 2048 : m->n; /* the output matrix: an L2-sized slice */
-        const npl_gemv_kernels *gv = npl_gemv_get(NPL_ISA_AMX, m->t);
-        if (!gv) {
+        const npl_gemv_kernels *gv[2];
+        for (int v = 0; v < nv; v++) {
+            npl_gemv_set_gfni(v == 0);
+            gv[v] = npl_gemv_get(NPL_ISA_AMX, m->t);
+        }
+        npl_gemv_set_gfni(1);
+        if (!gv[0]) {
             printf("%-26s no GEMV on this CPU\n", m->name);
             continue;
         }
@@ -102,19 +110,25 @@ static void hot(int reps) {
         char *xq = malloc(row_bytes(vdt, m->k)), *mem = malloc(npl_gemv_x_size(m->k));
         kt->quantize_row[vdt](x, xq, m->k);
         npl_gemv_x gx;
-        gv->prep(&gx, mem, xq, m->k);
+        gv[0]->prep(&gx, mem, xq, m->k); /* the same for both */
         const size_t rb = row_bytes(m->t, m->k);
-        double *us = malloc(sizeof(double) * (size_t)reps);
+        double *us = malloc(sizeof(double) * (size_t)reps * 2);
         const int inner = (int)(20e6 / ((double)rb * n)) + 1;
-        for (int r = 0; r < reps; r++) {
-            const double t0 = now_s(CLOCK_THREAD_CPUTIME_ID);
-            for (int i = 0; i < inner; i++) gv->rows(w, rb, 0, n, &gx, 1, y, n);
-            us[r] = (now_s(CLOCK_THREAD_CPUTIME_ID) - t0) / inner * 1e6;
-        }
-        qsort(us, (size_t)reps, sizeof(double), cmp_d);
+        for (int r = 0; r < reps; r++)
+            for (int v = 0; v < nv; v++) {
+                const double t0 = now_s(CLOCK_THREAD_CPUTIME_ID);
+                for (int i = 0; i < inner; i++) gv[v]->rows(w, rb, 0, n, &gx, 1, y, n);
+                us[v * reps + r] = (now_s(CLOCK_THREAD_CPUTIME_ID) - t0) / inner * 1e6;
+            }
         const double bytes = (double)rb * n;
-        printf("%-26s n=%-6d %8.1f us (%.1f-%.1f)  %6.1f GB/s (%.1f-%.1f)\n", m->name, n, us[reps / 2], us[0],
-               us[reps - 1], bytes / us[reps / 2] * 1e-3, bytes / us[reps - 1] * 1e-3, bytes / us[0] * 1e-3);
+        const int two = nv == 2 && gv[1] != gv[0];
+        for (int v = 0; v < (two ? 2 : 1); v++) {
+            double *u = us + v * reps;
+            qsort(u, (size_t)reps, sizeof(double), cmp_d);
+            printf("%-26s n=%-6d %-9s %8.1f us (%.1f-%.1f)  %6.1f GB/s (%.1f-%.1f)\n", m->name, n,
+                   !two ? "" : v ? "no GFNI" : "GFNI", u[reps / 2], u[0], u[reps - 1], bytes / u[reps / 2] * 1e-3,
+                   bytes / u[reps - 1] * 1e-3, bytes / u[0] * 1e-3);
+        }
         free(w), free(x), free(y), free(xq), free(mem), free(us);
     }
 }
