@@ -137,17 +137,21 @@ static void prep_group(const npl_attn_args *a, int kvh, int64_t key0, const int3
     uint16_t *khi = (uint16_t *)base + g * KG * hd, *klo = (uint16_t *)base + (rows + g * KG) * hd;
     uint32_t *vhi = (uint32_t *)((uint16_t *)base + 2 * rows * hd), *vlo = vhi + rows * hd / 2;
     /* K rows: bf16 hi / lo, row-major (the A operand of S^T = K Q^T) */
+    const __m512i odd16 = _mm512_add_epi16(_mm512_slli_epi16(
+        _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7,
+                         6, 5, 4, 3, 2, 1, 0), 1), _mm512_set1_epi16(1));
     for (int k = 0; k < KG; k++) {
         const uint16_t *src = kc + (key0 + k) * ks;
         for (int d = 0; d < hd; d += 32) {
             if (more) _mm_prefetch((const char *)(src + KG * ks + d), _MM_HINT_T0);
             if (live[k]) _mm_prefetch((const char *)(vc + (key0 + k) * ks + d), _MM_HINT_T0);
         }
-        for (int d = 0; d < hd; d += 16) {
-            __m512i h, l;
-            cache_split(src + d, live[k], &h, &l);
-            _mm256_storeu_si256((__m256i *)(khi + k * hd + d), _mm512_cvtepi32_epi16(_mm512_srli_epi32(h, 16)));
-            _mm256_storeu_si256((__m256i *)(klo + k * hd + d), _mm512_cvtepi32_epi16(_mm512_srli_epi32(l, 16)));
+        for (int d = 0; d < hd; d += 32) { /* the upper halves of two vectors' words, in order */
+            __m512i h[2], l[2];
+            cache_split(src + d, live[k], &h[0], &l[0]);
+            cache_split(src + d + 16, live[k], &h[1], &l[1]);
+            _mm512_storeu_si512(khi + k * hd + d, _mm512_permutex2var_epi16(h[0], odd16, h[1]));
+            _mm512_storeu_si512(klo + k * hd + d, _mm512_permutex2var_epi16(l[0], odd16, l[1]));
         }
     }
     /* V^T tiles: per 32 keys and 16 dims, row d holds the 16 key pairs
