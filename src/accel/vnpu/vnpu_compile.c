@@ -270,16 +270,19 @@ static void mark_selection(vnpu_graph *g, uint8_t *dep) {
     memset(dep, 0, ctx->n_t);
     for (uint32_t s = 0; s < g->n_steps; s++) {
         vnpu_node *n = &g->steps[s];
-        n->sel_dep = n->op == VNPU_OP_GATHER && n->in[1] == sel && t[n->in[0]].kind != NPL_ACCEL_STATIC;
+        const int gather = n->op == VNPU_OP_GATHER && n->in[1] == sel && t[n->in[0]].kind != NPL_ACCEL_STATIC;
+        int other_use = 0; /* the indices read by anything but such a Gather: it would see the -1s */
+        for (uint32_t k = 0; k < n->n_in; k++) other_use |= !gather && n->in[k] == sel;
+        n->sel_dep = (uint8_t)gather;
         for (uint32_t k = 0; k < n->n_in && !n->sel_dep; k++) n->sel_dep = n->in[k] < ctx->n_t && dep[n->in[k]];
-        if (!n->sel_dep) continue;
-        for (uint32_t k = 0; k < n->n_in + n->n_out; k++) {
+        for (uint32_t k = 0; k < n->n_in + n->n_out && (n->sel_dep || other_use); k++) {
             const uint32_t id = k < n->n_in ? n->in[k] : n->out[k - n->n_in];
-            if (n->op == VNPU_OP_ATTENTION || (id < ctx->n_t && t[id].kind == NPL_ACCEL_APP_READWRITE)) {
+            if (other_use || n->op == VNPU_OP_ATTENTION || (id < ctx->n_t && t[id].kind == NPL_ACCEL_APP_READWRITE)) {
                 for (uint32_t i = 0; i < g->n_steps; i++) g->steps[i].sel_dep = 0;
                 return;
             }
         }
+        if (!n->sel_dep) continue;
         for (uint32_t o = 0; o < n->n_out; o++) dep[n->out[o]] = 1;
     }
     g->sel_in = sel;
