@@ -129,13 +129,22 @@ enum {
  *               other dimension is cut into blocks of block_size elements;
  *               n_scales = dims[axis] * (dims[other] / block_size), stored
  *               channel-major: scales[c * n_blocks + b].
- * offsets may be NULL (all zero). */
+ * offsets may be NULL (all zero).
+ *   DYNAMIC (appended): INT16 NATIVE tensors only. Symmetric scales the
+ *               implementation computes each time the tensor is written, one
+ *               per block of block_size consecutive elements (row-major;
+ *               block_size a power of two from 32 to 1024 dividing the last
+ *               dimension): scale = max |x| of the block / 32767. n_scales
+ *               0, scales and offsets NULL, axis 0. The scales live with the
+ *               data, so the tensor takes more than 2 bytes per element;
+ *               a graph whose activations need no calibration uses it. */
 typedef uint32_t npl_accel_quant_encoding;
 enum {
     NPL_ACCEL_QUANT_NONE = 0,
     NPL_ACCEL_QUANT_PER_TENSOR = 1,
     NPL_ACCEL_QUANT_PER_AXIS = 2,
-    NPL_ACCEL_QUANT_PER_BLOCK = 3
+    NPL_ACCEL_QUANT_PER_BLOCK = 3,
+    NPL_ACCEL_QUANT_DYNAMIC = 4
 };
 
 typedef struct {

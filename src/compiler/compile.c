@@ -218,10 +218,6 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         snprintf(err, errlen, "--chunk %d: must be positive", p.chunk);
         return -1;
     }
-    if (p.act == NPL_ACT_INT16) {
-        snprintf(err, errlen, "--act int16: not supported yet (needs per-tensor calibration of the activations)");
-        return -1;
-    }
     struct stat sb;
     if (stat(out_dir, &sb) == 0 && !p.force) {
         snprintf(err, errlen, "%s: already exists (use --force to replace it)", out_dir);
@@ -284,7 +280,10 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         free(shapes);
         goto oom;
     }
-    npl_accel_dtype act = p.act == NPL_ACT_F32 ? NPL_ACCEL_DT_F32 : p.act == NPL_ACT_BF16 ? NPL_ACCEL_DT_BF16 : NPL_ACCEL_DT_F16;
+    npl_accel_dtype act = p.act == NPL_ACT_F32    ? NPL_ACCEL_DT_F32
+                          : p.act == NPL_ACT_BF16 ? NPL_ACCEL_DT_BF16
+                          : p.act == NPL_ACT_INT16 ? NPL_ACCEL_DT_INT16
+                                                  : NPL_ACCEL_DT_F16;
     int n_kept = 0;
     for (int si = 0; si < part.n_segs; si++) {
         npl_segment *sg = &part.segs[si];
@@ -554,6 +553,8 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         fprintf(o, "\nnpullm compile: %s -> %s\n", model_path, out_dir);
         fprintf(o, "  model      %s, %d layers, n_ctx %d, chunk %d, activations %s, weights %s\n", hp.arch_name,
                 hp.n_layer, n_ctx, p.chunk, npl_act_prec_name(p.act), npl_weight_prec_name(p.weights));
+        if (getenv("NPL_LOWER_F32"))
+            fprintf(o, "  NOTE       NPL_LOWER_F32=%s: these tensor classes stay f32\n", getenv("NPL_LOWER_F32"));
         fprintf(o, "  subgraphs  %d found, %d lowered\n", part.n_segs, n_kept);
         for (int si = 0; si < part.n_segs; si++) {
             const npl_segment *sg = &part.segs[si];

@@ -12,7 +12,15 @@
  * between is NATIVE in the activation precision, except the residual stream
  * (Add, Scale outputs), which stays f32. Attention's q always arrives in f16
  * (a Cast when activations are wider), as the CPU op rounds it: with f32
- * activations the package then computes what the CPU path does. */
+ * activations the package then computes what the CPU path does.
+ *
+ * int16 activations are vnpu's dynamic int16 (NPL_ACCEL_QUANT_DYNAMIC): a
+ * symmetric scale per block of 32 consecutive elements, computed when the
+ * tensor is written (see vnpu_convert.c for why not a calibrated scale).
+ *
+ * Developer knob: NPL_LOWER_F32=class,... keeps those tensor classes (see
+ * cls_names) in f32 whatever the activation precision, to measure which
+ * roundings cost agreement with the CPU path (the compile summary says so). */
 #include "compiler/lower.h"
 
 #include <stdio.h>
@@ -34,7 +42,43 @@ typedef struct {
     npl_accel_dtype *tdt;
     char *err;
     size_t errlen;
+    uint8_t *cons;   /* per node: op of its first consumer in the segment (+1; 0 = none) */
+    uint8_t *f32cls; /* per class: kept in f32 (NPL_LOWER_F32) */
+    uint32_t *blk;   /* per node: int16 block of its tensors (0: none fits) */
+    int cur;         /* node being lowered */
 } lw;
+
+/* Tensor classes of a decoder layer, by op and first consumer: norm_in =
+ * RmsNorm feeding a MatMul (attention / FFN / output norms), qkv = the
+ * q / k / v MatMuls, qknorm, rope, attn = attention output, o = output
+ * projection, post = RmsNorm feeding the residual Add, gu = gate / up
+ * MatMuls, glu = the gating product, down = FFN down projection. */
+enum { C_NORM_IN, C_QKV, C_QKNORM, C_ROPE, C_ATTN, C_O, C_POST, C_GU, C_GLU, C_DOWN, C_OTHER, C_COUNT };
+static const char *const cls_names[C_COUNT] = {"norm_in", "qkv", "qknorm", "rope", "attn", "o",
+                                               "post", "gu", "glu", "down", "other"};
+
+static int cls_of(const lw *l, int id) {
+    const npl_node *nd = npl_graph_node(l->a->g, id);
+    const int c = l->cons[id] ? l->cons[id] - 1 : -1;
+    switch (nd->op) {
+    case NPL_OP_RMS_NORM:
+        return c == NPL_OP_MATMUL ? C_NORM_IN : c == NPL_OP_ROPE ? C_QKNORM : c == NPL_OP_ADD ? C_POST : C_OTHER;
+    case NPL_OP_MATMUL: {
+        const int s = npl_graph_node(l->a->g, nd->src[1])->op;
+        if (s == NPL_OP_ATTENTION) return C_O;
+        if (s == NPL_OP_GEGLU || s == NPL_OP_SWIGLU) return C_DOWN;
+        if (c == NPL_OP_GEGLU || c == NPL_OP_SWIGLU) return C_GU;
+        return c == NPL_OP_RESHAPE ? C_QKV : C_OTHER;
+    }
+    case NPL_OP_ROPE: return C_ROPE;
+    case NPL_OP_ATTENTION: return C_ATTN;
+    case NPL_OP_GEGLU: case NPL_OP_SWIGLU: return C_GLU;
+    default: return C_OTHER;
+    }
+}
+
+/* The activation type of op node id's output. */
+static npl_accel_dtype act_of(const lw *l, int id) { return l->f32cls[cls_of(l, id)] ? NPL_ACCEL_DT_F32 : l->a->act; }
 
 static int fail_api(lw *l, const char *what) {
     snprintf(l->err, l->errlen, "lowering %s: %s: %s", l->a->gname, what, l->api->last_error(l->be));
@@ -46,9 +90,28 @@ static void dims_of(const npl_shape *s, npl_accel_tensor_desc *d) {
     for (int i = 0; i < s->n_dims; i++) d->dims[i] = (uint32_t)s->ne[s->n_dims - 1 - i];
 }
 
+/* int16 blocks: 32 elements, like q8_0's. The step is then max|block| /
+ * 32767: as fine as f16's for an element at 1/32 of its block's largest and
+ * finer above, where a scale per row would be set by Gemma's outlier
+ * channels (~1e3 times the rest). A row must be a multiple of 32. */
+#define INT16_BLOCK 32
+static uint32_t int16_block(int64_t row) {
+    uint32_t b = INT16_BLOCK;
+    while (b >= 32 && row % b) b >>= 1;
+    return b >= 32 ? b : 0;
+}
+
 static int mk(lw *l, const char *name, npl_accel_kind kind, npl_accel_dtype dt, const npl_shape *s, uint32_t *out) {
     npl_accel_tensor_desc d = {.name = name, .kind = kind, .dtype = dt};
     dims_of(s, &d);
+    if (dt == NPL_ACCEL_DT_INT16) {
+        d.quant.encoding = NPL_ACCEL_QUANT_DYNAMIC;
+        if (!(d.quant.block_size = l->blk[l->cur])) {
+            snprintf(l->err, l->errlen, "lowering %s: tensor %s: int16 activations need rows (and heads) of a multiple "
+                     "of 32 elements", l->a->gname, name);
+            return -1;
+        }
+    }
     if (l->api->tensor_create(l->ag, &d, out) != NPL_ACCEL_OK) return fail_api(l, name);
     return 0;
 }
@@ -221,7 +284,8 @@ static int cache_tensor(lw *l, int state, const npl_shape *k, uint32_t *out) {
 static int lower_op(lw *l, int id) {
     const npl_node *nd = npl_graph_node(l->a->g, id);
     uint32_t in[6], o;
-    const npl_accel_dtype act = l->a->act;
+    const npl_accel_dtype act = act_of(l, id);
+    l->cur = id;
     switch (nd->op) {
     case NPL_OP_MATMUL: {
         npl_accel_param p = pint("transpose_in1", 1);
@@ -306,12 +370,45 @@ static int lower_op(lw *l, int id) {
 int npl_lower_segment(const npl_accel_api *api, npl_accel_backend *be, npl_accel_context *ctx, npl_lower_args *a,
                       char *err, size_t errlen) {
     int n = npl_graph_n_nodes(a->g), rc = -1;
+    uint8_t f32cls[C_COUNT] = {0};
     lw l = {api, be, ctx, NULL, a, malloc((size_t)n * sizeof(uint32_t)), calloc((size_t)n, sizeof(npl_accel_dtype)),
-            err, errlen};
-    if (!l.tid || !l.tdt) {
+            err, errlen, calloc((size_t)n, 1), f32cls, NULL, -1};
+    for (const char *ev = getenv("NPL_LOWER_F32"); ev && *ev;) { /* comma-separated class names */
+        const size_t len = strcspn(ev, ",");
+        for (int c = 0; c < C_COUNT; c++)
+            if (strlen(cls_names[c]) == len && !strncmp(ev, cls_names[c], len)) f32cls[c] = 1;
+        ev += len + (ev[len] == ',');
+    }
+    if (l.cons)
+        for (int k = a->seg->n_nodes - 1; k >= 0; k--) {
+            const npl_node *nd = npl_graph_node(a->g, a->seg->nodes[k]);
+            for (int s = 0; s < nd->n_src; s++) l.cons[nd->src[s]] = (uint8_t)(nd->op + 1);
+        }
+    l.blk = calloc((size_t)n, sizeof(uint32_t));
+    if (!l.tid || !l.tdt || !l.cons || !l.blk) {
         snprintf(err, errlen, "out of memory");
         goto done;
     }
+    /* int16 blocks: each tensor's row (and an attention's heads); a Reshape
+     * copies values and scales as they are, so its input and output share
+     * the smaller block */
+    for (int k = 0; k < a->seg->n_nodes; k++) {
+        const int id = a->seg->nodes[k];
+        const npl_node *nd = npl_graph_node(a->g, id);
+        l.blk[id] = int16_block(a->shapes[id].ne[0]);
+        if (nd->op == NPL_OP_ATTENTION) {
+            const uint32_t h = int16_block(a->shapes[nd->src[0]].ne[0]);
+            l.blk[id] = h < l.blk[id] ? h : l.blk[id];
+        }
+    }
+    for (int pass = 0; pass < 2; pass++)
+        for (int k = 0; k < a->seg->n_nodes; k++) {
+            const int id = a->seg->nodes[pass ? a->seg->n_nodes - 1 - k : k];
+            const npl_node *nd = npl_graph_node(a->g, id);
+            if (nd->op != NPL_OP_RESHAPE) continue;
+            const uint32_t m = l.blk[nd->src[0]] < l.blk[id] ? l.blk[nd->src[0]] : l.blk[id];
+            l.blk[nd->src[0]] = l.blk[id] = m;
+        }
     for (int i = 0; i < n; i++) l.tid[i] = NONE;
     if (api->graph_create(ctx, a->gname, &l.ag) != NPL_ACCEL_OK) {
         fail_api(&l, "graph_create");
@@ -342,6 +439,8 @@ int npl_lower_segment(const npl_accel_api *api, npl_accel_backend *be, npl_accel
 done:
     free(l.tid);
     free(l.tdt);
+    free(l.cons);
+    free(l.blk);
     return rc;
 }
 

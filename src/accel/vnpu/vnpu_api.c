@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 
 #include "accel/vnpu/vnpu.h"
+#include "accel/vnpu/vnpu_convert.h"
 #include "core/checked.h"
 #include "cpu/kernels/vec_dot.h"
 
@@ -395,6 +396,7 @@ npl_accel_status vnpu_quant_copy(struct npl_accel_backend *be, vnpu_quant *dst, 
                                  uint32_t dtype, uint32_t rank, const int64_t *dims, const char *tname) {
     memset(dst, 0, sizeof *dst);
     if (q->encoding == NPL_ACCEL_QUANT_NONE) return NPL_ACCEL_OK;
+    if (q->encoding == NPL_ACCEL_QUANT_DYNAMIC) return vnpu_dyn_quant(be, dst, q, dtype, rank, dims, tname);
     if (q->encoding > NPL_ACCEL_QUANT_PER_BLOCK)
         return vnpu_fail(be, NPL_ACCEL_ERR_INVALID_ARG, "vnpu: tensor '%s': unknown quant encoding %u", tname, q->encoding);
     if (dtype != NPL_ACCEL_DT_INT8 && dtype != NPL_ACCEL_DT_UINT8 && dtype != NPL_ACCEL_DT_INT16 &&
@@ -480,6 +482,7 @@ static npl_accel_status tensor_add(npl_accel_context *ctx, vnpu_graph *g, const 
                          vnpu_kind_name(d->kind));
     vnpu_quant q;
     npl_accel_status st = vnpu_quant_copy(be, &q, &d->quant, d->dtype, d->rank, dims, nm);
+    if (!st && q.enc == NPL_ACCEL_QUANT_DYNAMIC) st = vnpu_dyn_tensor(be, d->kind, &q, d->rank, dims, &nbytes, nm);
     if (st) return st;
     uint32_t prev = vnpu_find_tensor(ctx, nm);
     if (prev != VNPU_NONE) {

@@ -20,6 +20,8 @@
 #include <string.h>
 
 #include "accel/vnpu/vnpu.h"
+#include "accel/vnpu/vnpu_convert.h"
+#include "core/quote.h"
 
 #define HDR 128
 #define FORMAT_VERSION 2u /* 2: GGML block weights kept as blocks (VNPU_PK_GGML) */
@@ -289,7 +291,7 @@ static npl_accel_status read_tensors(const loader *L, rbuf *r, struct npl_accel_
         int32_t *of = NULL;
         if (!sc) return vnpu_fail(L->be, NPL_ACCEL_ERR_NO_MEMORY, "vnpu: out of memory");
         get(r, sc, (size_t)q.n_scales * 4);
-        q.scales = sc;
+        q.scales = q.n_scales ? sc : NULL; /* none for dynamic int16 */
         if (get_u32(r)) {
             if (q.n_scales > (r->end - r->pos) / 4 || !(of = malloc((size_t)q.n_scales * 4 + 4))) {
                 free(sc);
@@ -311,7 +313,19 @@ static npl_accel_status read_tensors(const loader *L, rbuf *r, struct npl_accel_
         npl_accel_status st = vnpu_quant_copy(L->be, &t->q, &q, t->dtype, t->rank, t->dims, name);
         free(sc);
         free(of);
-        if (st) return corrupt(L, "bad quant params");
+        if (st) {
+            char q[120], m[200];
+            npl_quote(q, sizeof q, name, strlen(name));
+            snprintf(m, sizeof m, "tensor '%s': bad quant params", q);
+            return corrupt(L, m);
+        }
+        if (t->q.enc == NPL_ACCEL_QUANT_DYNAMIC &&
+            (vnpu_dyn_tensor(L->be, t->kind, &t->q, t->rank, t->dims, &t->nbytes, name) || t->nbytes > MAX_TENSOR_BYTES)) {
+            char q[120], m[200];
+            npl_quote(q, sizeof q, name, strlen(name));
+            snprintf(m, sizeof m, "tensor '%s': bad dynamic int16 tensor (kind or size)", q);
+            return corrupt(L, m);
+        }
         t->nelem = 1;
         for (uint32_t d = 0; d < t->rank; d++) t->nelem *= t->dims[d];
         for (uint32_t d = t->rank; d < NPL_ACCEL_MAX_RANK; d++) t->dims[d] = 0;

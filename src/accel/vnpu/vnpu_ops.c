@@ -1,7 +1,9 @@
 /* vnpu op set: names, params and the type / shape check of every op.
  *
- * Ops (inputs -> outputs; shapes outermost first; "float" = F32, F16, BF16
- * or INT8/UINT8/INT16 with per-tensor quant params; all compute in f32):
+ * Ops (inputs -> outputs; shapes outermost first; "float" = F32, F16, BF16,
+ * INT8/UINT8/INT16 with per-tensor quant params or INT16 with dynamic
+ * per-block scales (not for Transpose or Concat); all
+ * compute in f32):
  *   MatMul        x [.., M, K], w [K, N] (or [N, K] with transpose_in1=1), bias [N]?
  *                 -> [.., M, N]. w: F32/F16/BF16, INT8/UINT8/INT16 with per-tensor,
  *                 per-axis (output channel) or per-block (along K, block % 32 == 0)
@@ -131,8 +133,9 @@ npl_accel_status vnpu_parse_params(struct npl_accel_backend *be, vnpu_node *n, c
 int vnpu_is_floatlike(const vnpu_tensor *t) {
     switch (t->dtype) {
     case NPL_ACCEL_DT_F32: case NPL_ACCEL_DT_F16: case NPL_ACCEL_DT_BF16: return 1;
-    case NPL_ACCEL_DT_INT8: case NPL_ACCEL_DT_UINT8: case NPL_ACCEL_DT_INT16:
+    case NPL_ACCEL_DT_INT8: case NPL_ACCEL_DT_UINT8:
         return t->q.enc == NPL_ACCEL_QUANT_PER_TENSOR;
+    case NPL_ACCEL_DT_INT16: return t->q.enc == NPL_ACCEL_QUANT_PER_TENSOR || t->q.enc == NPL_ACCEL_QUANT_DYNAMIC;
     default: return 0;
     }
 }
@@ -168,7 +171,8 @@ static npl_accel_status shape_err(const chk *c, const vnpu_tensor *t, const char
 
 static npl_accel_status need_float(const chk *c, const vnpu_tensor *t) {
     return vnpu_is_floatlike(t) ? NPL_ACCEL_OK
-                                : type_err(c, t, "f32, f16, bf16 or int8/uint8/int16 with per-tensor quant params");
+                                : type_err(c, t, "f32, f16, bf16, int8/uint8/int16 with per-tensor quant params or "
+                                                 "dynamic int16");
 }
 
 static int same_shape(const vnpu_tensor *a, const vnpu_tensor *b) {
@@ -322,12 +326,15 @@ static npl_accel_status check_gather(const chk *c) {
 static npl_accel_status check_view(const chk *c) {
     const vnpu_tensor *x = IN(c, 0), *o = OUT(c);
     const vnpu_node *n = c->n;
-    if (x->dtype != o->dtype || x->q.enc != o->q.enc) return type_err(c, o, "the input's type");
+    if (x->dtype != o->dtype || x->q.enc != o->q.enc || x->q.block != o->q.block)
+        return type_err(c, o, "the input's type (and quant block)");
     if (n->op == VNPU_OP_RESHAPE) {
         if (x->nelem != o->nelem) return shape_err(c, o, "the input's element count");
         return NPL_ACCEL_OK;
     }
     if (vnpu_dtype_ggml(x->dtype) >= 0) return type_err(c, x, "a non-block type");
+    for (uint32_t i = 0; i < n->n_in; i++) /* element copies: the per-block scales would not follow */
+        if (IN(c, i)->q.enc == NPL_ACCEL_QUANT_DYNAMIC) return type_err(c, IN(c, i), "a type without dynamic scales");
     if (n->op == VNPU_OP_TRANSPOSE) {
         int seen[NPL_ACCEL_MAX_RANK] = {0};
         if (n->n_ip != x->rank)

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "accel/vnpu/vnpu_convert.h"
 #include "accel/vnpu/vnpu_exec.h"
 
 #define ROW_FLOATS 8192 /* floats per row-block buffer: the buffers of a block stay in L2 */
@@ -144,7 +145,9 @@ static int add_span(const vnpu_graph *g, span *sp, uint32_t *n, uint32_t id, int
             sp[k].written |= written;
             return 0;
         }
-    sp[(*n)++] = (span){id, p, p + t->nbytes, whole || t->nbytes % (size_t)rows ? 0 : t->nbytes / (size_t)rows, written};
+    /* dynamic int16 keeps its scales after the values: not one stride per row */
+    whole = whole || t->nbytes % (size_t)rows || vnpu_is_dynamic(t);
+    sp[(*n)++] = (span){id, p, p + t->nbytes, whole ? 0 : t->nbytes / (size_t)rows, written};
     return 0;
 }
 
@@ -237,6 +240,11 @@ static void member_rows(const group_job *j, const member *m, int64_t r0, int64_t
     if (n->op == VNPU_OP_RESHAPE) {
         const size_t es = vnpu_dtype_size(m->out->dtype), off = (size_t)(r0 * m->rs_out) * es;
         memcpy((uint8_t *)m->outd + off, (const uint8_t *)m->ind[0] + off, (size_t)(nr * m->rs_out) * es);
+        if (vnpu_is_dynamic(m->out)) { /* and the rows' scales (same block: checked) */
+            const size_t so = vnpu_dyn_scale_off(m->out->nelem), b0 = (size_t)(r0 * m->rs_out / m->out->q.block);
+            memcpy((uint8_t *)m->outd + so + b0 * 4, (const uint8_t *)m->ind[0] + so + b0 * 4,
+                   (size_t)(nr * m->rs_out / m->out->q.block) * 4);
+        }
         return;
     }
     const float *a[3] = {NULL, NULL, NULL};
