@@ -6,7 +6,8 @@
  *
  * Gemma 3 270M's shapes: 4 query heads sharing 1 kv head of 256. NQ (256)
  * queries at positions N_CTX-NQ .. N_CTX-1, one thread, best of 3 runs;
- * prints the CPU milliseconds per query. NQ 1 times a decode step. */
+ * prints the CPU milliseconds per query (REPS=N in the environment: best of
+ * N). NQ 1 times a decode step. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
