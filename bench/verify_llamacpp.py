@@ -105,11 +105,14 @@ class Stats:
         self.n_scored = 0
         self.ent_sum = 0.0
         self.near_tie_disagree = 0
+        self.gaps = []  # llama.cpp's top-2 logit gap per row
 
     def add_rows(self, row0, a, b, targets, scored):
         """a = llama.cpp logits, b = peer logits ([rows][n_vocab] float32);
         targets[r] = next token id (or -1); scored[r] = counts for ppl."""
         a64 = a.astype(np.float64)
+        top2 = np.partition(a64, -2, axis=1)[:, -2:]
+        self.gaps.extend((top2[:, 1] - top2[:, 0]).tolist())
         la = log_softmax(a64)
         pa = np.exp(la)
         self.ent_sum += float(-(pa * la).sum())
@@ -288,6 +291,11 @@ def main():
               % (agree, st.agree, st.n, st.near_tie_disagree))
         print("KL mean        %.6g nats  (max %.6g at row %d)" % (kl, st.kl_max, st.kl_argmax))
         print("|dlogit| max   %.6g  (mean %.6g)" % (st.absdiff_max, st.absdiff_sum / max(1, st.absdiff_count)))
+        # how tie-prone the text is for this model: a disagreement needs a
+        # top-2 gap smaller than the logit noise between the engines
+        g = np.array(st.gaps)
+        print("top-2 gap      median %.3f; %.1f %% of rows under 0.2, %.1f %% under 0.05 (llama.cpp's logits)"
+              % (np.median(g), 100.0 * (g < 0.2).mean(), 100.0 * (g < 0.05).mean()))
         ok = agree >= a.min_agree and kl <= a.max_kl and np.isfinite(st.absdiff_max)
         print("RESULT         %s (min agree %.2f %%, max KL %.4g)"
               % ("PASS" if ok else "FAIL", a.min_agree, a.max_kl))
