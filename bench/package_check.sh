@@ -47,7 +47,8 @@ V = $V
 a = np.fromfile('$W/cpu.bin', dtype=np.float32).reshape(-1, V); b = np.fromfile('$W/cpu_avx512.bin', dtype=np.float32).reshape(-1, V)
 print('%.3f' % np.abs(a - b).max())")
 echo "  logit tolerance for the prompt lengths below: $TOL (this largest |dlogit|)"
-PROMPTS="Write a haiku about the sea.|Explain what a compiler does in two sentences.|List three uses of copper.|What is the capital of France?|Translate 'good morning' into Spanish."
+# raw completions: the model is Gemma 3 270M base, which has no chat training
+PROMPTS="The capital of France is|A compiler is a program that|Copper is used for|Once upon a time, in a small village,|The GNU General Public License is"
 
 for act in f16 int16 f32; do
     P=$W/pkg_$act
@@ -74,8 +75,8 @@ print('    len %5d: max abs diff %.4f (tolerance $TOL: %s), top-1 %s' % ($L, d, 
     done
     echo "  greedy 64 tokens, CPU | package:"
     echo "$PROMPTS" | tr '|' '\n' | while read -r pr; do
-        $N run -m "$M" -p "$pr" -n 64 --temp 0 -t 2 2>/dev/null < /dev/null | tr '\n' ' ' > "$W/g_cpu.txt"
-        $N run -m "$P" -p "$pr" -n 64 --temp 0 -t 2 2>/dev/null < /dev/null | tr '\n' ' ' > "$W/g_pkg.txt"
+        $N run -m "$M" -p "$pr" -n 64 --temp 0 --raw -t 2 2>/dev/null < /dev/null | tr '\n' ' ' > "$W/g_cpu.txt"
+        $N run -m "$P" -p "$pr" -n 64 --temp 0 --raw -t 2 2>/dev/null < /dev/null | tr '\n' ' ' > "$W/g_pkg.txt"
         python3 -c "
 a = open('$W/g_cpu.txt').read(); b = open('$W/g_pkg.txt').read()
 i = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), min(len(a), len(b)))
