@@ -96,8 +96,13 @@ static void dyn_from_f32(const vnpu_tensor *t, const float *in, int64_t i0, int6
     for (int64_t o = 0; o < n; o += blk, sc++) {
         const float *x = in + o;
         float amax = 0.0f;
-        for (int64_t i = 0; i < blk; i++) amax = fmaxf(amax, fabsf(x[i]));
-        if (!(amax <= 3.4e38f)) { /* inf or NaN: the block reads back as NaN (x * 0 * inf) */
+        int bad = 0; /* plain compares, so the loops vectorize */
+        for (int64_t i = 0; i < blk; i++) {
+            const float a = fabsf(x[i]);
+            amax = a > amax ? a : amax;
+            bad |= !(a <= 3.4e38f);
+        }
+        if (bad) { /* inf or NaN: the block reads back as NaN */
             *sc = NAN;
             memset(q + o, 0, (size_t)blk * 2);
             continue;
@@ -105,7 +110,9 @@ static void dyn_from_f32(const vnpu_tensor *t, const float *in, int64_t i0, int6
         *sc = amax / 32767.0f;
         const float id = amax > 0.0f ? 32767.0f / amax : 0.0f;
         for (int64_t i = 0; i < blk; i++) {
-            float v = nearbyintf(x[i] * id); /* |v| <= 32767 up to rounding of id */
+            /* round half to even (as nearbyintf) by the 1.5 * 2^23 trick: |v| <= 32767 up to rounding of id */
+            float v = x[i] * id;
+            v = (v + 12582912.0f) - 12582912.0f;
             q[o + i] = (int16_t)(v > 32767.0f ? 32767.0f : v < -32767.0f ? -32767.0f : v);
         }
     }
