@@ -9,8 +9,9 @@
  *    channels, tiny values;
  *  - a Reshape [S, 1024] -> [S, 4, 256] carries the values and the scales
  *    (RmsNorm per head after it against the double reference);
- *  - MatMul (f32 weights, and q8_0 blocks at prefill size) with int16 input
- *    and output: within the int16 steps of the double reference;
+ *  - MatMul (f32 weights, and q8_0 blocks at prefill size, 96 and 320
+ *    columns: the fused GGML path's column strips) with int16 input and
+ *    output: within the int16 steps of the double reference;
  *  - a context binary with int16 tensors loads and gives the same bits; a
  *    damaged block size in its tensor record (checksum resealed) is
  *    rejected as corrupt;
@@ -201,8 +202,8 @@ static void test_reshape(void) {
 
 /* ---- MatMul with int16 in and out ---- */
 
-static void test_matmul(int q8, int m) {
-    enum { K = 256, N = 96 };
+static void test_matmul(int q8, int m, int N) {
+    enum { K = 256 };
     float *x = malloc(sizeof(float) * (size_t)m * K), *y = malloc(sizeof(float) * (size_t)m * N);
     float *w = malloc(sizeof(float) * N * K), *wd = malloc(sizeof(float) * N * K);
     double *ref = malloc(sizeof(double) * (size_t)m * N);
@@ -260,7 +261,8 @@ static void test_matmul(int q8, int m) {
             }
         }
     }
-    printf("  MatMul int16 -> %s -> int16, %d rows: max error %.3f of the bound\n", q8 ? "q8_0" : "f32", m, worst);
+    printf("  MatMul int16 -> %s -> int16, %d rows, %d columns: max error %.3f of the bound\n", q8 ? "q8_0" : "f32", m,
+           N, worst);
     CHECK(worst <= 1.0);
     CHECK_EQ_INT(api->context_free(ctx), NPL_ACCEL_OK);
     free(x), free(y), free(w), free(wd), free(ref), free(wq);
@@ -397,8 +399,9 @@ int main(void) {
             printf("kernel family %s, %s thread(s)\n", fams[f], threads[th]);
             test_roundtrip();
             test_reshape();
-            test_matmul(0, 45);
-            test_matmul(1, 128);
+            test_matmul(0, 45, 96);
+            test_matmul(1, 128, 96);
+            test_matmul(1, 128, 320); /* the fused GGML path: output strips of 32 columns */
             test_binary();
             if (f == 0 && th == 0) test_errors();
             api->backend_free(be);

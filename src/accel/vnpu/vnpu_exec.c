@@ -182,8 +182,10 @@ static npl_accel_status exec_matmul(vnpu_xc *x) {
     const vnpu_mm_table *tab = &x->be->mm[ctx->family];
     const vnpu_tensor *xt = vnpu_xc_t(x, n->in[0]), *ot = vnpu_xc_t(x, n->out[0]);
     const int64_t k = xt->dims[xt->rank - 1], m = xt->nelem / k;
+    /* the fused path writes strips of columns (32 or 64 wide from 256 columns on, vnpu_mm_ggml.c's unit_of):
+     * dynamic int16, written in whole blocks, takes it only when its blocks of 32 fall inside the strips */
     if (n->pack >= 0 && ctx->packs[n->pack].fmt == VNPU_PK_GGML && vnpu_ggml_fused_ok(tab->isa, &ctx->packs[n->pack], m) &&
-        !vnpu_is_dynamic(ot)) /* the fused path writes strips of columns; dynamic int16 is written in whole blocks */
+        (!vnpu_is_dynamic(ot) || (ot->q.block == 32 && ctx->packs[n->pack].n[0] >= 256)))
         return exec_matmul_fused(x, &ctx->packs[n->pack], m);
     const int gated = n->op == VNPU_OP_MATMUL_GATED, out_f32 = ot->dtype == NPL_ACCEL_DT_F32;
     const int prof = !vnpu_xc_measuring(x) && vnpu_prof_on();
