@@ -126,9 +126,6 @@ void vnpu_mm_fill_generic(vnpu_mm_table *t);
 void vnpu_mm_fill_avx2(vnpu_mm_table *t);
 void vnpu_mm_fill_avx512(vnpu_mm_table *t);
 void vnpu_mm_fill_amx(vnpu_mm_table *t);
-/* vnpu's AMX GEMM for GGML blocks (amx/vnpu_gemm_ggml_amx.c; the CPU
- * GEMM's numbers), or NULL for a type it lacks or off x86. */
-const npl_gemm_kernels *vnpu_gemm_ggml_amx(int gtype);
 
 static inline int vnpu_pk_group(uint32_t fmt) {
     return (fmt == VNPU_PK_I8 || fmt == VNPU_PK_I16S) ? 4 : (fmt == VNPU_PK_I16 || fmt == VNPU_PK_BF16) ? 2 : 1;

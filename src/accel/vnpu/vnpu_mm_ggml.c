@@ -77,8 +77,7 @@ static int64_t unit_of(int64_t n) { return n >= 8 * 64 ? 64 : n >= 8 * 32 ? 32 :
 
 static const npl_gemm_kernels *fused_gemm(int isa, const vnpu_pack *p, int64_t m) {
     if (m < 16 || p->k > NPL_GEMM_MAX_K) return NULL;
-    const npl_gemm_kernels *g = isa >= NPL_ISA_AMX ? vnpu_gemm_ggml_amx(p->gtype) : NULL;
-    return g ? g : npl_gemm_get((npl_isa)isa, (npl_type)p->gtype);
+    return npl_gemm_get((npl_isa)isa, (npl_type)p->gtype); /* the CPU path's GEMM: the same numbers */
 }
 
 int vnpu_ggml_fused_ok(int isa, const vnpu_pack *p, int64_t m) { return fused_gemm(isa, p, m) != NULL; }
