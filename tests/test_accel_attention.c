@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "accel/vnpu/vnpu_api.h"
+#include "accel_test_util.h"
 #include "check.h"
 #include "core/dtype.h"
 #include "npullm_accel.h"
@@ -18,20 +19,6 @@ enum { S = 45, C = 224, PRE = 100 };
 
 static const npl_accel_api *api;
 static npl_accel_backend *be;
-
-static float frand(unsigned *s) {
-    *s = *s * 1664525u + 1013904223u;
-    return (float)(*s >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
-}
-
-static npl_accel_tensor_desc T(const char *name, uint32_t kind, uint32_t dt, uint32_t rank, uint32_t d0, uint32_t d1,
-                               uint32_t d2) {
-    npl_accel_tensor_desc d;
-    memset(&d, 0, sizeof d);
-    d.name = name, d.kind = kind, d.dtype = dt, d.rank = rank;
-    d.dims[0] = d0, d.dims[1] = d1, d.dims[2] = d2;
-    return d;
-}
 
 typedef struct {
     int hq, hkv, hd, window, f16;
@@ -48,22 +35,22 @@ static void run(const cfg *c) {
     unsigned s = (unsigned)(hq * 131 + hd + c->window * 7 + c->f16);
     for (int i = 0; i < S; i++) pos[i] = i % 11 == 7 ? -1 : PRE + i;
     /* scores of a few units: q and k rows of norm ~ sqrt(hd) / 2, scale 1/sqrt(hd) */
-    for (int i = 0; i < nq; i++) q[i] = frand(&s), qh[i] = npl_f32_to_f16(q[i]);
-    for (int i = 0; i < nk; i++) k[i] = frand(&s), v[i] = frand(&s), kh[i] = npl_f32_to_f16(k[i]), vh[i] = npl_f32_to_f16(v[i]);
+    for (int i = 0; i < nq; i++) q[i] = accel_frand(&s), qh[i] = npl_f32_to_f16(q[i]);
+    for (int i = 0; i < nk; i++) k[i] = accel_frand(&s), v[i] = accel_frand(&s), kh[i] = npl_f32_to_f16(k[i]), vh[i] = npl_f32_to_f16(v[i]);
     if (c->f16) /* the values the kernel sees */
         for (int i = 0; i < nq; i++) q[i] = npl_f16_to_f32(qh[i]);
-    for (int i = 0; i < PRE * hkv * hd; i++) kc[i] = npl_f32_to_f16(frand(&s)), vc[i] = npl_f32_to_f16(frand(&s));
+    for (int i = 0; i < PRE * hkv * hd; i++) kc[i] = npl_f32_to_f16(accel_frand(&s)), vc[i] = npl_f32_to_f16(accel_frand(&s));
 
     npl_accel_context *ctx;
     npl_accel_graph *g;
     CHECK_EQ_INT(api->context_create(be, NULL, NULL, 0, &ctx), NPL_ACCEL_OK);
     CHECK_EQ_INT(api->graph_create(ctx, "attn", &g), NPL_ACCEL_OK);
-    npl_accel_tensor_desc d[7] = {T("q", NPL_ACCEL_APP_WRITE, dt, 3, S, hq, hd), T("k", NPL_ACCEL_APP_WRITE, dt, 3, S, hkv, hd),
-                                  T("v", NPL_ACCEL_APP_WRITE, dt, 3, S, hkv, hd),
-                                  T("kc", NPL_ACCEL_APP_READWRITE, NPL_ACCEL_DT_F16, 3, C, hkv, hd),
-                                  T("vc", NPL_ACCEL_APP_READWRITE, NPL_ACCEL_DT_F16, 3, C, hkv, hd),
-                                  T("pos", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_INT32, 1, S, 0, 0),
-                                  T("y", NPL_ACCEL_APP_READ, NPL_ACCEL_DT_F32, 3, S, hq, hd)};
+    npl_accel_tensor_desc d[7] = {accel_desc("q", NPL_ACCEL_APP_WRITE, dt, 3, S, hq, hd), accel_desc("k", NPL_ACCEL_APP_WRITE, dt, 3, S, hkv, hd),
+                                  accel_desc("v", NPL_ACCEL_APP_WRITE, dt, 3, S, hkv, hd),
+                                  accel_desc("kc", NPL_ACCEL_APP_READWRITE, NPL_ACCEL_DT_F16, 3, C, hkv, hd),
+                                  accel_desc("vc", NPL_ACCEL_APP_READWRITE, NPL_ACCEL_DT_F16, 3, C, hkv, hd),
+                                  accel_desc("pos", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_INT32, 1, S, 0, 0),
+                                  accel_desc("y", NPL_ACCEL_APP_READ, NPL_ACCEL_DT_F32, 3, S, hq, hd)};
     npl_accel_tensor_id id[7];
     for (int i = 0; i < 7; i++) CHECK_EQ_INT(api->tensor_create(g, &d[i], &id[i]), NPL_ACCEL_OK);
     npl_accel_param p[3] = {{.name = "window", .type = NPL_ACCEL_PARAM_INT, .i = c->window},

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "accel/vnpu/vnpu_api.h"
+#include "accel_test_util.h"
 #include "check.h"
 #include "npullm_accel.h"
 
@@ -301,20 +302,6 @@ static void test_binary_errors(void) {
     }
 }
 
-/* The binary's checksum, as vnpu_binary.c documents it: FNV-1a 64 over
- * little-endian 64-bit words (the field at 56 counted as zero), the tail
- * byte by byte. */
-static void reseal(uint8_t *b, uint64_t n) {
-    uint64_t h = 0xcbf29ce484222325ull, i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w = 0;
-        if (i != 56) memcpy(&w, b + i, 8);
-        h = (h ^ w) * 0x100000001b3ull;
-    }
-    for (; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-    memcpy(b + 56, &h, 8);
-}
-
 /* A context tensor (APP_READWRITE) whose record claims a huge size, with a
  * valid checksum: rejected as corrupt, and before any of it is allocated
  * (a fuzz finding: the loader used to allocate and zero each one while
@@ -345,7 +332,7 @@ static void test_binary_context_tensor_size(void) {
     const uint32_t dims[2][2] = {{1u << 20, 1u << 20}, {1u << 16, 1u << 16}};
     for (int k = 0; k < 2; k++) {
         memcpy(b + at + 12, dims[k], 8);
-        reseal(b, size);
+        accel_reseal(b, size);
         npl_accel_context *lc = NULL;
         EXPECT(api->context_create_from_binary(be, dev, NULL, 0, b, size, &lc), NPL_ACCEL_ERR_BINARY_CORRUPT,
                "context binary");
@@ -353,7 +340,7 @@ static void test_binary_context_tensor_size(void) {
         printf("context tensor of %u x %u floats: %s\n", dims[k][0], dims[k][1], api->last_error(be));
     }
     memcpy(b + at + 12, &rec[3], 8); /* restored: loads */
-    reseal(b, size);
+    accel_reseal(b, size);
     npl_accel_context *lc = NULL;
     CHECK_EQ_INT(api->context_create_from_binary(be, dev, NULL, 0, b, size, &lc), NPL_ACCEL_OK);
     CHECK_EQ_INT(api->context_free(lc), NPL_ACCEL_OK);

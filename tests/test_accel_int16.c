@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "accel/vnpu/vnpu_api.h"
+#include "accel_test_util.h"
 #include "check.h"
 #include "core/dtype.h"
 #include "core/quant_blocks.h"
@@ -31,22 +32,8 @@
 static const npl_accel_api *api;
 static npl_accel_backend *be;
 
-static float frand(unsigned *s) {
-    *s = *s * 1664525u + 1013904223u;
-    return (float)(*s >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
-}
-
-static npl_accel_tensor_desc td(const char *name, uint32_t kind, uint32_t dt, uint32_t rank, uint32_t d0, uint32_t d1,
-                                uint32_t d2) {
-    npl_accel_tensor_desc d;
-    memset(&d, 0, sizeof d);
-    d.name = name, d.kind = kind, d.dtype = dt, d.rank = rank;
-    d.dims[0] = d0, d.dims[1] = d1, d.dims[2] = d2;
-    return d;
-}
-
 static npl_accel_tensor_desc dyn(const char *name, uint32_t rank, uint32_t d0, uint32_t d1, uint32_t d2, uint32_t blk) {
-    npl_accel_tensor_desc d = td(name, NPL_ACCEL_NATIVE, NPL_ACCEL_DT_INT16, rank, d0, d1, d2);
+    npl_accel_tensor_desc d = accel_desc(name, NPL_ACCEL_NATIVE, NPL_ACCEL_DT_INT16, rank, d0, d1, d2);
     d.quant.encoding = NPL_ACCEL_QUANT_DYNAMIC;
     d.quant.block_size = blk;
     return d;
@@ -99,7 +86,7 @@ static double step_error(const float *x, const float *y, int64_t n, int blk, int
 static void fill(float *x, int rows, int w, unsigned seed) {
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < w; c++) {
-            float v = frand(&seed);
+            float v = accel_frand(&seed);
             if (c == 7 || c == w - 3) v *= 900.0f;
             if (r == 2 && c < 64) v = 0.0f;
             if (r == 3 && c >= 64 && c < 128) v *= 1e-30f;
@@ -122,15 +109,15 @@ static void test_roundtrip(void) {
         npl_accel_graph *g;
         CHECK_EQ_INT(api->context_create(be, NULL, NULL, 0, &ctx), NPL_ACCEL_OK);
         CHECK_EQ_INT(api->graph_create(ctx, "rt", &g), NPL_ACCEL_OK);
-        npl_accel_tensor_desc dt = td("tab", NPL_ACCEL_STATIC, NPL_ACCEL_DT_F32, 2, V, W, 0);
+        npl_accel_tensor_desc dt = accel_desc("tab", NPL_ACCEL_STATIC, NPL_ACCEL_DT_F32, 2, V, W, 0);
         dt.data = tab, dt.data_size = sizeof tab;
-        npl_accel_tensor_id tx = mk(g, td("x", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 2, S, W, 0));
+        npl_accel_tensor_id tx = mk(g, accel_desc("x", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 2, S, W, 0));
         npl_accel_tensor_id tq = mk(g, dyn("q", 2, S, W, 0, (uint32_t)blk));
-        npl_accel_tensor_id ty = mk(g, td("y", NPL_ACCEL_APP_READ, NPL_ACCEL_DT_F32, 2, S, W, 0));
+        npl_accel_tensor_id ty = mk(g, accel_desc("y", NPL_ACCEL_APP_READ, NPL_ACCEL_DT_F32, 2, S, W, 0));
         npl_accel_tensor_id tt = mk(g, dt);
-        npl_accel_tensor_id ti = mk(g, td("ids", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_INT32, 1, V, 0, 0));
+        npl_accel_tensor_id ti = mk(g, accel_desc("ids", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_INT32, 1, V, 0, 0));
         npl_accel_tensor_id tg = mk(g, dyn("gq", 2, V, W, 0, (uint32_t)blk));
-        npl_accel_tensor_id tgy = mk(g, td("gy", NPL_ACCEL_APP_READ, NPL_ACCEL_DT_F32, 2, V, W, 0));
+        npl_accel_tensor_id tgy = mk(g, accel_desc("gy", NPL_ACCEL_APP_READ, NPL_ACCEL_DT_F32, 2, V, W, 0));
         CHECK_EQ_INT(node(g, "Cast", NULL, 0, &tx, 1, tq), NPL_ACCEL_OK);
         CHECK_EQ_INT(node(g, "Cast", NULL, 0, &tq, 1, ty), NPL_ACCEL_OK);
         npl_accel_tensor_id gin[2] = {tt, ti};
@@ -164,18 +151,18 @@ static void test_reshape(void) {
     static float x[S * W], y[S * W], gam[D];
     unsigned s = 3;
     fill(x, S, W, 11);
-    for (int i = 0; i < D; i++) gam[i] = 1.0f + 0.3f * frand(&s);
+    for (int i = 0; i < D; i++) gam[i] = 1.0f + 0.3f * accel_frand(&s);
     npl_accel_context *ctx;
     npl_accel_graph *g;
     CHECK_EQ_INT(api->context_create(be, NULL, NULL, 0, &ctx), NPL_ACCEL_OK);
     CHECK_EQ_INT(api->graph_create(ctx, "rs", &g), NPL_ACCEL_OK);
-    npl_accel_tensor_desc dgm = td("gamma", NPL_ACCEL_STATIC, NPL_ACCEL_DT_F32, 1, D, 0, 0);
+    npl_accel_tensor_desc dgm = accel_desc("gamma", NPL_ACCEL_STATIC, NPL_ACCEL_DT_F32, 1, D, 0, 0);
     dgm.data = gam, dgm.data_size = sizeof gam;
-    npl_accel_tensor_id tx = mk(g, td("x", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 2, S, W, 0));
+    npl_accel_tensor_id tx = mk(g, accel_desc("x", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 2, S, W, 0));
     npl_accel_tensor_id tq = mk(g, dyn("q", 2, S, W, 0, 256));
     npl_accel_tensor_id tr = mk(g, dyn("r", 3, S, H, D, 256));
     npl_accel_tensor_id tgm = mk(g, dgm);
-    npl_accel_tensor_id ty = mk(g, td("y", NPL_ACCEL_APP_READ, NPL_ACCEL_DT_F32, 3, S, H, D));
+    npl_accel_tensor_id ty = mk(g, accel_desc("y", NPL_ACCEL_APP_READ, NPL_ACCEL_DT_F32, 3, S, H, D));
     CHECK_EQ_INT(node(g, "Cast", NULL, 0, &tx, 1, tq), NPL_ACCEL_OK);
     CHECK_EQ_INT(node(g, "Reshape", NULL, 0, &tq, 1, tr), NPL_ACCEL_OK);
     npl_accel_tensor_id nin[2] = {tr, tgm};
@@ -210,21 +197,21 @@ static void test_matmul(int q8, int m, int N) {
     block_q8_0 *wq = malloc(sizeof(block_q8_0) * N * K / 32);
     unsigned s = 17;
     fill(x, m, K, 23);
-    for (int i = 0; i < N * K; i++) w[i] = 0.05f * frand(&s);
+    for (int i = 0; i < N * K; i++) w[i] = 0.05f * accel_frand(&s);
     npl_type_get(NPL_TYPE_Q8_0)->from_float(w, wq, N * K);
     npl_type_get(NPL_TYPE_Q8_0)->to_float(wq, wd, N * K);
     npl_accel_context *ctx;
     npl_accel_graph *g;
     CHECK_EQ_INT(api->context_create(be, NULL, NULL, 0, &ctx), NPL_ACCEL_OK);
     CHECK_EQ_INT(api->graph_create(ctx, "mm", &g), NPL_ACCEL_OK);
-    npl_accel_tensor_desc dw = td("w", NPL_ACCEL_STATIC, q8 ? NPL_ACCEL_DT_Q8_0 : NPL_ACCEL_DT_F32, 2, N, K, 0);
+    npl_accel_tensor_desc dw = accel_desc("w", NPL_ACCEL_STATIC, q8 ? NPL_ACCEL_DT_Q8_0 : NPL_ACCEL_DT_F32, 2, N, K, 0);
     dw.data = q8 ? (void *)wq : (void *)w;
     dw.data_size = q8 ? sizeof(block_q8_0) * N * K / 32 : sizeof(float) * N * K;
-    npl_accel_tensor_id tx = mk(g, td("x", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 2, (uint32_t)m, K, 0));
+    npl_accel_tensor_id tx = mk(g, accel_desc("x", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 2, (uint32_t)m, K, 0));
     npl_accel_tensor_id tq = mk(g, dyn("xq", 2, (uint32_t)m, K, 0, 128));
     npl_accel_tensor_id tw = mk(g, dw);
     npl_accel_tensor_id tyq = mk(g, dyn("yq", 2, (uint32_t)m, N, 0, 32));
-    npl_accel_tensor_id ty = mk(g, td("y", NPL_ACCEL_APP_READ, NPL_ACCEL_DT_F32, 2, (uint32_t)m, N, 0));
+    npl_accel_tensor_id ty = mk(g, accel_desc("y", NPL_ACCEL_APP_READ, NPL_ACCEL_DT_F32, 2, (uint32_t)m, N, 0));
     npl_accel_param tr = PI("transpose_in1", 1);
     npl_accel_tensor_id min_[2] = {tq, tw};
     CHECK_EQ_INT(node(g, "Cast", NULL, 0, &tx, 1, tq), NPL_ACCEL_OK);
@@ -270,17 +257,6 @@ static void test_matmul(int q8, int m, int N) {
 
 /* ---- context binaries ---- */
 
-static void reseal(uint8_t *b, uint64_t n) { /* vnpu_binary.c's checksum (FNV-1a 64 over LE words, field at 56 as 0) */
-    uint64_t h = 0xcbf29ce484222325ull, i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w = 0;
-        if (i != 56) memcpy(&w, b + i, 8);
-        h = (h ^ w) * 0x100000001b3ull;
-    }
-    for (; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-    memcpy(b + 56, &h, 8);
-}
-
 static void test_binary(void) {
     enum { S = 9, W = 512 };
     static float x[S * W], y0[S * W], y1[S * W];
@@ -289,9 +265,9 @@ static void test_binary(void) {
     npl_accel_graph *g, *lg;
     CHECK_EQ_INT(api->context_create(be, NULL, NULL, 0, &ctx), NPL_ACCEL_OK);
     CHECK_EQ_INT(api->graph_create(ctx, "bin", &g), NPL_ACCEL_OK);
-    npl_accel_tensor_id tx = mk(g, td("x", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 2, S, W, 0));
+    npl_accel_tensor_id tx = mk(g, accel_desc("x", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 2, S, W, 0));
     npl_accel_tensor_id tq = mk(g, dyn("the_int16_tensor", 2, S, W, 0, 512));
-    npl_accel_tensor_id ty = mk(g, td("y", NPL_ACCEL_APP_READ, NPL_ACCEL_DT_F32, 2, S, W, 0));
+    npl_accel_tensor_id ty = mk(g, accel_desc("y", NPL_ACCEL_APP_READ, NPL_ACCEL_DT_F32, 2, S, W, 0));
     CHECK_EQ_INT(node(g, "Scale", NULL, 0, &tx, 1, tq), NPL_ACCEL_OK);
     CHECK_EQ_INT(node(g, "Silu", NULL, 0, &tq, 1, ty), NPL_ACCEL_OK);
     CHECK_EQ_INT(api->graph_finalize(g), NPL_ACCEL_OK);
@@ -328,7 +304,7 @@ static void test_binary(void) {
         CHECK_EQ_INT(v, 512);
         v = 48;
         memcpy(p + 48, &v, 4);
-        reseal(b, size);
+        accel_reseal(b, size);
         lc = NULL;
         CHECK_EQ_INT(api->context_create_from_binary(be, NULL, NULL, 0, b, size, &lc), NPL_ACCEL_ERR_BINARY_CORRUPT);
         printf("  damaged int16 block size: %s\n", api->last_error(be));

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "accel/vnpu/vnpu_api.h"
+#include "accel_test_util.h"
 #include "check.h"
 #include "core/dtype.h"
 #include "core/quant_blocks.h"
@@ -22,15 +23,6 @@ typedef struct {
     npl_accel_tensor_desc d;
     const void *data; /* APP_WRITE / APP_READWRITE contents (STATIC: d.data) */
 } tin;
-
-static npl_accel_tensor_desc T(const char *name, uint32_t kind, uint32_t dt, uint32_t rank, uint32_t d0, uint32_t d1,
-                               uint32_t d2) {
-    npl_accel_tensor_desc d;
-    memset(&d, 0, sizeof d);
-    d.name = name, d.kind = kind, d.dtype = dt, d.rank = rank;
-    d.dims[0] = d0, d.dims[1] = d1, d.dims[2] = d2;
-    return d;
-}
 
 static size_t nbytes(const npl_accel_tensor_desc *d) {
     size_t n = 1, es = d->dtype == NPL_ACCEL_DT_F32 || d->dtype == NPL_ACCEL_DT_INT32 ? 4
@@ -83,19 +75,14 @@ static npl_accel_param PF(const char *n, double v) {
     return p;
 }
 
-static float frand(unsigned *s) {
-    *s = *s * 1664525u + 1013904223u;
-    return (float)(*s >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
-}
-
 static void test_layout_ops(void) {
     float x[24], y[24], z[40];
     for (int i = 0; i < 24; i++) x[i] = (float)i;
     /* Transpose [2,3,4] perm (2,0,1) -> [4,2,3] */
     int64_t perm[3] = {2, 0, 1};
     npl_accel_param pp = {.name = "perm", .type = NPL_ACCEL_PARAM_INTS, .count = 3, .ints = perm};
-    tin a = {T("x", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 3, 2, 3, 4), x};
-    CHECK_EQ_INT(run_op("Transpose", &a, 1, T("y", 0, NPL_ACCEL_DT_F32, 3, 4, 2, 3), &pp, 1, y), NPL_ACCEL_OK);
+    tin a = {accel_desc("x", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 3, 2, 3, 4), x};
+    CHECK_EQ_INT(run_op("Transpose", &a, 1, accel_desc("y", 0, NPL_ACCEL_DT_F32, 3, 4, 2, 3), &pp, 1, y), NPL_ACCEL_OK);
     int bad = 0;
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 2; j++)
@@ -105,23 +92,23 @@ static void test_layout_ops(void) {
     float x2[16];
     for (int i = 0; i < 16; i++) x2[i] = 100.0f + (float)i;
     npl_accel_param ax = PI("axis", -2);
-    tin c[2] = {a, {T("x2", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 3, 2, 2, 4), x2}};
-    CHECK_EQ_INT(run_op("Concat", c, 2, T("y", 0, NPL_ACCEL_DT_F32, 3, 2, 5, 4), &ax, 1, z), NPL_ACCEL_OK);
+    tin c[2] = {a, {accel_desc("x2", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 3, 2, 2, 4), x2}};
+    CHECK_EQ_INT(run_op("Concat", c, 2, accel_desc("y", 0, NPL_ACCEL_DT_F32, 3, 2, 5, 4), &ax, 1, z), NPL_ACCEL_OK);
     CHECK(z[0] == 0 && z[11] == 11 && z[12] == 100 && z[19] == 107 && z[20] == 12 && z[39] == 115);
     /* Reshape keeps the bytes */
-    CHECK_EQ_INT(run_op("Reshape", &a, 1, T("y", 0, NPL_ACCEL_DT_F32, 2, 6, 4, 0), NULL, 0, y), NPL_ACCEL_OK);
+    CHECK_EQ_INT(run_op("Reshape", &a, 1, accel_desc("y", 0, NPL_ACCEL_DT_F32, 2, 6, 4, 0), NULL, 0, y), NPL_ACCEL_OK);
     CHECK(!memcmp(x, y, sizeof x));
 }
 
 static void test_elementwise(void) {
     unsigned s = 7;
     float a[4 * 16], b[16], g[4 * 16], y[4 * 16];
-    for (int i = 0; i < 64; i++) a[i] = 3 * frand(&s), g[i] = 3 * frand(&s);
-    for (int i = 0; i < 16; i++) b[i] = frand(&s);
-    tin ta = {T("a", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 2, 4, 16, 0), a};
-    tin tb = {T("b", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 1, 16, 0, 0), b};
-    tin tg = {T("g", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 2, 4, 16, 0), g};
-    npl_accel_tensor_desc od = T("y", 0, NPL_ACCEL_DT_F32, 2, 4, 16, 0);
+    for (int i = 0; i < 64; i++) a[i] = 3 * accel_frand(&s), g[i] = 3 * accel_frand(&s);
+    for (int i = 0; i < 16; i++) b[i] = accel_frand(&s);
+    tin ta = {accel_desc("a", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 2, 4, 16, 0), a};
+    tin tb = {accel_desc("b", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 1, 16, 0, 0), b};
+    tin tg = {accel_desc("g", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 2, 4, 16, 0), g};
+    npl_accel_tensor_desc od = accel_desc("y", 0, NPL_ACCEL_DT_F32, 2, 4, 16, 0);
     tin mb[2] = {tb, ta}; /* the small one first: broadcast either way */
     CHECK_EQ_INT(run_op("Mul", mb, 2, od, NULL, 0, y), NPL_ACCEL_OK);
     double e = 0;
@@ -169,13 +156,13 @@ static void test_elementwise(void) {
     CHECK_NEAR(e, 0, 1e-5);
     /* conversions: Cast to f16, bf16 and int8 (per-tensor scale 0.05, offset 3) */
     uint16_t h[64];
-    CHECK_EQ_INT(run_op("Cast", &ta, 1, T("y", 0, NPL_ACCEL_DT_F16, 2, 4, 16, 0), NULL, 0, h), NPL_ACCEL_OK);
+    CHECK_EQ_INT(run_op("Cast", &ta, 1, accel_desc("y", 0, NPL_ACCEL_DT_F16, 2, 4, 16, 0), NULL, 0, h), NPL_ACCEL_OK);
     CHECK(h[9] == npl_f32_to_f16(a[9]) && h[63] == npl_f32_to_f16(a[63]));
-    CHECK_EQ_INT(run_op("Cast", &ta, 1, T("y", 0, NPL_ACCEL_DT_BF16, 2, 4, 16, 0), NULL, 0, h), NPL_ACCEL_OK);
+    CHECK_EQ_INT(run_op("Cast", &ta, 1, accel_desc("y", 0, NPL_ACCEL_DT_BF16, 2, 4, 16, 0), NULL, 0, h), NPL_ACCEL_OK);
     CHECK(h[9] == npl_f32_to_bf16(a[9]));
     float qs = 0.05f;
     int32_t qo = 3;
-    npl_accel_tensor_desc qd = T("y", 0, NPL_ACCEL_DT_INT8, 2, 4, 16, 0);
+    npl_accel_tensor_desc qd = accel_desc("y", 0, NPL_ACCEL_DT_INT8, 2, 4, 16, 0);
     qd.quant = (npl_accel_quant){NPL_ACCEL_QUANT_PER_TENSOR, 0, 0, 1, &qs, &qo};
     int8_t q[64];
     CHECK_EQ_INT(run_op("Cast", &ta, 1, qd, NULL, 0, q), NPL_ACCEL_OK);
@@ -192,16 +179,16 @@ static void test_elementwise(void) {
 static void test_gather(void) {
     unsigned s = 3;
     float tab[8 * 64], y[3 * 64];
-    for (int i = 0; i < 8 * 64; i++) tab[i] = frand(&s);
+    for (int i = 0; i < 8 * 64; i++) tab[i] = accel_frand(&s);
     block_q8_0 q[8 * 2];
     npl_type_get(NPL_TYPE_Q8_0)->from_float(tab, q, 8 * 64);
     int32_t idx[3] = {7, 0, 3};
     for (int kind = 0; kind < 2; kind++) {
-        tin in[2] = {{T("tab", NPL_ACCEL_STATIC, kind ? NPL_ACCEL_DT_Q8_0 : NPL_ACCEL_DT_F32, 2, 8, 64, 0), NULL},
-                     {T("idx", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_INT32, 1, 3, 0, 0), idx}};
+        tin in[2] = {{accel_desc("tab", NPL_ACCEL_STATIC, kind ? NPL_ACCEL_DT_Q8_0 : NPL_ACCEL_DT_F32, 2, 8, 64, 0), NULL},
+                     {accel_desc("idx", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_INT32, 1, 3, 0, 0), idx}};
         in[0].d.data = kind ? (const void *)q : (const void *)tab;
         in[0].d.data_size = kind ? sizeof q : sizeof tab;
-        CHECK_EQ_INT(run_op("Gather", in, 2, T("y", 0, NPL_ACCEL_DT_F32, 2, 3, 64, 0), NULL, 0, y), NPL_ACCEL_OK);
+        CHECK_EQ_INT(run_op("Gather", in, 2, accel_desc("y", 0, NPL_ACCEL_DT_F32, 2, 3, 64, 0), NULL, 0, y), NPL_ACCEL_OK);
         double e = 0;
         for (int r = 0; r < 3; r++)
             for (int i = 0; i < 64; i++) e = fmax(e, fabs(y[r * 64 + i] - tab[idx[r] * 64 + i]));
@@ -213,13 +200,13 @@ static void test_rope(void) {
     enum { S = 3, H = 2, D = 8 };
     unsigned s = 11;
     float x[S * H * D], y[S * H * D];
-    for (int i = 0; i < S * H * D; i++) x[i] = frand(&s);
+    for (int i = 0; i < S * H * D; i++) x[i] = accel_frand(&s);
     int32_t pos[S] = {5, -1, 17};
     for (int neox = 0; neox < 2; neox++) {
         npl_accel_param p[4] = {PI("neox", neox), PF("base", 500.0), PF("freq_scale", 0.5), PI("n_rot", 6)};
-        tin in[2] = {{T("x", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 3, S, H, D), x},
-                     {T("pos", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_INT32, 1, S, 0, 0), pos}};
-        CHECK_EQ_INT(run_op("Rope", in, 2, T("y", 0, NPL_ACCEL_DT_F32, 3, S, H, D), p, 4, y), NPL_ACCEL_OK);
+        tin in[2] = {{accel_desc("x", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 3, S, H, D), x},
+                     {accel_desc("pos", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_INT32, 1, S, 0, 0), pos}};
+        CHECK_EQ_INT(run_op("Rope", in, 2, accel_desc("y", 0, NPL_ACCEL_DT_F32, 3, S, H, D), p, 4, y), NPL_ACCEL_OK);
         double e = 0;
         for (int t = 0; t < S; t++)
             for (int h = 0; h < H; h++) {
@@ -247,18 +234,18 @@ static void test_attention(int window) {
     static float q[S * HQ * D], k[S * HKV * D], v[S * HKV * D], y[S * HQ * D];
     static uint16_t kc[C * HKV * D], vc[C * HKV * D];
     int32_t pos[S] = {10, 11, -1, 12};
-    for (int i = 0; i < S * HQ * D; i++) q[i] = frand(&s);
-    for (int i = 0; i < S * HKV * D; i++) k[i] = frand(&s), v[i] = frand(&s);
+    for (int i = 0; i < S * HQ * D; i++) q[i] = accel_frand(&s);
+    for (int i = 0; i < S * HKV * D; i++) k[i] = accel_frand(&s), v[i] = accel_frand(&s);
     memset(kc, 0, sizeof kc), memset(vc, 0, sizeof vc);
-    for (int i = 0; i < 10 * HKV * D; i++) kc[i] = npl_f32_to_f16(frand(&s)), vc[i] = npl_f32_to_f16(frand(&s));
+    for (int i = 0; i < 10 * HKV * D; i++) kc[i] = npl_f32_to_f16(accel_frand(&s)), vc[i] = npl_f32_to_f16(accel_frand(&s));
     npl_accel_param p[2] = {PI("window", window), PF("scale", 0.3)};
-    tin in[6] = {{T("q", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 3, S, HQ, D), q},
-                 {T("k", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 3, S, HKV, D), k},
-                 {T("v", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 3, S, HKV, D), v},
-                 {T("kc", NPL_ACCEL_APP_READWRITE, NPL_ACCEL_DT_F16, 3, C, HKV, D), kc},
-                 {T("vc", NPL_ACCEL_APP_READWRITE, NPL_ACCEL_DT_F16, 3, C, HKV, D), vc},
-                 {T("pos", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_INT32, 1, S, 0, 0), pos}};
-    CHECK_EQ_INT(run_op("Attention", in, 6, T("y", 0, NPL_ACCEL_DT_F32, 3, S, HQ, D), p, 2, y), NPL_ACCEL_OK);
+    tin in[6] = {{accel_desc("q", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 3, S, HQ, D), q},
+                 {accel_desc("k", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 3, S, HKV, D), k},
+                 {accel_desc("v", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 3, S, HKV, D), v},
+                 {accel_desc("kc", NPL_ACCEL_APP_READWRITE, NPL_ACCEL_DT_F16, 3, C, HKV, D), kc},
+                 {accel_desc("vc", NPL_ACCEL_APP_READWRITE, NPL_ACCEL_DT_F16, 3, C, HKV, D), vc},
+                 {accel_desc("pos", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_INT32, 1, S, 0, 0), pos}};
+    CHECK_EQ_INT(run_op("Attention", in, 6, accel_desc("y", 0, NPL_ACCEL_DT_F32, 3, S, HQ, D), p, 2, y), NPL_ACCEL_OK);
     /* reference: the cache after this chunk's rows are written (in f16) */
     for (int t = 0; t < S; t++)
         for (int i = 0; pos[t] >= 0 && i < HKV * D; i++) {

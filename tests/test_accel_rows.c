@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "accel/vnpu/vnpu_api.h"
+#include "accel_test_util.h"
 #include "check.h"
 #include "core/dtype.h"
 #include "npullm_accel.h"
@@ -24,20 +25,6 @@ enum { S = 37, H = 4, D = 128, W = H * D };
 
 static const npl_accel_api *api;
 static npl_accel_backend *be;
-
-static float frand(unsigned *s) {
-    *s = *s * 1664525u + 1013904223u;
-    return (float)(*s >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
-}
-
-static npl_accel_tensor_desc T(const char *name, uint32_t kind, uint32_t dt, uint32_t rank, uint32_t d0, uint32_t d1,
-                               uint32_t d2) {
-    npl_accel_tensor_desc d;
-    memset(&d, 0, sizeof d);
-    d.name = name, d.kind = kind, d.dtype = dt, d.rank = rank;
-    d.dims[0] = d0, d.dims[1] = d1, d.dims[2] = d2;
-    return d;
-}
 
 static size_t esize(uint32_t dt) { return dt == NPL_ACCEL_DT_F32 || dt == NPL_ACCEL_DT_INT32 ? 4 : 2; }
 static size_t nbytes(const npl_accel_tensor_desc *d) {
@@ -106,7 +93,7 @@ static void chain_init(void) {
 
 static npl_accel_tensor_desc desc(int t, uint32_t kind) {
     const tdef *d = &tensors[t];
-    npl_accel_tensor_desc r = T(d->name, kind, d->dt, d->rank, d->d0, d->d1, d->d2);
+    npl_accel_tensor_desc r = accel_desc(d->name, kind, d->dt, d->rank, d->d0, d->d1, d->d2);
     if (t == 2) r.data = gamma_, r.data_size = sizeof gamma_;
     if (t == 3) r.data = bias_h, r.data_size = sizeof bias_h;
     return r;
@@ -222,19 +209,19 @@ static void test_gated(void) {
     static float xf[M * K], wg[F * K], wu[F * K];
     static uint16_t xh[M * K], yh[M * F];
     unsigned s = 21;
-    for (int i = 0; i < M * K; i++) xh[i] = npl_f32_to_f16(frand(&s)), xf[i] = npl_f16_to_f32(xh[i]);
-    for (int i = 0; i < F * K; i++) wg[i] = frand(&s) * 0.3f, wu[i] = frand(&s) * 0.3f;
+    for (int i = 0; i < M * K; i++) xh[i] = npl_f32_to_f16(accel_frand(&s)), xf[i] = npl_f16_to_f32(xh[i]);
+    for (int i = 0; i < F * K; i++) wg[i] = accel_frand(&s) * 0.3f, wu[i] = accel_frand(&s) * 0.3f;
     for (int geglu = 0; geglu < 2; geglu++) {
         npl_accel_context *ctx;
         npl_accel_graph *g;
         CHECK_EQ_INT(api->context_create(be, NULL, NULL, 0, &ctx), NPL_ACCEL_OK);
         CHECK_EQ_INT(api->graph_create(ctx, "ffn", &g), NPL_ACCEL_OK);
-        npl_accel_tensor_desc d[6] = {T("x", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F16, 2, M, K, 0),
-                                      T("wg", NPL_ACCEL_STATIC, NPL_ACCEL_DT_F32, 2, F, K, 0),
-                                      T("wu", NPL_ACCEL_STATIC, NPL_ACCEL_DT_F32, 2, F, K, 0),
-                                      T("g", NPL_ACCEL_NATIVE, NPL_ACCEL_DT_F32, 2, M, F, 0),
-                                      T("u", NPL_ACCEL_NATIVE, NPL_ACCEL_DT_F32, 2, M, F, 0),
-                                      T("y", NPL_ACCEL_APP_READ, NPL_ACCEL_DT_F16, 2, M, F, 0)};
+        npl_accel_tensor_desc d[6] = {accel_desc("x", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F16, 2, M, K, 0),
+                                      accel_desc("wg", NPL_ACCEL_STATIC, NPL_ACCEL_DT_F32, 2, F, K, 0),
+                                      accel_desc("wu", NPL_ACCEL_STATIC, NPL_ACCEL_DT_F32, 2, F, K, 0),
+                                      accel_desc("g", NPL_ACCEL_NATIVE, NPL_ACCEL_DT_F32, 2, M, F, 0),
+                                      accel_desc("u", NPL_ACCEL_NATIVE, NPL_ACCEL_DT_F32, 2, M, F, 0),
+                                      accel_desc("y", NPL_ACCEL_APP_READ, NPL_ACCEL_DT_F16, 2, M, F, 0)};
         d[1].data = wg, d[1].data_size = sizeof wg;
         d[2].data = wu, d[2].data_size = sizeof wu;
         npl_accel_tensor_id id[6];
@@ -266,9 +253,9 @@ static void test_gated(void) {
 int main(void) {
     api = npl_vnpu_get_api(NPL_ACCEL_ABI_VERSION);
     unsigned s = 9;
-    for (int i = 0; i < S * W; i++) x[i] = 2 * frand(&s);
-    for (int i = 0; i < D; i++) gamma_[i] = 1 + 0.2f * frand(&s);
-    for (int i = 0; i < W; i++) bias_h[i] = npl_f32_to_f16(1 + 0.5f * frand(&s));
+    for (int i = 0; i < S * W; i++) x[i] = 2 * accel_frand(&s);
+    for (int i = 0; i < D; i++) gamma_[i] = 1 + 0.2f * accel_frand(&s);
+    for (int i = 0; i < W; i++) bias_h[i] = npl_f32_to_f16(1 + 0.5f * accel_frand(&s));
     for (int t = 0; t < S; t++) pos[t] = t % 9 == 4 ? -1 : 3 * t + 1000;
     for (int t = 0; t < N_T; t++) host[t] = calloc(S * W, 4);
     chain_init();
