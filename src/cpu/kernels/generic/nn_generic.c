@@ -218,6 +218,16 @@ static void attention_generic(const npl_attn_args *a, int ith, int nth) {
 
 /* ---- RoPE ---- */
 
+/* one pair of dims (i0, i1) of every head turned by the angle (c, s) */
+static inline void rotate_pair(float *x, int n_heads, int hd, int i0, int i1, float c, float s) {
+    for (int h = 0; h < n_heads; h++) {
+        float *xh = x + (int64_t)h * hd;
+        const float x0 = xh[i0], x1 = xh[i1];
+        xh[i0] = x0 * c - x1 * s;
+        xh[i1] = x0 * s + x1 * c;
+    }
+}
+
 void npl_rope(float *x, int n_heads, int hd, int n_rot, int32_t pos, float base, float freq_scale,
               int neox) {
     /* theta in double and reduced to [-pi, pi] before the float sin/cos, so
@@ -229,13 +239,7 @@ void npl_rope(float *x, int n_heads, int hd, int n_rot, int32_t pos, float base,
     for (int i = 0; i < half; i++, freq *= step) {
         const double th = freq - two_pi * nearbyint(freq / two_pi);
         const float c = cosf((float)th), s = sinf((float)th);
-        const int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
-        for (int h = 0; h < n_heads; h++) {
-            float *xh = x + (int64_t)h * hd;
-            const float x0 = xh[i0], x1 = xh[i1];
-            xh[i0] = x0 * c - x1 * s;
-            xh[i1] = x0 * s + x1 * c;
-        }
+        rotate_pair(x, n_heads, hd, neox ? i : 2 * i, neox ? i + half : 2 * i + 1, c, s);
     }
 }
 
@@ -251,13 +255,7 @@ void npl_rope_llamacpp(float *x, int n_heads, int hd, int n_rot, int32_t pos, fl
     for (int i = 0; i < half; i++, theta *= theta_scale) {
         const float th = freq_scale * theta;
         const float c = cosf(th), s = sinf(th);
-        const int i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
-        for (int h = 0; h < n_heads; h++) {
-            float *xh = x + (int64_t)h * hd;
-            const float x0 = xh[i0], x1 = xh[i1];
-            xh[i0] = x0 * c - x1 * s;
-            xh[i1] = x0 * s + x1 * c;
-        }
+        rotate_pair(x, n_heads, hd, neox ? i : 2 * i, neox ? i + half : 2 * i + 1, c, s);
     }
 }
 
