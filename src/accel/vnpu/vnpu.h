@@ -145,6 +145,11 @@ struct npl_accel_graph {
     uint32_t n_tmap;       /* tensors of the context when planned */
     size_t *toff;          /* NATIVE tensor offsets in the arena (SIZE_MAX = not ours) */
     void **addr;           /* per tensor id, resolved at execute */
+    uint8_t *bound;        /* per tensor id: bound by the caller (execute's scratch) */
+    /* RoPE cos/sin tables' storage, kept across executes (grown on first use
+     * only) so a run allocates nothing: slot i of vnpu_run's tables */
+    float *rope_buf[4];
+    size_t rope_cap[4];
     /* Row selection: an APP_WRITE int32 tensor of row indices read by Gathers
      * of activation rows (a language model's out_rows). When every index is
      * negative no row is wanted: the steps that depend on the Gathers

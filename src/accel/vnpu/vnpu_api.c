@@ -295,6 +295,8 @@ void vnpu_graph_release(vnpu_graph *g) {
     vnpu_big_free(g->arena);
     free(g->toff);
     free(g->addr);
+    free(g->bound);
+    for (int i = 0; i < 4; i++) free(g->rope_buf[i]);
     free(g->name);
     g->magic = 0;
     free(g);

@@ -295,11 +295,13 @@ npl_accel_status vnpu_plan(vnpu_graph *g, int alloc) {
     live_block *live = calloc(nt + 1, sizeof *live);
     free(g->toff);
     free(g->addr);
+    free(g->bound);
     vnpu_big_free(g->arena);
     g->arena = NULL;
     g->toff = malloc((nt + 1) * sizeof *g->toff);
     g->addr = calloc(nt + 1, sizeof *g->addr);
-    if (!last || !live || !g->toff || !g->addr) {
+    g->bound = calloc(nt + 1, 1);
+    if (!last || !live || !g->toff || !g->addr || !g->bound) {
         free(last);
         free(live);
         return vnpu_fail(ctx->be, NPL_ACCEL_ERR_NO_MEMORY, "vnpu: out of memory planning graph '%s'", g->name);

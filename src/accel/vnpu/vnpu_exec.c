@@ -296,8 +296,8 @@ npl_accel_status vnpu_execute(vnpu_graph *g, const npl_accel_buffer *in, uint32_
                               uint32_t n_out) {
     const uint64_t t0 = vnpu_now_ns();
     struct npl_accel_context *ctx = g->ctx;
-    uint8_t *bound = vnpu_aligned_alloc(g->n_tmap + 1);
-    if (!bound) return vnpu_fail(ctx->be, NPL_ACCEL_ERR_NO_MEMORY, "vnpu: out of memory");
+    uint8_t *bound = g->bound;
+    memset(bound, 0, g->n_tmap + 1);
     memset(g->addr, 0, g->n_tmap * sizeof *g->addr);
     npl_accel_status st = bind(g, in, n_in, 0, bound);
     if (!st) st = bind(g, out, n_out, 1, bound);
@@ -311,7 +311,6 @@ npl_accel_status vnpu_execute(vnpu_graph *g, const npl_accel_buffer *in, uint32_
         else if (t->kind == NPL_ACCEL_STATIC) g->addr[i] = (void *)t->raw;
         else if (t->kind == NPL_ACCEL_APP_READWRITE) g->addr[i] = t->rw;
     }
-    free(bound);
     const int prof = vnpu_prof_on();
     if (prof) vnpu_prof_dump(g);
     int no_rows = !st && g->sel_in != VNPU_NONE; /* every selected row index negative: skip what depends on them */
@@ -348,7 +347,6 @@ npl_accel_status vnpu_execute(vnpu_graph *g, const npl_accel_buffer *in, uint32_
         }
         s++;
     }
-    for (int i = 0; i < run.n_rope; i++) free(run.rope[i].cs);
     if (st) return st;
     const uint64_t dt = vnpu_now_ns() - t0;
     vnpu_counters *p = &g->prof;

@@ -12,13 +12,14 @@
 /* Per-execute state shared by the steps of one run: RoPE cos/sin tables
  * (the q and k Ropes of every layer share the positions and one of a few
  * bases, so each table is made once per run). */
-#define VNPU_ROPE_TABLES 4
+#define VNPU_ROPE_TABLES 4 /* = the length of vnpu_graph's rope_buf */
 typedef struct {
     const int32_t *pos;
     int64_t rows;
     float base, freq_scale;
     int n_rot;
     float *cs; /* [rows][n_rot]: cos of pair i at i, sin at n_rot/2 + i */
+    int slot;  /* which of the graph's rope_buf holds cs */
 } vnpu_rope_table;
 
 typedef struct {

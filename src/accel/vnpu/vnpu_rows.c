@@ -383,6 +383,8 @@ static void rope_fill_row(void *arg, int ith, int64_t r) {
     }
 }
 
+_Static_assert(sizeof(((vnpu_graph *)0)->rope_buf) / sizeof(float *) == VNPU_ROPE_TABLES, "one buffer per table");
+
 const float *vnpu_rope_table_get(vnpu_xc *x, const vnpu_node *n) {
     vnpu_run *run = x->run;
     const vnpu_tensor *t = vnpu_xc_t(x, n->in[0]);
@@ -394,14 +396,22 @@ const float *vnpu_rope_table_get(vnpu_xc *x, const vnpu_node *n) {
         if (r->pos == pos && r->rows == rows && r->base == n->fp[0] && r->freq_scale == n->fp[1] && r->n_rot == n_rot)
             return r->cs;
     }
-    if (run->n_rope == VNPU_ROPE_TABLES) { /* full: the oldest goes */
-        free(run->rope[0].cs);
+    /* until the first eviction the tables fill slots 0, 1, ... in order */
+    int slot = run->n_rope;
+    if (run->n_rope == VNPU_ROPE_TABLES) { /* full: the oldest goes, its storage reused */
+        slot = run->rope[0].slot;
         memmove(&run->rope[0], &run->rope[1], (VNPU_ROPE_TABLES - 1) * sizeof run->rope[0]);
         run->n_rope--;
     }
+    vnpu_graph *g = x->g;
+    const size_t need = (size_t)(rows * n_rot);
+    if (g->rope_cap[slot] < need) { /* first executes of a graph only: its shapes are fixed */
+        float *b = realloc(g->rope_buf[slot], need * sizeof(float));
+        if (!b) return NULL;
+        g->rope_buf[slot] = b, g->rope_cap[slot] = need;
+    }
     vnpu_rope_table *r = &run->rope[run->n_rope];
-    *r = (vnpu_rope_table){pos, rows, n->fp[0], n->fp[1], n_rot, malloc((size_t)(rows * n_rot) * sizeof(float))};
-    if (!r->cs) return NULL;
+    *r = (vnpu_rope_table){pos, rows, n->fp[0], n->fp[1], n_rot, g->rope_buf[slot], slot};
     run->n_rope++;
     vnpu_par_for(x->be, rows, rope_fill_row, &(rope_fill){r});
     return r->cs;
