@@ -12,6 +12,10 @@
 static int64_t n_rows(const npl_tensor *t) { return t->shape.ne[1] * t->shape.ne[2] * t->shape.ne[3]; }
 static const npl_cpu_ctx *cpu(const npl_exec_ctx *c) { return c->backend_ctx; }
 
+/* llama.cpp's arithmetic for verification runs: read by geglu, rope, attention */
+static atomic_int llamacpp_arith;
+void npl_cpu_set_llamacpp_arith(int mode) { atomic_store(&llamacpp_arith, mode); }
+
 /* Run body(c, row) for every row, rows split evenly across the pool. */
 typedef void (*row_fn)(const npl_exec_ctx *c, int64_t row);
 typedef struct {
@@ -105,8 +109,6 @@ static void swiglu_row(const npl_exec_ctx *c, int64_t r) {
     cpu(c)->nn->swiglu((const float *)c->src[0].data + r * n, (const float *)c->src[1].data + r * n,
                        (float *)c->dst.data + r * n, (int)n);
 }
-/* llama.cpp's arithmetic for verification runs (npl_cpu_set_llamacpp_arith) */
-static atomic_int llamacpp_arith;
 static void geglu_row(const npl_exec_ctx *c, int64_t r) {
     int64_t n = c->src[0].shape.ne[0];
     const int compat = atomic_load_explicit(&llamacpp_arith, memory_order_relaxed);
@@ -135,8 +137,6 @@ ELEMENTWISE(scale, scale_row)
 ELEMENTWISE(softcap, softcap_row)
 ELEMENTWISE(swiglu, swiglu_row)
 ELEMENTWISE(geglu, geglu_row)
-
-void npl_cpu_set_llamacpp_arith(int mode) { atomic_store(&llamacpp_arith, mode); }
 
 /* ---- rope: x [hd, heads, seq] ---- */
 static void rope_row(const npl_exec_ctx *c, int64_t s) {
