@@ -9,39 +9,11 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "package_compare.h"
 #include "compiler/compiler.h"
 #include "llm/runner.h"
 
 #define CHUNK 16
-
-static double compare(npl_runner *cpu, npl_runner *pkg, int n, int n_dec, int n_vocab) {
-    char err[512];
-    int32_t *tok = malloc(sizeof(int32_t) * (size_t)(n + n_dec));
-    for (int i = 0; i < n + n_dec; i++) tok[i] = (int32_t)((i * 31 + 7) % n_vocab);
-    double worst = 0;
-    float *a = malloc(sizeof(float) * (size_t)n_vocab);
-    for (int step = 0; step <= n_dec; step++) {
-        int len = step ? 1 : n, pos0 = step ? n + step - 1 : 0;
-        const float *la = npl_runner_forward(cpu, tok + pos0, len, pos0, 1, err, sizeof err);
-        CHECK(la != NULL);
-        if (!la) break;
-        memcpy(a, la, sizeof(float) * (size_t)n_vocab);
-        const float *lb = npl_runner_forward(pkg, tok + pos0, len, pos0, 1, err, sizeof err);
-        CHECK(lb != NULL);
-        if (!lb) {
-            fprintf(stderr, "package forward: %s\n", err);
-            break;
-        }
-        for (int v = 0; v < n_vocab; v++) {
-            double d = a[v] - lb[v];
-            if (d < 0) d = -d;
-            if (d > worst) worst = d;
-        }
-    }
-    free(a);
-    free(tok);
-    return worst;
-}
 
 static int file_size(const char *p, long *out) {
     struct stat sb;
@@ -92,7 +64,7 @@ int main(void) {
         npl_runner_close(cpu);
         cpu = npl_runner_open(model, &rp, err, sizeof err); /* fresh cache */
         int n_vocab = npl_runner_hparams(cpu)->n_vocab;
-        double e = compare(cpu, pkg, lens[i], 4, n_vocab);
+        double e = package_compare(cpu, pkg, lens[i], 4, n_vocab, 31, 7);
         printf("prompt %3d + 4 decode steps: max |logit diff| %.3g (f32 activations, tolerance 1e-2)\n", lens[i], e);
         CHECK(e < 1e-2);
         npl_runner_close(pkg);
@@ -128,7 +100,7 @@ int main(void) {
                 cpu = npl_runner_open(model, &rp, err, sizeof err);
                 CHECK(pkg != NULL && cpu != NULL);
                 if (pkg && cpu) {
-                    double e = compare(cpu, pkg, len, 4, npl_runner_hparams(cpu)->n_vocab);
+                    double e = package_compare(cpu, pkg, len, 4, npl_runner_hparams(cpu)->n_vocab, 31, 7);
                     printf("%s activations, prompt %3d + 4 decode steps: max |logit diff| %.3g (tolerance %g)\n",
                            npl_act_prec_name(acts[a]), len, e, tol[a]);
                     CHECK(e < tol[a]);
@@ -153,7 +125,7 @@ int main(void) {
         cpu = npl_runner_open(model, &rp, err, sizeof err);
         CHECK(pkg != NULL && cpu != NULL);
         if (pkg && cpu) {
-            double e = compare(cpu, pkg, CHUNK + 1, 4, npl_runner_hparams(cpu)->n_vocab);
+            double e = package_compare(cpu, pkg, CHUNK + 1, 4, npl_runner_hparams(cpu)->n_vocab, 31, 7);
             printf("all on the CPU after a failed check: max |logit diff| %.3g\n", e);
             CHECK(e < 1e-4);
         }

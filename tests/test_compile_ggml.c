@@ -13,38 +13,11 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "package_compare.h"
 #include "compiler/compiler.h"
 #include "llm/runner.h"
 
 #define CHUNK 32
-
-static double compare(npl_runner *cpu, npl_runner *pkg, int n, int n_dec, int n_vocab) {
-    char err[512];
-    int32_t *tok = malloc(sizeof(int32_t) * (size_t)(n + n_dec));
-    float *a = malloc(sizeof(float) * (size_t)n_vocab);
-    double worst = 0;
-    for (int i = 0; i < n + n_dec; i++) tok[i] = (int32_t)((i * 37 + 11) % n_vocab);
-    for (int step = 0; step <= n_dec; step++) {
-        int len = step ? 1 : n, pos0 = step ? n + step - 1 : 0;
-        const float *la = npl_runner_forward(cpu, tok + pos0, len, pos0, 1, err, sizeof err);
-        CHECK(la != NULL);
-        if (!la) break;
-        memcpy(a, la, sizeof(float) * (size_t)n_vocab);
-        const float *lb = npl_runner_forward(pkg, tok + pos0, len, pos0, 1, err, sizeof err);
-        CHECK(lb != NULL);
-        if (!lb) {
-            fprintf(stderr, "package forward: %s\n", err);
-            break;
-        }
-        for (int v = 0; v < n_vocab; v++) {
-            double d = fabs((double)a[v] - (double)lb[v]);
-            if (!(d <= worst)) worst = d; /* NaN counts as worst */
-        }
-    }
-    free(a);
-    free(tok);
-    return worst;
-}
 
 static void one_model(const char *data, const char *file) {
     char model[1024], dir[300], path[1400], err[1024];
@@ -74,7 +47,7 @@ static void one_model(const char *data, const char *file) {
             npl_runner_close(pkg);
             break;
         }
-        double e = compare(cpu, pkg, lens[i], 3, npl_runner_hparams(cpu)->n_vocab);
+        double e = package_compare(cpu, pkg, lens[i], 3, npl_runner_hparams(cpu)->n_vocab, 37, 11);
         printf("%s: prompt %3d + 3 decode steps: max |logit diff| %.3g (f32 activations)\n", file, lens[i], e);
         CHECK(e < 1e-3);
         npl_runner_close(pkg);

@@ -1,5 +1,5 @@
 /* Attention with llama.cpp's CPU flash-attention arithmetic, for verifying
- * agreement with llama.cpp (`npullm eval-logits --attn llamacpp`).
+ * agreement with llama.cpp (`npullm eval-logits --arith llamacpp`).
  *
  * llama.cpp (ggml_compute_forward_flash_attn_ext_f16) walks the keys of a
  * query one at a time and keeps the P.V accumulator in f16 when V is f16:
