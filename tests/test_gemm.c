@@ -149,7 +149,7 @@ int main(void) {
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
             const npl_type t = types[ti];
             const npl_gemm_kernels *g = npl_gemm_get((npl_isa)isa, t);
-            if (isa >= NPL_ISA_AVX512) CHECK(g != NULL); /* x86 with AVX-512 VNNI */
+            if (isa >= NPL_ISA_AVX2) CHECK(g != NULL); /* x86 with AVX2 */
             if (!g) continue;
             worst_vs_dot = worst_vs_ref = 0;
             for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
@@ -163,7 +163,7 @@ int main(void) {
                    npl_isa_name(k->isa), npl_type_name(t), worst_vs_dot, worst_vs_ref);
             tested++;
         }
-        if (isa >= NPL_ISA_AVX512) CHECK(tested > 0);
+        if (isa >= NPL_ISA_AVX2) CHECK(tested > 0);
     }
     npl_pool_free(pool);
     TEST_MAIN_END();

@@ -118,7 +118,8 @@ static const npl_gemm_kernels k_q4_0 = {pack_q8_0, rows_q4_0}, k_q5_0 = {pack_q8
 
 const npl_gemm_kernels *npl_gemm_get(npl_isa want, npl_type t) {
     const npl_isa best = npl_cpu_best_isa();
-    if ((int)want < (int)NPL_ISA_AVX512 || (int)best < (int)NPL_ISA_AVX512) return NULL;
+    if ((int)want < (int)NPL_ISA_AVX512 || (int)best < (int)NPL_ISA_AVX512)
+        return (int)want >= (int)NPL_ISA_AVX2 && (int)best >= (int)NPL_ISA_AVX2 ? npl_gemm_get_avx2(t) : NULL;
     if ((int)want >= (int)NPL_ISA_AMX && (int)best >= (int)NPL_ISA_AMX) {
         const npl_gemm_kernels *a = npl_gemm_get_amx(t);
         if (a) return a;
