@@ -21,7 +21,8 @@
 #define MAX_SHAPES 3
 
 npl_compile_params npl_compile_default_params(void) {
-    npl_compile_params p = {.chunk = 128, .act = NPL_ACT_F16, .weights = NPL_WEIGHTS_KEEP, .check = 1};
+    npl_compile_params p = {.chunk = 128, .act = NPL_ACT_F16, .weights = NPL_WEIGHTS_KEEP, .output_weights = -1,
+                            .check = 1};
     return p;
 }
 const char *npl_act_prec_name(npl_act_prec p) {
@@ -257,6 +258,23 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     }
     prog(&pg, 0, 2, 2, "model graph");
 
+    /* the output matrix, when it gets a type of its own */
+    int out_weight = -1;
+    if (p.output_weights >= 0) {
+        if (p.output_weights != NPL_TYPE_Q4_0 && p.output_weights != NPL_TYPE_Q5_0 && p.output_weights != NPL_TYPE_Q8_0) {
+            snprintf(err, errlen, "output weights: type %s is not q4_0, q5_0 or q8_0", npl_type_name((npl_type)p.output_weights));
+            goto done;
+        }
+        int id = mg.logits;
+        const npl_node *nd = npl_graph_node(mg.g, id);
+        if (nd->op == NPL_OP_SOFTCAP) nd = npl_graph_node(mg.g, id = nd->src[0]);
+        if (nd->op != NPL_OP_MATMUL || npl_graph_node(mg.g, nd->src[0])->op != NPL_OP_WEIGHT) {
+            snprintf(err, errlen, "output weights: the logits of %s are not a matmul with a weight matrix", model_path);
+            goto done;
+        }
+        out_weight = nd->src[0];
+    }
+
     /* 2. partition */
     prog(&pg, 1, 0, 1, "partition");
     if (npl_partition_graph(mg.g, &mg.logits, 1, &part, err, errlen)) goto done;
@@ -298,7 +316,8 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         int ok = 1;
         for (int c = 0; c < n_cases && ok; c++) {
             prog(&pg, 2, c, n_cases, "lower + compile per shape");
-            npl_lower_args la = {.g = mg.g, .seg = sg, .shapes = shapes, .act = act, .wprec = p.weights, .wc = wc};
+            npl_lower_args la = {.g = mg.g, .seg = sg, .shapes = shapes, .act = act, .wprec = p.weights, .wc = wc,
+                                 .out_weight = out_weight, .out_type = (npl_type)p.output_weights};
             snprintf(r->names[c], sizeof r->names[c], "s%d_ar%d_o%d", si, cases[c].seq, cases[c].n_out);
             la.gname = r->names[c];
             if (npl_infer_all(mg.g, cases[c].seq, cases[c].n_out, shapes, err, errlen) ||
@@ -492,6 +511,8 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         npl_gguf_writer_set_arr(w, "npullm.package.chunk_limits", NPL_GGUF_INT64, cl, 2);
         npl_gguf_writer_set_str(w, "npullm.package.precision", npl_act_prec_name(p.act));
         npl_gguf_writer_set_str(w, "npullm.package.weights", npl_weight_prec_name(p.weights));
+        if (out_weight >= 0)
+            npl_gguf_writer_set_str(w, "npullm.package.output_weights", npl_type_name((npl_type)p.output_weights));
         snprintf(path, sizeof path, "%s/model.gguf", tmp);
         if (npl_gguf_writer_write(w, path, err, errlen)) goto done;
     }

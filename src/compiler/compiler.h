@@ -27,6 +27,9 @@ typedef struct {
     int n_ctx;                /* 0: the model's, capped at 4096 */
     npl_act_prec act;         /* activations inside the accelerator graphs */
     npl_weight_prec weights;  /* keep: types the accelerator takes as they are, others -> q8_0 */
+    int output_weights;       /* type of the output (logits) matrix: NPL_TYPE_Q4_0 / Q5_0 / Q8_0,
+                                 or -1 (default): as `weights` says. Decode reads this matrix once
+                                 per token: for Gemma 3 270M it is 178 of the 247 MB in q8_0 */
     int keep_intermediate;    /* leave stage outputs in PKG/intermediate */
     int force;                /* replace an existing output directory */
     int n_threads;            /* 0: one per core */

@@ -186,6 +186,7 @@ static int weight_bytes(lw *l, int id, int use) {
     const npl_type_traits *src = npl_type_get(nd->type);
     int64_t k = nd->shape.ne[0], rows = nd->shape.ne[1] * nd->shape.ne[2] * nd->shape.ne[3];
     npl_type tt = use ? NPL_TYPE_F32 : target_type(nd->type, l->a->wprec, k);
+    if (!use && id == l->a->out_weight && k % npl_type_get(l->a->out_type)->block_size == 0) tt = l->a->out_type;
     size_t row_src, row_dst;
     if (!src || !src->to_float || npl_row_size(nd->type, k, &row_src) || npl_row_size(tt, k, &row_dst)) {
         snprintf(l->err, l->errlen, "weight %s: type %s cannot be converted", nd->name, npl_type_name(nd->type));

@@ -10,13 +10,16 @@
 
 static const char *USAGE =
     "usage: npullm compile -m MODEL.gguf -o PKG [--chunk N] [--ctx N] [--act f16|bf16|int16|f32]\n"
-    "                      [--weights q4|q8|keep] [-t N] [--keep-intermediate] [--force] [--no-check]\n"
+    "                      [--weights q4|q8|keep] [--output-weights T] [-t N] [--keep-intermediate] [--force] [--no-check]\n"
     "                      [--tolerance X]\n"
     "  --chunk N     prefill graph size (AR-N), default 128; decode uses AR-1\n"
     "  --ctx N       KV cache positions, default the model's capped at 4096\n"
     "  --act P       activation precision inside the accelerator graphs (default f16)\n"
     "  --weights W   keep: f32/f16/bf16/q4_0/q8_0 as they are, others to q8_0 (default);\n"
     "                q4 / q8: every matmul weight to q4_0 / q8_0\n"
+    "  --output-weights T  the output (logits) matrix as q4_0, q5_0 or q8_0 (default keep:\n"
+    "                as --weights says); decode reads it once per token, so a 4-bit one\n"
+    "                makes a package's decode faster at some cost in logit accuracy\n"
     "  --tolerance X relative RMS error of a lowered graph against the CPU samples above\n"
     "                which its subgraph stays on the CPU (default 0.25)\n";
 
@@ -55,6 +58,12 @@ int npl_cmd_compile(int argc, char **argv) {
             else if (!strcmp(v, "q4")) p.weights = NPL_WEIGHTS_Q4;
             else if (!strcmp(v, "q8")) p.weights = NPL_WEIGHTS_Q8;
             else { fprintf(stderr, "npullm compile: --weights: '%s' is not q4, q8 or keep\n", v); return 2; }
+        } else if (!strcmp(a, "--output-weights")) {
+            if (!strcmp(v, "q4_0")) p.output_weights = NPL_TYPE_Q4_0;
+            else if (!strcmp(v, "q5_0")) p.output_weights = NPL_TYPE_Q5_0;
+            else if (!strcmp(v, "q8_0")) p.output_weights = NPL_TYPE_Q8_0;
+            else if (!strcmp(v, "keep")) p.output_weights = -1;
+            else { fprintf(stderr, "npullm compile: --output-weights: '%s' is not q4_0, q5_0, q8_0 or keep\n", v); return 2; }
         } else { fprintf(stderr, "npullm compile: unknown flag %s\n%s", a, USAGE); return 2; }
     }
     if (!model || !out) { fprintf(stderr, "%s", USAGE); return 2; }
