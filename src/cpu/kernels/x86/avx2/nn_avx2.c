@@ -186,134 +186,199 @@ static void softmax_avx2(float *x, int n) {
     }
 }
 
-/* ---- attention tile (see nn_avx512.c; here KEYS keys per score pass and CW
- * vectors per output chunk, chosen so accumulators fit 16 registers) ---- */
+/* ---- attention tile (contract in nn_kernels.h; the structure of
+ * x86/avx512/attn_avx512.c on 8 lanes and 16 registers) ----
+ *
+ * A tile holds up to ATT_ROWS rows that read one kv head: the heads of a group
+ * for several nearby queries (4 queries of Gemma 3's 4-head group). Keys go in
+ * blocks of BLK; each block's f16 K and V rows are read from memory once per
+ * tile and then from cache by every group of up to GROUP rows: scores for KEYS
+ * keys at a time (NB x KEYS accumulators: 4 x 3 is the best fit for 16
+ * registers), one online-softmax update per row, then P.V with NB x CW output
+ * vectors in registers. Unlike AVX-512, the blocks are not converted to f32
+ * first: on Zen 3 converting in the inner loops is free, while an f32 copy
+ * of a block falls out of L1.
+ *
+ * Batch invariance: blocks start at multiples of BLK in absolute cache rows,
+ * every score is reduced in one order (red4), and the softmax and P.V of a row
+ * do not depend on the other rows of its tile, so chunked and unchunked
+ * prefill agree bit for bit. */
 
-#define BLK 32
+#define BLK 48       /* keys per block: 16 passes of 3 keys, 12 of 4 */
+#define GROUP 4      /* rows whose accumulators fit the registers at once */
+#define ATT_ROWS 16  /* rows per tile */
 
 NPL_AI __m128 fold8(__m256 v) { return _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); }
 
-/* next block's K rows and this block's V rows are prefetched during the scores */
+/* {sum(a), sum(b), sum(c), sum(d)}, each as ((f0 + f1) + (f2 + f3)) of its folded quarters f */
+NPL_AI __m128 red4(__m256 a, __m256 b, __m256 c, __m256 d) {
+    return _mm_hadd_ps(_mm_hadd_ps(fold8(a), fold8(b)), _mm_hadd_ps(fold8(c), fold8(d)));
+}
+
+/* 8 elements of cache row k (stride ks) at column c, converted */
+NPL_AI __m256 ld8(const uint16_t *h, int64_t ks, int k, int c) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + k * ks + c)));
+}
+
+/* Cache rows are strided (n_kv heads per position) and may come from DRAM:
+ * while one block's scores are computed, the next block's K rows and this
+ * block's V rows are prefetched, a few rows per step. */
 NPL_AI void prefetch_rows(const uint16_t *p, int64_t ks, int k0, int k1, int hd) {
     for (int k = k0; k < k1; k++)
         for (int c = 0; c < hd; c += 32) _mm_prefetch((const char *)(p + k * ks + c), _MM_HINT_T0);
 }
 
-NPL_AI void scores256(const float *const *q, const uint16_t *K, int64_t ks, int n, int hd, float s[][BLK],
+/* s[g][k] = q[g] . K[k] for k in [k, k + KEYS) and the NB <= GROUP rows g */
+NPL_AI void score_keys(const float *const *q, const uint16_t *K, int64_t ks, int k, int hd, float (*s)[BLK],
+                       const int NB, const int KEYS) {
+    __m256 acc[GROUP][4];
+    for (int g = 0; g < NB; g++)
+        for (int u = 0; u < KEYS; u++) acc[g][u] = _mm256_setzero_ps();
+    for (int c = 0; c < hd; c += 8) {
+        __m256 kv[4];
+        for (int u = 0; u < KEYS; u++) kv[u] = ld8(K, ks, k + u, c);
+        for (int g = 0; g < NB; g++) {
+            const __m256 qv = _mm256_loadu_ps(q[g] + c);
+            for (int u = 0; u < KEYS; u++) acc[g][u] = _mm256_fmadd_ps(qv, kv[u], acc[g][u]);
+        }
+    }
+    for (int g = 0; g < NB; g++) {
+        /* the same reduction whatever KEYS: lanes of red4 are independent */
+        if (KEYS == 4) {
+            _mm_storeu_ps(&s[g][k], red4(acc[g][0], acc[g][1], acc[g][2], acc[g][3]));
+        } else if (KEYS == 3) {
+            const __m128 h = red4(acc[g][0], acc[g][1], acc[g][2], acc[g][2]);
+            _mm_storel_pi((__m64 *)&s[g][k], h);
+            _mm_store_ss(&s[g][k + 2], _mm_movehl_ps(h, h));
+        } else if (KEYS == 2) {
+            _mm_storel_pi((__m64 *)&s[g][k], red4(acc[g][0], acc[g][1], acc[g][0], acc[g][1]));
+        } else {
+            _mm_store_ss(&s[g][k], red4(acc[g][0], acc[g][0], acc[g][0], acc[g][0]));
+        }
+    }
+}
+
+/* s[g][k] = q[g] . K[k] for k0 <= k < n and the NB <= GROUP rows g; prefetches
+ * rows [0, npk) of pk and [0, npv) of pv as it goes */
+NPL_AI void scores256(const float *const *q, const uint16_t *K, int64_t ks, int k0, int n, int hd, float (*s)[BLK],
                       const uint16_t *pk, int npk, const uint16_t *pv, int npv, const int NB, const int KEYS) {
-    int k = 0;
+    int k = k0;
     for (; k + KEYS <= n; k += KEYS) {
         prefetch_rows(pk, ks, k, k + KEYS < npk ? k + KEYS : npk, hd);
         prefetch_rows(pv, ks, k, k + KEYS < npv ? k + KEYS : npv, hd);
-        __m256 acc[NPL_ATTN_TILE][4];
-        for (int g = 0; g < NB; g++)
-            for (int u = 0; u < KEYS; u++) acc[g][u] = _mm256_setzero_ps();
-        const uint16_t *kr = K + k * ks;
-        for (int c = 0; c < hd; c += 8) {
-            __m256 kv[4];
-            for (int u = 0; u < KEYS; u++) kv[u] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kr + u * ks + c)));
-            for (int g = 0; g < NB; g++) {
-                const __m256 qv = _mm256_loadu_ps(q[g] + c);
-                for (int u = 0; u < KEYS; u++) acc[g][u] = _mm256_fmadd_ps(qv, kv[u], acc[g][u]);
-            }
-        }
-        for (int g = 0; g < NB; g++) {
-            if (KEYS == 4) {
-                const __m128 h = _mm_hadd_ps(_mm_hadd_ps(fold8(acc[g][0]), fold8(acc[g][1])),
-                                             _mm_hadd_ps(fold8(acc[g][2]), fold8(acc[g][3])));
-                _mm_storeu_ps(&s[g][k], h);
-            } else {
-                const __m128 h01 = _mm_hadd_ps(fold8(acc[g][0]), fold8(acc[g][1]));
-                _mm_storel_pi((__m64 *)&s[g][k], _mm_hadd_ps(h01, h01));
-            }
-        }
+        score_keys(q, K, ks, k, hd, s, NB, KEYS);
+    }
+    if (KEYS > 2 && k + 2 <= n) { /* a pair left */
+        prefetch_rows(pk, ks, k, k + 2 < npk ? k + 2 : npk, hd);
+        prefetch_rows(pv, ks, k, k + 2 < npv ? k + 2 : npv, hd);
+        score_keys(q, K, ks, k, hd, s, NB, 2);
+        k += 2;
     }
     for (; k < n; k++) {
-        __m256 acc[NPL_ATTN_TILE];
-        for (int g = 0; g < NB; g++) acc[g] = _mm256_setzero_ps();
-        const uint16_t *kr = K + k * ks;
-        for (int c = 0; c < hd; c += 8) {
-            const __m256 kv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(kr + c)));
-            for (int g = 0; g < NB; g++) acc[g] = _mm256_fmadd_ps(_mm256_loadu_ps(q[g] + c), kv, acc[g]);
-        }
-        for (int g = 0; g < NB; g++) s[g][k] = hsum8(acc[g]);
+        prefetch_rows(pk, ks, k, k + 1 < npk ? k + 1 : npk, hd);
+        prefetch_rows(pv, ks, k, k + 1 < npv ? k + 1 : npv, hd);
+        score_keys(q, K, ks, k, hd, s, NB, 1);
     }
 }
 
-NPL_AI void pv256(const uint16_t *V, int64_t ks, int n, int hd, float s[][BLK], const float *corr, float *acc,
-                  const int NB, const int CW) {
-    int c = 0;
-    for (; c + 8 * CW <= hd; c += 8 * CW) {
-        __m256 o[NPL_ATTN_TILE][4];
+/* acc[g][c, c + 8 CW) = acc[g] * corr[g] + sum_{k0 <= k < n} s[g][k] V[k] for the NB <= GROUP rows g */
+NPL_AI void pv_cols(const uint16_t *V, int64_t ks, int k0, int n, int hd, int c, float (*s)[BLK], const float *corr,
+                    float *acc, const int NB, const int CW) {
+    __m256 o[GROUP][4];
+    for (int g = 0; g < NB; g++) {
+        const __m256 cf = _mm256_set1_ps(corr[g]);
+        for (int u = 0; u < CW; u++) o[g][u] = _mm256_mul_ps(_mm256_loadu_ps(acc + g * hd + c + 8 * u), cf);
+    }
+    for (int k = k0; k < n; k++) {
+        __m256 v[4];
+        for (int u = 0; u < CW; u++) v[u] = ld8(V, ks, k, c + 8 * u);
         for (int g = 0; g < NB; g++) {
-            const __m256 cf = _mm256_set1_ps(corr[g]);
-            for (int u = 0; u < CW; u++) o[g][u] = _mm256_mul_ps(_mm256_loadu_ps(acc + g * hd + c + 8 * u), cf);
+            const __m256 p = _mm256_broadcast_ss(&s[g][k]);
+            for (int u = 0; u < CW; u++) o[g][u] = _mm256_fmadd_ps(p, v[u], o[g][u]);
         }
-        const uint16_t *vr = V + c;
-        for (int k = 0; k < n; k++, vr += ks) {
-            __m256 v[4];
-            for (int u = 0; u < CW; u++) v[u] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vr + 8 * u)));
-            for (int g = 0; g < NB; g++) {
-                const __m256 p = _mm256_broadcast_ss(&s[g][k]);
-                for (int u = 0; u < CW; u++) o[g][u] = _mm256_fmadd_ps(p, v[u], o[g][u]);
-            }
-        }
-        for (int g = 0; g < NB; g++)
-            for (int u = 0; u < CW; u++) _mm256_storeu_ps(acc + g * hd + c + 8 * u, o[g][u]);
     }
-    for (; c < hd; c += 8) {
-        __m256 o[NPL_ATTN_TILE];
-        for (int g = 0; g < NB; g++) o[g] = _mm256_mul_ps(_mm256_loadu_ps(acc + g * hd + c), _mm256_set1_ps(corr[g]));
-        const uint16_t *vr = V + c;
-        for (int k = 0; k < n; k++, vr += ks) {
-            const __m256 v = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)vr));
-            for (int g = 0; g < NB; g++) o[g] = _mm256_fmadd_ps(_mm256_broadcast_ss(&s[g][k]), v, o[g]);
-        }
-        for (int g = 0; g < NB; g++) _mm256_storeu_ps(acc + g * hd + c, o[g]);
+    for (int g = 0; g < NB; g++)
+        for (int u = 0; u < CW; u++) _mm256_storeu_ps(acc + g * hd + c + 8 * u, o[g][u]);
+}
+
+/* every output element gets the same sum whatever chunk it falls in */
+NPL_AI void pv256(const uint16_t *V, int64_t ks, int k0, int n, int hd, float (*s)[BLK], const float *corr,
+                  float *acc, const int NB, const int CW) {
+    int c = 0;
+    for (; c + 8 * CW <= hd; c += 8 * CW) pv_cols(V, ks, k0, n, hd, c, s, corr, acc, NB, CW);
+    if (CW > 2) /* at most once, but as a loop gcc keeps the accumulators in registers */
+        for (; c + 16 <= hd; c += 16) pv_cols(V, ks, k0, n, hd, c, s, corr, acc, NB, 2);
+    for (; c < hd; c += 8) pv_cols(V, ks, k0, n, hd, c, s, corr, acc, NB, 1);
+}
+
+/* One group of nb <= GROUP rows, dispatched on nb so the register arrays have fixed sizes */
+NPL_AI void scores_group(int nb, const float *const *q, const uint16_t *K, int64_t ks, int k0, int n, int hd,
+                         float (*s)[BLK], const uint16_t *pk, int npk, const uint16_t *pv, int npv) {
+    switch (nb) {
+    case 1: scores256(q, K, ks, k0, n, hd, s, pk, npk, pv, npv, 1, 4); break;
+    case 2: scores256(q, K, ks, k0, n, hd, s, pk, npk, pv, npv, 2, 4); break;
+    case 3: scores256(q, K, ks, k0, n, hd, s, pk, npk, pv, npv, 3, 3); break;
+    default: scores256(q, K, ks, k0, n, hd, s, pk, npk, pv, npv, 4, 3); break;
     }
 }
 
-NPL_AI void tile256(const npl_attn_args *a, const npl_attn_tile *t, const int NB) {
-    const int KEYS = NB <= 2 ? 4 : 2, CW = NB <= 2 ? 4 : 2;
-    const int hd = a->hd;
+NPL_AI void pv_group(int nb, const uint16_t *V, int64_t ks, int k0, int n, int hd, float (*s)[BLK], const float *corr,
+                     float *acc) {
+    switch (nb) {
+    case 1: pv256(V, ks, k0, n, hd, s, corr, acc, 1, 4); break;
+    case 2: pv256(V, ks, k0, n, hd, s, corr, acc, 2, 4); break;
+    case 3: pv256(V, ks, k0, n, hd, s, corr, acc, 3, 3); break;
+    default: pv256(V, ks, k0, n, hd, s, corr, acc, 4, 3); break;
+    }
+}
+
+static void attn_tile_avx2(const npl_attn_args *a, const npl_attn_tile *t) {
+    const int hd = a->hd, nr = t->n;
     const int64_t ks = (int64_t)a->n_kv * hd;
     const uint16_t *K = a->kc + (int64_t)t->kvh * hd, *V = a->vc + (int64_t)t->kvh * hd;
-    float acc[NPL_ATTN_TILE * 512] __attribute__((aligned(32)));
-    float s[NPL_ATTN_TILE][BLK] __attribute__((aligned(32)));
-    float m[NPL_ATTN_TILE], l[NPL_ATTN_TILE], corr[NPL_ATTN_TILE];
-    const float *q[NPL_ATTN_TILE];
+    float acc[nr * hd] __attribute__((aligned(32))); /* sized to the tile: callers' stacks may be small */
+    float s[ATT_ROWS][BLK] __attribute__((aligned(32)));
+    float m[ATT_ROWS], l[ATT_ROWS], corr[ATT_ROWS];
     int lo = t->j0[0], hi = t->j1[0];
-    for (int g = 0; g < NB; g++) {
-        q[g] = t->q[g];
+    for (int g = 0; g < nr; g++) {
         m[g] = -INFINITY;
         l[g] = 0.0f;
         lo = t->j0[g] < lo ? t->j0[g] : lo;
         hi = t->j1[g] > hi ? t->j1[g] : hi;
     }
-    memset(acc, 0, sizeof(float) * (size_t)(NB * hd));
+    memset(acc, 0, sizeof(float) * (size_t)(nr * hd));
     memset(s, 0, sizeof s);
     const __m256 scale = _mm256_set1_ps(a->scale), ninf = _mm256_set1_ps(-INFINITY);
     const float cap = a->softcap;
     const __m256 vcap = _mm256_set1_ps(cap), vicap = _mm256_set1_ps(cap > 0.0f ? 1.0f / cap : 0.0f);
     const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
 
-    for (int jb = lo; jb < hi; jb += BLK) {
+    for (int jb = lo - lo % BLK; jb < hi; jb += BLK) {
         const int n = hi - jb < BLK ? hi - jb : BLK;
+        /* keys before lo are skipped, not read: no row attends them (their
+         * weight would be exactly 0), and rows outside every range may hold
+         * anything */
+        const int k0 = jb < lo ? lo - jb : 0;
         const int nnext = hi - jb - BLK < BLK ? hi - jb - BLK : BLK; /* rows of the next block */
-        scores256(q, K + jb * ks, ks, n, hd, s, nnext > 0 ? K + (jb + BLK) * ks : K, nnext, V + jb * ks, n, NB,
-                  KEYS);
-        for (int g = 0; g < NB; g++) {
-            /* keys of this block that row g attends: k0 <= k < k1 */
-            const int k0 = t->j0[g] - jb > 0 ? t->j0[g] - jb : 0;
-            const int k1 = t->j1[g] - jb < n ? t->j1[g] - jb : n;
+        for (int g0 = 0; g0 < nr; g0 += GROUP) {
+            /* the first group prefetches the next block's K and this block's V */
+            const int first = g0 == 0;
+            const uint16_t *pk = nnext > 0 ? K + (jb + BLK) * ks : K;
+            const int npk = first && nnext > 0 ? nnext : 0, npv = first ? n : 0;
+            scores_group(nr - g0, t->q + g0, K + jb * ks, ks, k0, n, hd, s + g0, pk, npk, V + jb * ks, npv);
+        }
+        for (int g = 0; g < nr; g++) {
+            /* keys [g_lo, g_hi) of this block that row g attends */
+            const int g_lo = t->j0[g] - jb > 0 ? t->j0[g] - jb : 0;
+            const int g_hi = t->j1[g] - jb < n ? t->j1[g] - jb : n;
             __m256 v[BLK / 8];
             __m256 vmax = ninf;
             for (int u = 0; u < BLK / 8; u++) {
                 v[u] = _mm256_mul_ps(_mm256_load_ps(s[g] + 8 * u), scale);
                 if (cap > 0.0f) v[u] = _mm256_mul_ps(vcap, tanh256(_mm256_mul_ps(v[u], vicap)));
                 const __m256i kk = _mm256_add_epi32(idx, _mm256_set1_epi32(8 * u));
-                const __m256i in = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(k0), kk),
-                                                       _mm256_cmpgt_epi32(_mm256_set1_epi32(k1), kk));
+                const __m256i in = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(g_lo), kk),
+                                                       _mm256_cmpgt_epi32(_mm256_set1_epi32(g_hi), kk));
                 v[u] = _mm256_blendv_ps(ninf, v[u], _mm256_castsi256_ps(in));
                 vmax = _mm256_max_ps(vmax, v[u]);
             }
@@ -334,20 +399,12 @@ NPL_AI void tile256(const npl_attn_args *a, const npl_attn_tile *t, const int NB
             l[g] = l[g] * corr[g] + hsum8(sum);
             m[g] = mnew;
         }
-        pv256(V + jb * ks, ks, n, hd, s, corr, acc, NB, CW);
+        for (int g0 = 0; g0 < nr; g0 += GROUP)
+            pv_group(nr - g0, V + jb * ks, ks, k0, n, hd, s + g0, corr + g0, acc + g0 * hd);
     }
-    for (int g = 0; g < NB; g++) {
+    for (int g = 0; g < nr; g++) {
         const __m256 inv = _mm256_set1_ps(1.0f / l[g]);
         for (int c = 0; c < hd; c += 8) _mm256_storeu_ps(t->o[g] + c, _mm256_mul_ps(_mm256_load_ps(acc + g * hd + c), inv));
-    }
-}
-
-static void attn_tile_avx2(const npl_attn_args *a, const npl_attn_tile *t) {
-    switch (t->n) {
-    case 1: tile256(a, t, 1); break;
-    case 2: tile256(a, t, 2); break;
-    case 3: tile256(a, t, 3); break;
-    default: tile256(a, t, 4); break;
     }
 }
 
@@ -356,7 +413,7 @@ static void attention_avx2(const npl_attn_args *a, int ith, int nth) {
         npl_nn_kernels_get(NPL_ISA_GENERIC)->attention(a, ith, nth);
         return;
     }
-    npl_attn_run(a, ith, nth, attn_tile_avx2, NPL_ATTN_TILE);
+    npl_attn_run(a, ith, nth, attn_tile_avx2, ATT_ROWS);
 }
 
 /* ---- f16 rows (F16C) ---- */
