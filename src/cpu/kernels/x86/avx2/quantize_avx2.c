@@ -3,6 +3,7 @@
  * half-away-from-zero for q8_0 / q8_1 and round-half-even for q8_K. */
 #include <immintrin.h>
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "core/dtype.h"
@@ -29,6 +30,10 @@ static inline __m256i round_away8(__m256 v) {
     return _mm256_cvttps_epi32(r);
 }
 
+/* f32 -> f16 by F16C, round to nearest even: npl_f32_to_f16's bits, without
+ * a call in the loop (which would clobber every vector register) */
+static inline uint16_t f2h(float f) { return (uint16_t)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+
 /* 4 x 8 int32 in [-127, 127] -> 32 int8 in order */
 static inline __m256i pack32(__m256i i0, __m256i i1, __m256i i2, __m256i i3) {
     const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
@@ -42,47 +47,102 @@ static inline int hsum_i32x8(__m256i v) {
     return _mm_cvtsi128_si32(s);
 }
 
-/* one 32-block: quants into qs, returns the scale d; *sum gets sum(qs) */
-static inline float quant32(const float *x, int8_t *qs, int *sum) {
-    const __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
-    const __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
-    /* max_ps returns its second operand when the first is NaN: NaN skipped */
-    __m256 am = _mm256_max_ps(abs8(v0), _mm256_setzero_ps());
-    am = _mm256_max_ps(abs8(v1), am);
-    am = _mm256_max_ps(abs8(v2), am);
-    am = _mm256_max_ps(abs8(v3), am);
-    const float amax = hmax8(am);
-    const float d = amax / 127;
-    const float id = d ? 1.0f / d : 0.0f;
-    const __m256 m = _mm256_set1_ps(id);
-    const __m256i i0 = round_away8(_mm256_mul_ps(v0, m)), i1 = round_away8(_mm256_mul_ps(v1, m));
-    const __m256i i2 = round_away8(_mm256_mul_ps(v2, m)), i3 = round_away8(_mm256_mul_ps(v3, m));
-    _mm256_storeu_si256((__m256i *)qs, pack32(i0, i1, i2, i3));
-    if (sum) *sum = hsum_i32x8(_mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3)));
-    return d;
+/* max over lanes of each of 8 vectors -> one vector, lane b = hmax(a[b])
+ * (max is exact, so the order does not matter) */
+static inline __m256 hmax8x8(const __m256 *a) {
+    __m256 m[4];
+    for (int p = 0; p < 4; p++) /* lanes {0,2}/{1,3} paired: [a0 a1 a0 a1 | ...] */
+        m[p] = _mm256_max_ps(_mm256_unpacklo_ps(a[2 * p], a[2 * p + 1]), _mm256_unpackhi_ps(a[2 * p], a[2 * p + 1]));
+    const __m256 m03 = _mm256_max_ps(_mm256_shuffle_ps(m[0], m[1], 0x44), _mm256_shuffle_ps(m[0], m[1], 0xEE));
+    const __m256 m47 = _mm256_max_ps(_mm256_shuffle_ps(m[2], m[3], 0x44), _mm256_shuffle_ps(m[2], m[3], 0xEE));
+    return _mm256_max_ps(_mm256_permute2f128_ps(m03, m47, 0x20), _mm256_permute2f128_ps(m03, m47, 0x31));
+}
+
+/* nb <= 8 blocks of 32 at x: quants into qs of each block (stride bytes
+ * apart), scales d (f16) into the d field at dofs, and with SUM the f16
+ * d * sum(qs) at sofs. The block maxima, scales and their inverses are
+ * computed for the 8 blocks at once: one vector division pair instead of 16
+ * scalar ones in the dependency chain of each block. */
+static inline void quant32x8(const float *x, int nb, uint8_t *y, size_t stride, size_t qofs, size_t dofs, size_t sofs,
+                             const int SUM) {
+    __m256 am[8];
+    for (int b = 0; b < 8; b++) {
+        if (b >= nb) {
+            am[b] = _mm256_setzero_ps();
+            continue;
+        }
+        const float *xb = x + 32 * b;
+        /* max_ps returns its second operand when the first is NaN: NaN skipped */
+        __m256 m = _mm256_max_ps(abs8(_mm256_loadu_ps(xb)), _mm256_setzero_ps());
+        m = _mm256_max_ps(abs8(_mm256_loadu_ps(xb + 8)), m);
+        m = _mm256_max_ps(abs8(_mm256_loadu_ps(xb + 16)), m);
+        am[b] = _mm256_max_ps(abs8(_mm256_loadu_ps(xb + 24)), m);
+    }
+    /* the reference's d = amax / 127 and id = d ? 1 / d : 0, lane by lane */
+    const __m256 d = _mm256_div_ps(hmax8x8(am), _mm256_set1_ps(127.0f));
+    const __m256 id = _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), d),
+                                    _mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_NEQ_UQ));
+    float dv[8], idv[8];
+    uint16_t dh[8];
+    _mm256_storeu_ps(dv, d);
+    _mm256_storeu_ps(idv, id);
+    _mm_storeu_si128((__m128i *)dh, _mm256_cvtps_ph(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (int b = 0; b < nb; b++) {
+        const float *xb = x + 32 * b;
+        uint8_t *yb = y + (size_t)b * stride;
+        const __m256 m = _mm256_broadcast_ss(&idv[b]);
+        const __m256i i0 = round_away8(_mm256_mul_ps(_mm256_loadu_ps(xb), m));
+        const __m256i i1 = round_away8(_mm256_mul_ps(_mm256_loadu_ps(xb + 8), m));
+        const __m256i i2 = round_away8(_mm256_mul_ps(_mm256_loadu_ps(xb + 16), m));
+        const __m256i i3 = round_away8(_mm256_mul_ps(_mm256_loadu_ps(xb + 24), m));
+        _mm256_storeu_si256((__m256i *)(yb + qofs), pack32(i0, i1, i2, i3));
+        memcpy(yb + dofs, &dh[b], sizeof dh[b]);
+        if (SUM) {
+            const int sum = hsum_i32x8(_mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3)));
+            const uint16_t sh = f2h((float)sum * dv[b]);
+            memcpy(yb + sofs, &sh, sizeof sh);
+        }
+    }
 }
 
 static void quantize_q8_0(const float *x, void *vy, int64_t n) {
     block_q8_0 *y = vy;
-    for (int64_t i = 0; i < n / QK8_0; i++) y[i].d = npl_f32_to_f16(quant32(x + i * QK8_0, y[i].qs, NULL));
+    for (int64_t i = 0; i < n / QK8_0; i += 8) {
+        const int nb = n / QK8_0 - i < 8 ? (int)(n / QK8_0 - i) : 8;
+        quant32x8(x + i * QK8_0, nb, (uint8_t *)(y + i), sizeof *y, offsetof(block_q8_0, qs),
+                  offsetof(block_q8_0, d), 0, 0);
+    }
 }
 
 static void quantize_q8_1(const float *x, void *vy, int64_t n) {
     block_q8_1 *y = vy;
-    for (int64_t i = 0; i < n / QK8_1; i++) {
-        int sum;
-        const float d = quant32(x + i * QK8_1, y[i].qs, &sum);
-        y[i].d = npl_f32_to_f16(d);
-        y[i].s = npl_f32_to_f16(sum * d);
+    for (int64_t i = 0; i < n / QK8_1; i += 8) {
+        const int nb = n / QK8_1 - i < 8 ? (int)(n / QK8_1 - i) : 8;
+        quant32x8(x + i * QK8_1, nb, (uint8_t *)(y + i), sizeof *y, offsetof(block_q8_1, qs),
+                  offsetof(block_q8_1, d), offsetof(block_q8_1, s), 1);
     }
+}
+
+/* 4 int32 vectors of 8 quants each (values 0-31 of a 32-chunk) -> the chunk's
+ * two 16-value sums, as int32 lanes 0 and 1 (lanes 2, 3: the same again) */
+static inline __m128i bsums32(__m256i q0, __m256i q1, __m256i q2, __m256i q3) {
+    const __m256i h = _mm256_hadd_epi32(_mm256_add_epi32(q0, q1), _mm256_add_epi32(q2, q3));
+    const __m256i h2 = _mm256_hadd_epi32(h, h); /* per 128-bit half: [s01 s23 s01 s23] */
+    return _mm_add_epi32(_mm256_castsi256_si128(h2), _mm256_extracti128_si256(h2, 1));
 }
 
 static void quantize_q8_K(const float *x, void *vy, int64_t n) {
     block_q8_K *y = vy;
     for (int64_t i = 0; i < n / QK_K; i++, x += QK_K) {
-        __m256 am = _mm256_setzero_ps();
-        for (int j = 0; j < QK_K; j += 8) am = _mm256_max_ps(abs8(_mm256_loadu_ps(x + j)), am);
-        const float amax = hmax8(am);
+        /* max_ps returns its second operand when the first is NaN: NaN skipped */
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int j = 0; j < QK_K; j += 32) {
+            a0 = _mm256_max_ps(abs8(_mm256_loadu_ps(x + j)), a0);
+            a1 = _mm256_max_ps(abs8(_mm256_loadu_ps(x + j + 8)), a1);
+            a2 = _mm256_max_ps(abs8(_mm256_loadu_ps(x + j + 16)), a2);
+            a3 = _mm256_max_ps(abs8(_mm256_loadu_ps(x + j + 24)), a3);
+        }
+        const float amax = hmax8(_mm256_max_ps(_mm256_max_ps(a0, a1), _mm256_max_ps(a2, a3)));
         if (!amax) {
             memset(&y[i], 0, sizeof y[i]);
             continue;
@@ -104,22 +164,19 @@ static void quantize_q8_K(const float *x, void *vy, int64_t n) {
         }
         const __m256 m = _mm256_set1_ps(iscale);
         const __m256i lim = _mm256_set1_epi32(127);
-        for (int j = 0; j < QK_K; j += 32) {
+        for (int j = 0; j < QK_K; j += 64) {
             /* cvtps rounds half to even under the default MXCSR, as nearest_int */
-            __m256i q[4];
-            for (int k = 0; k < 4; k++) {
+            __m256i q[8];
+            for (int k = 0; k < 8; k++) {
                 __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + j + 8 * k), m);
                 v = _mm256_and_ps(v, _mm256_cmp_ps(v, v, _CMP_ORD_Q)); /* NaN: 0 */
                 q[k] = _mm256_min_epi32(_mm256_cvtps_epi32(v), lim);
             }
-            const __m256i b = pack32(q[0], q[1], q[2], q[3]);
-            _mm256_storeu_si256((__m256i *)(y[i].qs + j), b);
-            /* sums of 8 bytes through sad on the bytes offset by 128 */
-            const __m256i s8 = _mm256_sad_epu8(_mm256_xor_si256(b, _mm256_set1_epi8((char)0x80)), _mm256_setzero_si256());
-            int64_t s[4];
-            _mm256_storeu_si256((__m256i *)s, s8);
-            y[i].bsums[j / 16] = (int16_t)(s[0] + s[1] - 16 * 128);
-            y[i].bsums[j / 16 + 1] = (int16_t)(s[2] + s[3] - 16 * 128);
+            _mm256_storeu_si256((__m256i *)(y[i].qs + j), pack32(q[0], q[1], q[2], q[3]));
+            _mm256_storeu_si256((__m256i *)(y[i].qs + j + 32), pack32(q[4], q[5], q[6], q[7]));
+            /* sums of 16 quants, |sum| <= 2032: exact in int16 */
+            const __m128i s = _mm_unpacklo_epi64(bsums32(q[0], q[1], q[2], q[3]), bsums32(q[4], q[5], q[6], q[7]));
+            _mm_storel_epi64((__m128i *)(y[i].bsums + j / 16), _mm_packs_epi32(s, s));
         }
         y[i].d = 1 / iscale;
     }
