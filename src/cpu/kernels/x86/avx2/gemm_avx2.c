@@ -223,6 +223,18 @@ INLINE void tree8(const __m256i p[R], __m256i *lo, __m256i *hi) {
     *hi = _mm256_permute2x128_si256(ab, cd, 0x31);
 }
 
+/* The same from the 8 rows' maddubs pair sums m[r] of 4- and 5-bit u
+ * (pair sums <= 2 * 31 * 127, so two of them add in int16): the first tree
+ * level adds in int16 and one madd serves two rows. */
+INLINE void tree8_pairs(const __m256i m[R], __m256i *lo, __m256i *hi) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i p[4];
+    for (int i = 0; i < 4; i++) p[i] = _mm256_madd_epi16(_mm256_hadd_epi16(m[2 * i], m[2 * i + 1]), ones);
+    const __m256i a = _mm256_hadd_epi32(p[0], p[1]), b = _mm256_hadd_epi32(p[2], p[3]);
+    *lo = _mm256_permute2x128_si256(a, b, 0x20);
+    *hi = _mm256_permute2x128_si256(a, b, 0x31);
+}
+
 /* acc = fma(dx * dw, isum, acc), isum = u.x - offset * x_sum (exact in float) */
 INLINE __m256 scale_add(__m256 acc, __m256i iu, float off_sum, float dx, const float *dw) {
     const __m256 s = _mm256_sub_ps(_mm256_cvtepi32_ps(iu), _mm256_set1_ps(off_sum));
@@ -235,14 +247,14 @@ INLINE __m256 panel_dot(const wtype *t, const panel *p, int64_t k, xrow x) {
     __m256 acc = _mm256_setzero_ps();
     for (int64_t e = 0; e < k; e += 32) {
         const __m256i xv = _mm256_load_si256((const __m256i *)(x.qs + e));
-        __m256i pr[R];
+        __m256i pr[R], lo, hi;
         for (int r = 0; r < R; r++) {
             const __m256i w = _mm256_load_si256((const __m256i *)(p->u + r * p->kp + e));
             pr[r] = t->is_signed ? _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(xv, w)), ones)
-                                 : _mm256_madd_epi16(_mm256_maddubs_epi16(w, xv), ones);
+                                 : _mm256_maddubs_epi16(w, xv);
         }
-        __m256i lo, hi;
-        tree8(pr, &lo, &hi);
+        if (t->is_signed) tree8(pr, &lo, &hi);
+        else tree8_pairs(pr, &lo, &hi);
         const int64_t g = e / 16;
         acc = scale_add(acc, _mm256_add_epi32(lo, hi), t->offset * (x.sum[g] + x.sum[g + 1]), x.d[g],
                         p->dw + (e / 32) * R);
