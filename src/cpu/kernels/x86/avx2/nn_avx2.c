@@ -361,8 +361,10 @@ static void attn_tile_avx2(const npl_attn_args *a, const npl_attn_tile *t) {
         const int k0 = jb < lo ? lo - jb : 0;
         const int nnext = hi - jb - BLK < BLK ? hi - jb - BLK : BLK; /* rows of the next block */
         for (int g0 = 0; g0 < nr; g0 += GROUP) {
-            /* the first group prefetches the next block's K and this block's V */
-            const int first = g0 == 0;
+            /* a one-group tile (decode) prefetches the next block's K and this
+             * block's V; several groups (prefill) read blocks sequentially and
+             * often enough for the hardware prefetcher, the prefetches cost more */
+            const int first = nr <= GROUP;
             const uint16_t *pk = nnext > 0 ? K + (jb + BLK) * ks : K;
             const int npk = first && nnext > 0 ? nnext : 0, npv = first ? n : 0;
             scores_group(nr - g0, t->q + g0, K + jb * ks, ks, k0, n, hd, s + g0, pk, npk, V + jb * ks, npv);
@@ -371,15 +373,18 @@ static void attn_tile_avx2(const npl_attn_args *a, const npl_attn_tile *t) {
             /* keys [g_lo, g_hi) of this block that row g attends */
             const int g_lo = t->j0[g] - jb > 0 ? t->j0[g] - jb : 0;
             const int g_hi = t->j1[g] - jb < n ? t->j1[g] - jb : n;
+            const int whole = g_lo == 0 && g_hi == BLK; /* most blocks: no key masked */
             __m256 v[BLK / 8];
             __m256 vmax = ninf;
             for (int u = 0; u < BLK / 8; u++) {
                 v[u] = _mm256_mul_ps(_mm256_load_ps(s[g] + 8 * u), scale);
                 if (cap > 0.0f) v[u] = _mm256_mul_ps(vcap, tanh256(_mm256_mul_ps(v[u], vicap)));
-                const __m256i kk = _mm256_add_epi32(idx, _mm256_set1_epi32(8 * u));
-                const __m256i in = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(g_lo), kk),
-                                                       _mm256_cmpgt_epi32(_mm256_set1_epi32(g_hi), kk));
-                v[u] = _mm256_blendv_ps(ninf, v[u], _mm256_castsi256_ps(in));
+                if (!whole) {
+                    const __m256i kk = _mm256_add_epi32(idx, _mm256_set1_epi32(8 * u));
+                    const __m256i in = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(g_lo), kk),
+                                                           _mm256_cmpgt_epi32(_mm256_set1_epi32(g_hi), kk));
+                    v[u] = _mm256_blendv_ps(ninf, v[u], _mm256_castsi256_ps(in));
+                }
                 vmax = _mm256_max_ps(vmax, v[u]);
             }
             const float mnew = fmaxf(m[g], hmax8(vmax));
@@ -388,7 +393,8 @@ static void attn_tile_avx2(const npl_attn_args *a, const npl_attn_tile *t) {
                 memset(s[g], 0, sizeof s[g]);
                 continue;
             }
-            corr[g] = expf(m[g] - mnew);
+            /* exp256, not a libm call that would spill v: exp(-inf) = 0 there too */
+            corr[g] = _mm256_cvtss_f32(exp256(_mm256_set1_ps(m[g] - mnew)));
             const __m256 vm = _mm256_set1_ps(mnew);
             __m256 sum = _mm256_setzero_ps();
             for (int u = 0; u < BLK / 8; u++) {
