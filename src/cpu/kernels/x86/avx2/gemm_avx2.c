@@ -42,14 +42,21 @@ enum {
                              ~20 % faster (bench/gemv_bench cold) */
 };
 
+/* Block-major: the 8 rows of a block side by side, so the kernel reaches
+ * each row's data at a constant offset from the block's (no per-row address
+ * arithmetic in the inner loop). */
 typedef struct {
     int64_t kp;
-    uint8_t *u;     /* [R][kp] */
+    uint8_t *u;     /* [kp / 32][R][32] */
     float *dw;      /* [kp / 32][R] scale per block; k-quants: [kp / 256][R] d */
     float *dmin;    /* k-quants: [kp / 256][R] q4_K's dmin */
-    int16_t *sc;    /* k-quants: [R][kp / 32][16] the scale of each int16 pair sum */
-    int16_t *aux;   /* k-quants: [R][kp / 256][16] per group of 16: q6_K's scale, q4_K's min */
+    int16_t *sc;    /* k-quants: [kp / 32][R][16] the scale of each int16 pair sum */
+    int16_t *aux;   /* k-quants: [kp / 256][R][16] per group of 16: q6_K's scale, q4_K's min */
 } panel;
+
+/* where row j keeps block b's 32 values u, or its 16 pair scales */
+static inline uint8_t *u_at(const panel *p, int j, int64_t b) { return p->u + (b * R + j) * 32; }
+static inline int16_t *sc_at(const panel *p, int j, int64_t b) { return p->sc + (b * R + j) * 16; }
 
 typedef void (*decode_fn)(const void *row, int64_t k, const panel *p, int j);
 
@@ -67,28 +74,25 @@ static inline void put_scale(const panel *p, int j, int64_t b, float d) { p->dw[
 
 static void decode_q4_0(const void *row, int64_t k, const panel *p, int j) {
     const block_q4_0 *x = row;
-    uint8_t *u = p->u + j * p->kp;
     for (int64_t b = 0; b < k / QK4_0; b++) {
-        _mm256_store_si256((__m256i *)(u + 32 * b), avx2_nibbles32(x[b].qs));
+        _mm256_store_si256((__m256i *)u_at(p, j, b), avx2_nibbles32(x[b].qs));
         put_scale(p, j, b, h2f(x[b].d));
     }
 }
 
 static void decode_q5_0(const void *row, int64_t k, const panel *p, int j) {
     const block_q5_0 *x = row;
-    uint8_t *u = p->u + j * p->kp;
     for (int64_t b = 0; b < k / QK5_0; b++) {
         const __m256i hi = _mm256_and_si256(avx2_bits32(x[b].qh), _mm256_set1_epi8(16));
-        _mm256_store_si256((__m256i *)(u + 32 * b), _mm256_or_si256(avx2_nibbles32(x[b].qs), hi));
+        _mm256_store_si256((__m256i *)u_at(p, j, b), _mm256_or_si256(avx2_nibbles32(x[b].qs), hi));
         put_scale(p, j, b, h2f(x[b].d));
     }
 }
 
 static void decode_q8_0(const void *row, int64_t k, const panel *p, int j) {
     const block_q8_0 *x = row;
-    uint8_t *u = p->u + j * p->kp;
     for (int64_t b = 0; b < k / QK8_0; b++) {
-        _mm256_store_si256((__m256i *)(u + 32 * b), _mm256_loadu_si256((const __m256i *)x[b].qs));
+        _mm256_store_si256((__m256i *)u_at(p, j, b), _mm256_loadu_si256((const __m256i *)x[b].qs));
         put_scale(p, j, b, h2f(x[b].d));
     }
 }
@@ -105,20 +109,19 @@ static inline void scales_mins_k4(const uint8_t *q, uint8_t sc[8], uint8_t mn[8]
 
 static void decode_q4_K(const void *row, int64_t k, const panel *p, int j) {
     const block_q4_K *x = row;
-    uint8_t *u = p->u + j * p->kp;
-    int16_t *sc = p->sc + j * (p->kp / 32) * 16, *aux = p->aux + j * (p->kp / QK_K) * 16;
     const __m256i lo4 = _mm256_set1_epi8(0x0F);
     for (int64_t i = 0; i < k / QK_K; i++) {
+        int16_t *aux = p->aux + (i * R + j) * 16;
         uint8_t s[8], mn[8];
         scales_mins_k4(x[i].scales, s, mn);
         for (int c = 0; c < 4; c++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
-            _mm256_store_si256((__m256i *)(u + QK_K * i + 64 * c), _mm256_and_si256(q, lo4));
-            _mm256_store_si256((__m256i *)(u + QK_K * i + 64 * c + 32), _mm256_and_si256(_mm256_srli_epi16(q, 4), lo4));
+            _mm256_store_si256((__m256i *)u_at(p, j, 8 * i + 2 * c), _mm256_and_si256(q, lo4));
+            _mm256_store_si256((__m256i *)u_at(p, j, 8 * i + 2 * c + 1), _mm256_and_si256(_mm256_srli_epi16(q, 4), lo4));
         }
         for (int b = 0; b < 8; b++) {
-            _mm256_store_si256((__m256i *)(sc + (8 * i + b) * 16), _mm256_set1_epi16(s[b]));
-            aux[16 * i + 2 * b] = aux[16 * i + 2 * b + 1] = mn[b];
+            _mm256_store_si256((__m256i *)sc_at(p, j, 8 * i + b), _mm256_set1_epi16(s[b]));
+            aux[2 * b] = aux[2 * b + 1] = mn[b];
         }
         p->dw[i * R + j] = h2f(x[i].d);
         p->dmin[i * R + j] = h2f(x[i].dmin);
@@ -127,8 +130,6 @@ static void decode_q4_K(const void *row, int64_t k, const panel *p, int j) {
 
 static void decode_q6_K(const void *row, int64_t k, const panel *p, int j) {
     const block_q6_K *x = row;
-    uint8_t *u = p->u + j * p->kp;
-    int16_t *sc = p->sc + j * (p->kp / 32) * 16, *aux = p->aux + j * (p->kp / QK_K) * 16;
     const __m256i lo4 = _mm256_set1_epi8(0x0F), lo2 = _mm256_set1_epi8(0x03);
     for (int64_t i = 0; i < k / QK_K; i++) {
         for (int h = 0; h < 2; h++) {
@@ -139,20 +140,20 @@ static void decode_q6_K(const void *row, int64_t k, const panel *p, int j) {
             __m256i hb[4];
             for (int s = 0; s < 4; s++)
                 hb[s] = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 2 * s), lo2), 4);
-            uint8_t *o = u + QK_K * i + 128 * h;
-            _mm256_store_si256((__m256i *)o, _mm256_or_si256(_mm256_and_si256(la, lo4), hb[0]));
-            _mm256_store_si256((__m256i *)(o + 32), _mm256_or_si256(_mm256_and_si256(lb, lo4), hb[1]));
-            _mm256_store_si256((__m256i *)(o + 64),
+            const int64_t b0 = 8 * i + 4 * h;
+            _mm256_store_si256((__m256i *)u_at(p, j, b0), _mm256_or_si256(_mm256_and_si256(la, lo4), hb[0]));
+            _mm256_store_si256((__m256i *)u_at(p, j, b0 + 1), _mm256_or_si256(_mm256_and_si256(lb, lo4), hb[1]));
+            _mm256_store_si256((__m256i *)u_at(p, j, b0 + 2),
                                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), lo4), hb[2]));
-            _mm256_store_si256((__m256i *)(o + 96),
+            _mm256_store_si256((__m256i *)u_at(p, j, b0 + 3),
                                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), lo4), hb[3]));
         }
         /* pair sums 0-7 of a 32-element step are group 2b, 8-15 group 2b + 1 */
         const __m256i g16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
-        _mm256_store_si256((__m256i *)(aux + 16 * i), g16);
+        _mm256_store_si256((__m256i *)(p->aux + (i * R + j) * 16), g16);
         for (int b = 0; b < 8; b++) {
             const __m128i a = _mm_set1_epi16(x[i].scales[2 * b]), c = _mm_set1_epi16(x[i].scales[2 * b + 1]);
-            _mm256_store_si256((__m256i *)(sc + (8 * i + b) * 16), _mm256_set_m128i(c, a));
+            _mm256_store_si256((__m256i *)sc_at(p, j, 8 * i + b), _mm256_set_m128i(c, a));
         }
         p->dw[i * R + j] = h2f(x[i].d);
     }
@@ -160,13 +161,13 @@ static void decode_q6_K(const void *row, int64_t k, const panel *p, int j) {
 
 /* rows past the weight matrix's end: zero weights, results not stored */
 static void zero_row(const panel *p, int j, const wtype *t) {
-    memset(p->u + j * p->kp, 0, (size_t)p->kp);
+    for (int64_t b = 0; b < p->kp / 32; b++) memset(u_at(p, j, b), 0, 32);
     if (!t->kquant) {
         for (int64_t b = 0; b < p->kp / 32; b++) p->dw[b * R + j] = 0;
         return;
     }
-    memset(p->sc + j * (p->kp / 32) * 16, 0, (size_t)(p->kp / 32) * 32);
-    memset(p->aux + j * (p->kp / QK_K) * 16, 0, (size_t)(p->kp / QK_K) * 32);
+    for (int64_t b = 0; b < p->kp / 32; b++) memset(sc_at(p, j, b), 0, 32);
+    for (int64_t i = 0; i < p->kp / QK_K; i++) memset(p->aux + (i * R + j) * 16, 0, 32);
     for (int64_t i = 0; i < p->kp / QK_K; i++) p->dw[i * R + j] = p->dmin[i * R + j] = 0;
 }
 
@@ -249,7 +250,7 @@ INLINE __m256 panel_dot(const wtype *t, const panel *p, int64_t k, xrow x) {
         const __m256i xv = _mm256_load_si256((const __m256i *)(x.qs + e));
         __m256i pr[R], lo, hi;
         for (int r = 0; r < R; r++) {
-            const __m256i w = _mm256_load_si256((const __m256i *)(p->u + r * p->kp + e));
+            const __m256i w = _mm256_load_si256((const __m256i *)u_at(p, r, e / 32));
             pr[r] = t->is_signed ? _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(xv, w)), ones)
                                  : _mm256_maddubs_epi16(w, xv);
         }
@@ -264,7 +265,6 @@ INLINE __m256 panel_dot(const wtype *t, const panel *p, int64_t k, xrow x) {
 
 /* the same for q4_K / q6_K: one int32 sum per row and super-block */
 INLINE __m256 panel_dot_k(const wtype *t, const panel *p, int64_t k, xrow x) {
-    const int64_t nsb = p->kp / 32;
     const int16_t *bs = (const int16_t *)x.sum;
     __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < k / QK_K; i++) {
@@ -274,17 +274,16 @@ INLINE __m256 panel_dot_k(const wtype *t, const panel *p, int64_t k, xrow x) {
             const int64_t e = QK_K * i + 32 * b;
             const __m256i xv = _mm256_load_si256((const __m256i *)(x.qs + e));
             for (int r = 0; r < R; r++) {
-                const __m256i w = _mm256_load_si256((const __m256i *)(p->u + r * p->kp + e));
-                const __m256i s = _mm256_load_si256((const __m256i *)(p->sc + (r * nsb + e / 32) * 16));
+                const __m256i w = _mm256_load_si256((const __m256i *)u_at(p, r, e / 32));
+                const __m256i s = _mm256_load_si256((const __m256i *)sc_at(p, r, e / 32));
                 pr[r] = _mm256_add_epi32(pr[r], _mm256_madd_epi16(_mm256_maddubs_epi16(w, xv), s));
             }
         }
         const __m256i xb = _mm256_loadu_si256((const __m256i *)(bs + 16 * i));
-        const int64_t na = p->kp / QK_K;
         __m256i lo, hi;
         if (!t->has_min) /* q6_K: w = q - 32, minus 32 * sum of scale x group sum */
             for (int r = 0; r < R; r++) {
-                const __m256i a = _mm256_load_si256((const __m256i *)(p->aux + (r * na + i) * 16));
+                const __m256i a = _mm256_load_si256((const __m256i *)(p->aux + (i * R + r) * 16));
                 pr[r] = _mm256_sub_epi32(pr[r], _mm256_slli_epi32(_mm256_madd_epi16(a, xb), 5));
             }
         tree8(pr, &lo, &hi);
@@ -293,7 +292,7 @@ INLINE __m256 panel_dot_k(const wtype *t, const panel *p, int64_t k, xrow x) {
                               _mm256_cvtepi32_ps(_mm256_add_epi32(lo, hi)), acc);
         if (t->has_min) { /* q4_K: minus dmin * sum of min x group sum */
             for (int r = 0; r < R; r++)
-                pr[r] = _mm256_madd_epi16(_mm256_load_si256((const __m256i *)(p->aux + (r * na + i) * 16)), xb);
+                pr[r] = _mm256_madd_epi16(_mm256_load_si256((const __m256i *)(p->aux + (i * R + r) * 16)), xb);
             tree8(pr, &lo, &hi);
             acc = _mm256_fnmadd_ps(_mm256_mul_ps(dx, _mm256_loadu_ps(p->dmin + i * R)),
                                    _mm256_cvtepi32_ps(_mm256_add_epi32(lo, hi)), acc);
