@@ -124,7 +124,8 @@ NPL_AI __m256 exp256_sig(__m256 x) {
     y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
     y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     /* bits(t) = bits(magic) + n: 2^n = (n + 127) << 23 */
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(127 - 0x4B400000)), 23);
+    const __m256i bits = _mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(127 - 0x4B400000));
+    const __m256i e = _mm256_slli_epi32(bits, 23);
     return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
 }
 
@@ -136,7 +137,8 @@ NPL_AI __m256 silu_mul8(__m256 x, __m256 u) {
 /* gelu_tanh(x) = x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)), as in the generic version */
 NPL_AI __m256 gelu_mul8(__m256 x, __m256 u) {
     const float c = -2.0f * 0.7978845608028654f;
-    const __m256 z = _mm256_mul_ps(x, _mm256_fmadd_ps(_mm256_mul_ps(x, x), _mm256_set1_ps(c * 0.044715f), _mm256_set1_ps(c)));
+    const __m256 cx2 = _mm256_fmadd_ps(_mm256_mul_ps(x, x), _mm256_set1_ps(c * 0.044715f), _mm256_set1_ps(c));
+    const __m256 z = _mm256_mul_ps(x, cx2);
     const __m256 e = exp256_sig(z);
     return _mm256_mul_ps(_mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
 }

@@ -63,8 +63,8 @@ static inline __m256 hmax8x8(const __m256 *a) {
  * d * sum(qs) at sofs. The block maxima, scales and their inverses are
  * computed for the 8 blocks at once: one vector division pair instead of 16
  * scalar ones in the dependency chain of each block. */
-static inline void quant32x8(const float *x, int nb, uint8_t *y, size_t stride, size_t qofs, size_t dofs, size_t sofs,
-                             const int SUM) {
+static inline __attribute__((always_inline)) void quant32x8(const float *x, int nb, uint8_t *y, size_t stride,
+                                                           size_t qofs, size_t dofs, size_t sofs, const int SUM) {
     __m256 am[8];
     for (int b = 0; b < 8; b++) {
         if (b >= nb) {
