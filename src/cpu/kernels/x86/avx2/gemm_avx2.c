@@ -224,16 +224,17 @@ INLINE void tree8(const __m256i p[R], __m256i *lo, __m256i *hi) {
     *hi = _mm256_permute2x128_si256(ab, cd, 0x31);
 }
 
-/* The same from the 8 rows' maddubs pair sums m[r] of 4- and 5-bit u
- * (pair sums <= 2 * 31 * 127, so two of them add in int16): the first tree
- * level adds in int16 and one madd serves two rows. */
+/* The same from the 8 rows' maddubs pair sums m[r] of 4- and 5-bit u:
+ * a sum of 8 products stays below 8 * 31 * 127 = 31496, so the first two
+ * tree levels add in int16 and two madds widen all 8 rows (vector integer
+ * multiplies, not adds, are what this kernel runs out of). */
 INLINE void tree8_pairs(const __m256i m[R], __m256i *lo, __m256i *hi) {
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256i p[4];
-    for (int i = 0; i < 4; i++) p[i] = _mm256_madd_epi16(_mm256_hadd_epi16(m[2 * i], m[2 * i + 1]), ones);
-    const __m256i a = _mm256_hadd_epi32(p[0], p[1]), b = _mm256_hadd_epi32(p[2], p[3]);
-    *lo = _mm256_permute2x128_si256(a, b, 0x20);
-    *hi = _mm256_permute2x128_si256(a, b, 0x31);
+    const __m256i a = _mm256_hadd_epi16(m[0], m[1]), b = _mm256_hadd_epi16(m[2], m[3]);
+    const __m256i c = _mm256_hadd_epi16(m[4], m[5]), d = _mm256_hadd_epi16(m[6], m[7]);
+    const __m256i ab = _mm256_madd_epi16(_mm256_hadd_epi16(a, b), ones), cd = _mm256_madd_epi16(_mm256_hadd_epi16(c, d), ones);
+    *lo = _mm256_permute2x128_si256(ab, cd, 0x20);
+    *hi = _mm256_permute2x128_si256(ab, cd, 0x31);
 }
 
 /* acc = fma(dx * dw, isum, acc), isum = u.x - offset * x_sum (exact in float) */
