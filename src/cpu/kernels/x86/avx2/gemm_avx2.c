@@ -32,6 +32,7 @@
 #include "core/quant.h"
 #include "core/quant_blocks.h"
 #include "cpu/kernels/x86/avx2/avx2_util.h"
+#include "cpu/kernels/x86/avx2/q6k_unpack.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -130,23 +131,11 @@ static void decode_q4_K(const void *row, int64_t k, const panel *p, int j) {
 
 static void decode_q6_K(const void *row, int64_t k, const panel *p, int j) {
     const block_q6_K *x = row;
-    const __m256i lo4 = _mm256_set1_epi8(0x0F), lo2 = _mm256_set1_epi8(0x03);
     for (int64_t i = 0; i < k / QK_K; i++) {
         for (int h = 0; h < 2; h++) {
-            const uint8_t *ql = x[i].ql + 64 * h, *qh = x[i].qh + 32 * h;
-            const __m256i la = _mm256_loadu_si256((const __m256i *)ql);
-            const __m256i lb = _mm256_loadu_si256((const __m256i *)(ql + 32));
-            const __m256i hh = _mm256_loadu_si256((const __m256i *)qh);
-            __m256i hb[4];
-            for (int s = 0; s < 4; s++)
-                hb[s] = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 2 * s), lo2), 4);
-            const int64_t b0 = 8 * i + 4 * h;
-            _mm256_store_si256((__m256i *)u_at(p, j, b0), _mm256_or_si256(_mm256_and_si256(la, lo4), hb[0]));
-            _mm256_store_si256((__m256i *)u_at(p, j, b0 + 1), _mm256_or_si256(_mm256_and_si256(lb, lo4), hb[1]));
-            _mm256_store_si256((__m256i *)u_at(p, j, b0 + 2),
-                               _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), lo4), hb[2]));
-            _mm256_store_si256((__m256i *)u_at(p, j, b0 + 3),
-                               _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), lo4), hb[3]));
+            __m256i q[4];
+            q6k_unpack128(x[i].ql + 64 * h, x[i].qh + 32 * h, q);
+            for (int s = 0; s < 4; s++) _mm256_store_si256((__m256i *)u_at(p, j, 8 * i + 4 * h + s), q[s]);
         }
         /* pair sums 0-7 of a 32-element step are group 2b, 8-15 group 2b + 1 */
         const __m256i g16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));

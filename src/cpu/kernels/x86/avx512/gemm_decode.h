@@ -11,6 +11,7 @@
 #include "core/quant.h"
 #include "core/quant_blocks.h"
 #include "cpu/kernels/gemm.h"
+#include "cpu/kernels/x86/avx2/q6k_unpack.h"
 #include "cpu/kernels/x86/avx512/avx512_util.h"
 
 /* Decoded weight rows: u [rows][kp], d [rows][kp/16], m [rows][ng]. */
@@ -198,27 +199,16 @@ static inline void decode_q4_K(const void *row, int64_t k, const wpanel *p, int 
 static inline void decode_q6_K(const void *row, int64_t k, const wpanel *p, int j) {
     const block_q6_K *x = row;
     const int64_t nb = k / QK_K;
-    const __m256i lo4 = _mm256_set1_epi8(0x0F), lo2 = _mm256_set1_epi8(0x03);
     for (int64_t i = 0; i < nb; i++) {
         const float d = h2f(x[i].d);
         for (int h = 0; h < 2; h++) {
-            const uint8_t *ql = x[i].ql + 64 * h, *qh = x[i].qh + 32 * h;
             const int8_t *sc = x[i].scales + 8 * h;
-            const __m256i la = _mm256_loadu_si256((const __m256i *)ql);
-            const __m256i lb = _mm256_loadu_si256((const __m256i *)(ql + 32));
-            const __m256i hh = _mm256_loadu_si256((const __m256i *)qh);
-            __m256i hb[4];
-            for (int s = 0; s < 4; s++)
-                hb[s] = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hh, 2 * s), lo2), 4);
-            const __m256i q0 = _mm256_or_si256(_mm256_and_si256(la, lo4), hb[0]);
-            const __m256i q1 = _mm256_or_si256(_mm256_and_si256(lb, lo4), hb[1]);
-            const __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(la, 4), lo4), hb[2]);
-            const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lb, 4), lo4), hb[3]);
+            __m256i q[4];
+            q6k_unpack128(x[i].ql + 64 * h, x[i].qh + 32 * h, q);
             for (int c = 0; c < 2; c++) {
                 const __m128 ds = _mm_mul_ps(_mm_set1_ps(d), _mm_setr_ps(sc[4 * c], sc[4 * c + 1], sc[4 * c + 2],
                                                                         sc[4 * c + 3]));
-                const __m512i u = c == 0 ? _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1)
-                                         : _mm512_inserti64x4(_mm512_castsi256_si512(q2), q3, 1);
+                const __m512i u = _mm512_inserti64x4(_mm512_castsi256_si512(q[2 * c]), q[2 * c + 1], 1);
                 put_step(p, j, i * 4 + h * 2 + c, u, ds, _mm_mul_ps(ds, _mm_set1_ps(-32.0f)));
             }
         }
