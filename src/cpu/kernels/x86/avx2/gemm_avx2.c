@@ -4,7 +4,9 @@
  * Both decode 8 weight rows at a time into a panel on the stack (unsigned
  * quants u in element order and the row's scales) and run one kernel over
  * every activation row, so a row decoded alone (GEMV) gives bit for bit what
- * it gives inside a prefill batch: chunked prefill equals unchunked.
+ * it gives inside a prefill batch: chunked prefill equals unchunked. (The
+ * q8_0 GEMV of one row skips the panel and decodes in registers, with the
+ * same integer sums and float steps.)
  *
  * q4_0 / q5_0 / q8_0 (a float scale per block of 32): per block the 8 rows'
  * exact int32 products are reduced by a transposing add tree into one vector
