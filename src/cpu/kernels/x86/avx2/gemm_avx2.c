@@ -53,7 +53,9 @@ typedef struct {
     uint8_t *u;     /* [kp / 32][R][32] */
     float *dw;      /* [kp / 32][R] scale per block; k-quants: [kp / 256][R] d */
     float *dmin;    /* k-quants: [kp / 256][R] q4_K's dmin */
-    int16_t *sc;    /* k-quants: [kp / 32][R][16] the scale of each int16 pair sum */
+    int16_t *sc;    /* q6_K: [kp / 32][R][16] the scale of each int16 pair sum;
+                       q4_K: [kp / 32][R] one per block, broadcast by the kernel
+                       (a GEMV would spend more storing vectors than using them) */
     int16_t *aux;   /* k-quants: [kp / 256][R][16] per group of 16: q6_K's scale, q4_K's min */
 } panel;
 
@@ -123,7 +125,7 @@ static void decode_q4_K(const void *row, int64_t k, const panel *p, int j) {
             _mm256_store_si256((__m256i *)u_at(p, j, 8 * i + 2 * c + 1), _mm256_and_si256(_mm256_srli_epi16(q, 4), lo4));
         }
         for (int b = 0; b < 8; b++) {
-            _mm256_store_si256((__m256i *)sc_at(p, j, 8 * i + b), _mm256_set1_epi16(s[b]));
+            p->sc[(8 * i + b) * R + j] = s[b];
             aux[2 * b] = aux[2 * b + 1] = mn[b];
         }
         p->dw[i * R + j] = h2f(x[i].d);
@@ -157,7 +159,9 @@ static void zero_row(const panel *p, int j, const wtype *t) {
         for (int64_t b = 0; b < p->kp / 32; b++) p->dw[b * R + j] = 0;
         return;
     }
-    for (int64_t b = 0; b < p->kp / 32; b++) memset(sc_at(p, j, b), 0, 32);
+    for (int64_t b = 0; b < p->kp / 32; b++)
+        if (t->has_min) p->sc[b * R + j] = 0;
+        else memset(sc_at(p, j, b), 0, 32);
     for (int64_t i = 0; i < p->kp / QK_K; i++) memset(p->aux + (i * R + j) * 16, 0, 32);
     for (int64_t i = 0; i < p->kp / QK_K; i++) p->dw[i * R + j] = p->dmin[i * R + j] = 0;
 }
@@ -267,7 +271,8 @@ INLINE __m256 panel_dot_k(const wtype *t, const panel *p, int64_t k, xrow x) {
             const __m256i xv = _mm256_load_si256((const __m256i *)(x.qs + e));
             for (int r = 0; r < R; r++) {
                 const __m256i w = _mm256_load_si256((const __m256i *)u_at(p, r, e / 32));
-                const __m256i s = _mm256_load_si256((const __m256i *)sc_at(p, r, e / 32));
+                const __m256i s = t->has_min ? _mm256_set1_epi16(p->sc[(e / 32) * R + r])
+                                             : _mm256_load_si256((const __m256i *)sc_at(p, r, e / 32));
                 pr[r] = _mm256_add_epi32(pr[r], _mm256_madd_epi16(_mm256_maddubs_epi16(w, xv), s));
             }
         }
