@@ -82,8 +82,8 @@ void npl_f16_to_f32_row_fast(const uint16_t *x, float *y, int64_t n);
  * K/V row is converted once for all of them. Row r attends cache rows
  * [j0[r], j1[r]); the tile kernel writes normalized outputs to o[r] after
  * reading every q[r] (so out may alias q). */
-#define NPL_ATTN_TILE 4      /* rows per tile of the generic and AVX2 kernels */
-#define NPL_ATTN_TILE_MAX 64 /* AVX-512: several queries share each K/V block read */
+#define NPL_ATTN_TILE 4      /* rows per tile of the generic kernel */
+#define NPL_ATTN_TILE_MAX 64 /* AVX2 (16) and AVX-512 (64): several queries share each K/V block read */
 typedef struct {
     const float *q[NPL_ATTN_TILE_MAX];
     float *o[NPL_ATTN_TILE_MAX];
