@@ -73,8 +73,8 @@ typedef struct {
 const npl_gemm_kernels *npl_gemm_get(npl_isa want, npl_type t);
 /* Internal: the AMX kernels (x86/amx), or NULL. */
 const npl_gemm_kernels *npl_gemm_get_amx(npl_type t);
-/* Internal: the AVX2 kernels (x86/avx2/gemm_avx2.c, in the AMX kernels'
- * float order), or NULL. */
+/* Internal: the AVX2 kernels (x86/avx2/gemm_avx2.c: the AVX2 vec_dot
+ * kernels' arithmetic, bit for bit), or NULL. */
 const npl_gemm_kernels *npl_gemm_get_avx2(npl_type t);
 
 #endif

@@ -56,9 +56,6 @@ typedef struct {
 /* The one-row kernels for weights of type t at an ISA no higher than `want`
  * and what this CPU has, or NULL (then use vec_dot). */
 const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t);
-/* Internal: the AVX2 kernels (x86/avx2/gemm_avx2.c: the AVX2 GEMM's kernel on
- * a panel decoded per group of 8 rows), or NULL. */
-const npl_gemv_kernels *npl_gemv_get_avx2(npl_type t);
 /* Process-wide: whether npl_gemv_get may return the kernels that unpack
  * nibbles with GFNI (default on; the others are tested with it off). Returns
  * whether this CPU has GFNI. */

@@ -445,9 +445,7 @@ int npl_gemv_set_gfni(int on) {
 }
 
 const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t) {
-    const npl_isa best = npl_cpu_best_isa();
-    if ((int)want < (int)NPL_ISA_AVX512 || (int)best < (int)NPL_ISA_AVX512)
-        return (int)want >= (int)NPL_ISA_AVX2 && (int)best >= (int)NPL_ISA_AVX2 ? npl_gemv_get_avx2(t) : NULL;
+    if ((int)want < (int)NPL_ISA_AVX512 || (int)npl_cpu_best_isa() < (int)NPL_ISA_AVX512) return NULL;
     const int gf = !gfni_off && has_gfni();
     switch (t) {
     case NPL_TYPE_Q4_0: return gf ? &k_q4_0g : &k_q4_0;
