@@ -11,13 +11,9 @@
 
 /* ---- vector math ---- */
 
-/* exp(x): x = n ln2 + r, |r| <= ln2/2, degree-6 polynomial, times 2^n built
- * as 2^(n/2) * 2^(n - n/2) so both factors stay normal over the clamped range
- * (the product overflows to inf and underflows to 0 as it should). */
-NPL_AI __m256 exp256(__m256 x) {
-    x = _mm256_min_ps(_mm256_set1_ps(89.0f), _mm256_max_ps(_mm256_set1_ps(-120.0f), x));
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+/* e^r for r = x - n ln2 (|r| <= ln2/2), by a degree-6 polynomial: the part
+ * both exps below share */
+NPL_AI __m256 exp_reduced(__m256 x, __m256 n) {
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
     r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
     __m256 y = _mm256_set1_ps(1.9875691500e-4f);
@@ -27,6 +23,17 @@ NPL_AI __m256 exp256(__m256 x) {
     y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
     y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
     y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    return y;
+}
+
+/* exp(x): x = n ln2 + r, |r| <= ln2/2, degree-6 polynomial, times 2^n built
+ * as 2^(n/2) * 2^(n - n/2) so both factors stay normal over the clamped range
+ * (the product overflows to inf and underflows to 0 as it should). */
+NPL_AI __m256 exp256(__m256 x) {
+    x = _mm256_min_ps(_mm256_set1_ps(89.0f), _mm256_max_ps(_mm256_set1_ps(-120.0f), x));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 y = exp_reduced(x, n);
     const __m256i ni = _mm256_cvtps_epi32(n);
     const __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
     const __m256i bias = _mm256_set1_epi32(127);
@@ -114,15 +121,7 @@ NPL_AI __m256 exp256_sig(__m256 x) {
     const __m256 magic = _mm256_set1_ps(0x1.8p23f); /* x log2(e) + magic: round to nearest in the low bits */
     const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), magic);
     const __m256 n = _mm256_sub_ps(t, magic);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 y = _mm256_set1_ps(1.9875691500e-4f);
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507e-3f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
-    y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    const __m256 y = exp_reduced(x, n);
     /* bits(t) = bits(magic) + n: 2^n = (n + 127) << 23 */
     const __m256i bits = _mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(127 - 0x4B400000));
     const __m256i e = _mm256_slli_epi32(bits, 23);
