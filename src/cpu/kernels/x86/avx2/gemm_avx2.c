@@ -193,29 +193,39 @@ static void fill_as(int kind, int8_t *qs, float *d, float *sum, const void *xq, 
 
 /* ---- the kernel: RH panel rows against one activation row ---- */
 
-/* q4_0 / q5_0 / q8_0: dot_qX_0_q8_0's arithmetic, for NR rows (4 with two
- * accumulators per row, 8 with one) */
-INLINE void dot_rows(const wtype *t, const panel *p, int q0, const int NR, int64_t k, xrow x, float *out) {
+/* one block of NR rows into the accumulators acc (vec_dot's lanes, scaled by dw * dx) */
+INLINE void dot_block(const wtype *t, const panel *p, int q0, const int NR, int64_t b, xrow x, __m256 *acc) {
     const __m256i ones = _mm256_set1_epi16(1), offv = _mm256_set1_epi8((char)t->offset);
-    __m256 acc[2][R];
-    for (int r = 0; r < NR; r++) acc[0][r] = acc[1][r] = _mm256_setzero_ps();
     _Alignas(32) float sc[R];
-    for (int64_t b = 0; b < k / 32; b++) {
-        const __m256i xv = _mm256_load_si256((const __m256i *)(x.qs + 32 * b));
-        /* offset x the 4-element sums of x, per lane */
-        const __m256i cx = t->offset ? _mm256_madd_epi16(_mm256_maddubs_epi16(offv, xv), ones) : _mm256_setzero_si256();
-        /* the rows' dw * dx, broadcast from memory below (a load, not a shuffle) */
-        _mm256_store_ps(sc, _mm256_mul_ps(_mm256_loadu_ps(p->dw + b * R), _mm256_set1_ps(x.d[2 * b])));
-        const int a = t->two_acc ? (int)(b & 1) : 0;
-        for (int r = 0; r < NR; r++) {
-            const __m256i w = _mm256_load_si256((const __m256i *)u_at(p, q0 + r, b));
-            const __m256i li = t->is_signed
-                                   ? _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(xv, w)), ones)
-                                   : _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(w, xv), ones), cx);
-            acc[a][r] = _mm256_fmadd_ps(_mm256_broadcast_ss(sc + q0 + r), _mm256_cvtepi32_ps(li), acc[a][r]);
-        }
+    const __m256i xv = _mm256_load_si256((const __m256i *)(x.qs + 32 * b));
+    /* offset x the 4-element sums of x, per lane */
+    const __m256i cx = t->offset ? _mm256_madd_epi16(_mm256_maddubs_epi16(offv, xv), ones) : _mm256_setzero_si256();
+    /* the rows' dw * dx, broadcast from memory below (a load, not a shuffle) */
+    _mm256_store_ps(sc, _mm256_mul_ps(_mm256_loadu_ps(p->dw + b * R), _mm256_set1_ps(x.d[2 * b])));
+    for (int r = 0; r < NR; r++) {
+        const __m256i w = _mm256_load_si256((const __m256i *)u_at(p, q0 + r, b));
+        const __m256i li = t->is_signed
+                               ? _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(xv, w)), ones)
+                               : _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(w, xv), ones), cx);
+        acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(sc + q0 + r), _mm256_cvtepi32_ps(li), acc[r]);
     }
-    for (int r = 0; r < NR; r++) out[r] = avx2_hsum_f32(t->two_acc ? _mm256_add_ps(acc[0][r], acc[1][r]) : acc[0][r]);
+}
+
+/* q4_0 / q5_0 / q8_0: dot_qX_0_q8_0's arithmetic, for NR rows (4 with two
+ * accumulators per row, even and odd blocks, taken in pairs so both stay in
+ * registers; 8 with one) */
+INLINE void dot_rows(const wtype *t, const panel *p, int q0, const int NR, int64_t k, xrow x, float *out) {
+    __m256 acc0[R], acc1[R];
+    for (int r = 0; r < NR; r++) acc0[r] = acc1[r] = _mm256_setzero_ps();
+    const int64_t nb = k / 32;
+    int64_t b = 0;
+    if (t->two_acc)
+        for (; b + 1 < nb; b += 2) {
+            dot_block(t, p, q0, NR, b, x, acc0);
+            dot_block(t, p, q0, NR, b + 1, x, acc1);
+        }
+    for (; b < nb; b++) dot_block(t, p, q0, NR, b, x, acc0);
+    for (int r = 0; r < NR; r++) out[r] = avx2_hsum_f32(t->two_acc ? _mm256_add_ps(acc0[r], acc1[r]) : acc0[r]);
 }
 
 /* q4_K / q6_K: dot_k4's and dot_q6_K_q8_K's arithmetic */
