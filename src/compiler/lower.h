@@ -20,7 +20,8 @@ typedef struct {
     const npl_shape *shapes;    /* every node's shape at this graph's input shapes */
     npl_accel_dtype act;
     npl_weight_prec wprec;
-    int out_weight;             /* node id of the output matrix with its own type, or -1 */
+    int out_weight;             /* node id of the output matrix with its own type, or -1
+                                   (set it explicitly: 0 is a node id) */
     npl_type out_type;
     npl_lower_weight *wc;       /* per node id, owned by the caller */
     const char *gname;

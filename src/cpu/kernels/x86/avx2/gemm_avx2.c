@@ -32,7 +32,6 @@
 
 enum {
     R = 8,                /* weight rows per panel = lanes */
-    PREFETCH_DIST = 4096, /* decoding asks for the row this far ahead */
     RH = 4,               /* panel rows per kernel pass (vec_dot's accumulators
                              for 4 rows fit the 16 registers) */
 };
@@ -92,31 +91,21 @@ static void decode_q8_0(const void *row, int64_t k, const panel *p, int j) {
     }
 }
 
-/* the 8 six-bit scales and mins of a q4_K super-block, as bytes */
-static inline void scales_mins_k4(const uint8_t *q, uint8_t sc[8], uint8_t mn[8]) {
-    for (int j = 0; j < 4; j++) {
-        sc[j] = q[j] & 63;
-        mn[j] = q[j + 4] & 63;
-        sc[j + 4] = (q[j + 8] & 0xF) | ((q[j] >> 6) << 4);
-        mn[j + 4] = (q[j + 8] >> 4) | ((q[j + 4] >> 6) << 4);
-    }
-}
-
 static void decode_q4_K(const void *row, int64_t k, const panel *p, int j) {
     const block_q4_K *x = row;
     const __m256i lo4 = _mm256_set1_epi8(0x0F);
     for (int64_t i = 0; i < k / QK_K; i++) {
         int16_t *aux = p->aux + (i * R + j) * 16;
-        uint8_t s[8], mn[8];
-        scales_mins_k4(x[i].scales, s, mn);
+        uint8_t sm[16]; /* scales 0-7, mins 0-7 */
+        _mm_storeu_si128((__m128i *)sm, unpack_k4_scales(x[i].scales));
         for (int c = 0; c < 4; c++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
             _mm256_store_si256((__m256i *)u_at(p, j, 8 * i + 2 * c), _mm256_and_si256(q, lo4));
             _mm256_store_si256((__m256i *)u_at(p, j, 8 * i + 2 * c + 1), _mm256_and_si256(_mm256_srli_epi16(q, 4), lo4));
         }
         for (int b = 0; b < 8; b++) {
-            p->sc[(8 * i + b) * R + j] = s[b];
-            aux[b] = mn[b];
+            p->sc[(8 * i + b) * R + j] = sm[b];
+            aux[b] = sm[8 + b];
         }
         p->dw[i * R + j] = h2f(x[i].d);
         p->dmin[i * R + j] = h2f(x[i].dmin);
@@ -270,11 +259,6 @@ INLINE void dot_rows_k(const wtype *t, const panel *p, int q0, int64_t k, xrow x
     }
 }
 
-/* the hardware prefetcher alone leaves decode plus kernel waiting on DRAM */
-INLINE void ahead(const uint8_t *p, size_t bytes) {
-    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)p + o, _MM_HINT_T0);
-}
-
 /* Weight rows [r0, r1) against the packed activation rows. */
 INLINE void rows_with(const wtype *t, const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp,
                       float *y, int64_t ldy) {
@@ -286,11 +270,7 @@ INLINE void rows_with(const wtype *t, const void *w, size_t w_row, int64_t r0, i
                      (int16_t *)(((uintptr_t)scr + 31) & ~(uintptr_t)31), (int16_t *)(((uintptr_t)auxr + 31) & ~(uintptr_t)31)};
     for (int64_t rb = r0; rb < r1; rb += R) {
         const int nrow = r1 - rb < R ? (int)(r1 - rb) : R;
-        for (int j = 0; j < nrow; j++) {
-            const uint8_t *row = (const uint8_t *)w + (rb + j) * (int64_t)w_row;
-            ahead(row + PREFETCH_DIST, w_row);
-            t->dec(row, k, &p, j);
-        }
+        for (int j = 0; j < nrow; j++) t->dec((const uint8_t *)w + (rb + j) * (int64_t)w_row, k, &p, j);
         for (int j = nrow; j < R; j++) zero_row(&p, j, t);
         for (int64_t c = 0; c < xp->m; c++) {
             const xrow x = {xp->qs + c * kp, xp->d + c * (kp / 16), (const int16_t *)(xp->sum + c * xp->ng)};
