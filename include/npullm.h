@@ -4,6 +4,9 @@
  * (its KV cache, history and sampler). Handles share nothing: two engines
  * may be used from two threads at once. Every call returns a status; the
  * handle's last error message says what went wrong (file, field, what).
+ * The code is set where the failure happens (a malformed file is
+ * NPL_ERR_FILE, a failed allocation NPL_ERR_MEMORY, wherever it was) and
+ * reaches the caller unchanged; npl_engine_open2 reports it for open.
  *
  *   npl_engine_params p = npl_engine_default_params();
  *   char err[256];
@@ -80,6 +83,12 @@ npl_engine_params npl_engine_default_params(void);
 /* Opens a GGUF file or an MNN-style config.json (llm_model, thread_num,
  * chunk_limits, sampler_type, ...). NULL on failure, with a message in err. */
 npl_engine *npl_engine_open(const char *path, const npl_engine_params *params, char *err, size_t errlen);
+/* npl_engine_open that also says what went wrong: *status (if status is not
+ * NULL) is NPL_OK, or NPL_ERR_ARGUMENT (a bad parameter), NPL_ERR_FILE (the
+ * file is missing, unreadable or malformed), NPL_ERR_MEMORY (out of memory,
+ * or the KV cache over kv_budget_bytes) or NPL_ERR_RUNTIME. */
+npl_engine *npl_engine_open2(const char *path, const npl_engine_params *params, npl_status *status, char *err,
+                             size_t errlen);
 void npl_engine_close(npl_engine *e);
 
 /* Appends a user turn (rendered through the chat template unless disabled),
@@ -103,9 +112,16 @@ npl_status npl_engine_reset(npl_engine *e);
 /* Ask a running generation to stop; safe from any thread. */
 void npl_engine_cancel(npl_engine *e);
 npl_status npl_engine_stats(const npl_engine *e, npl_stats *out);
+/* The message and the code of the last call on e that failed (a call that
+ * returns an npl_status other than NPL_OK/NPL_DONE, or -1 from the tokenizer
+ * calls); NPL_OK and "" while none has. */
 const char *npl_engine_last_error(const npl_engine *e);
+npl_status npl_engine_last_status(const npl_engine *e);
+/* "ok", "done", "bad argument", "file error", "out of memory", ... */
+const char *npl_status_name(npl_status st);
 
-/* Tokenizer access. Returns the token count (writes at most cap), or -1. */
+/* Tokenizer access. Returns the token count (writes at most cap), or -1
+ * with the last error set (NPL_ERR_ARGUMENT or NPL_ERR_MEMORY). */
 int64_t npl_engine_tokenize(npl_engine *e, const char *text, size_t len, int add_special, int parse_special,
                             int32_t *ids, int64_t cap);
 /* Text of one token (bytes written or needed), -1 if id is out of range. */

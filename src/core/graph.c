@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/status.h"
+
 struct npl_graph {
     npl_node *nodes;
     int n, cap;
@@ -69,6 +71,11 @@ void npl_graph_set_error(npl_graph *g, const char *fmt, ...) {
     g->failed = 1;
 }
 
+void npl_graph_set_oom(npl_graph *g) {
+    if (!g->failed) npl_status_note(NPL_ERR_MEMORY); /* the first error is the cause */
+    npl_graph_set_error(g, "out of memory");
+}
+
 int npl_graph_find(const npl_graph *g, const char *name) {
     for (int i = g->n - 1; i >= 0; i--)
         if (g->nodes[i].name && !strcmp(g->nodes[i].name, name)) return i;
@@ -79,7 +86,7 @@ int npl_graph_set_name(npl_graph *g, int id, const char *name) {
     if (id < 0 || id >= g->n) return -1;
     char *copy = strdup(name);
     if (!copy) {
-        npl_graph_set_error(g, "out of memory");
+        npl_graph_set_oom(g);
         return -1;
     }
     free(g->nodes[id].name);
@@ -113,7 +120,7 @@ static int push(npl_graph *g, npl_op op, npl_type type, int n_src, const int *sr
         int cap = g->cap ? g->cap * 2 : 256;
         npl_node *nn = realloc(g->nodes, (size_t)cap * sizeof(npl_node));
         if (!nn) {
-            npl_graph_set_error(g, "out of memory");
+            npl_graph_set_oom(g);
             return -1;
         }
         g->nodes = nn;
@@ -266,7 +273,7 @@ static npl_attr *attr_slot(npl_graph *g, int node, const char *key) {
     npl_attr *a = calloc(1, sizeof(*a));
     if (!a || !(a->key = strdup(key))) {
         free(a);
-        npl_graph_set_error(g, "out of memory");
+        npl_graph_set_oom(g);
         return NULL;
     }
     a->next = g->nodes[node].attrs;
@@ -290,7 +297,7 @@ int npl_attr_set_strs(npl_graph *g, int node, const char *key, const char *const
         if (!(a->strs[i] = strdup(v[i]))) goto oom;
     return 0;
 oom:
-    npl_graph_set_error(g, "out of memory");
+    npl_graph_set_oom(g);
     return -1;
 }
 int npl_attr_set_ints(npl_graph *g, int node, const char *key, const int64_t *v, int64_t n) {
@@ -299,7 +306,7 @@ int npl_attr_set_ints(npl_graph *g, int node, const char *key, const int64_t *v,
     a->kind = NPL_ATTR_INTS;
     a->n = n;
     if (!(a->ints = malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t)))) {
-        npl_graph_set_error(g, "out of memory");
+        npl_graph_set_oom(g);
         return -1;
     }
     if (n) memcpy(a->ints, v, (size_t)n * sizeof(int64_t));
@@ -311,7 +318,7 @@ int npl_attr_set_floats(npl_graph *g, int node, const char *key, const float *v,
     a->kind = NPL_ATTR_FLOATS;
     a->n = n;
     if (!(a->floats = malloc((size_t)(n > 0 ? n : 1) * sizeof(float)))) {
-        npl_graph_set_error(g, "out of memory");
+        npl_graph_set_oom(g);
         return -1;
     }
     if (n) memcpy(a->floats, v, (size_t)n * sizeof(float));

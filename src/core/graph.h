@@ -66,6 +66,8 @@ npl_node *npl_graph_node_mut(npl_graph *g, int id);
 /* First error of the sticky builder state, or NULL. */
 const char *npl_graph_error(const npl_graph *g);
 void npl_graph_set_error(npl_graph *g, const char *fmt, ...);
+/* The sticky error for a failed allocation (its code is NPL_ERR_MEMORY). */
+void npl_graph_set_oom(npl_graph *g);
 int npl_graph_find(const npl_graph *g, const char *name); /* -1 if absent */
 int npl_graph_set_name(npl_graph *g, int id, const char *name);
 

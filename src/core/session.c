@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/checked.h"
+#include "core/status.h"
 
 enum { MAX_PLANS = 32, ARENA_ALIGN = 64 };
 #define NO_OFFSET SIZE_MAX
@@ -42,10 +43,24 @@ struct npl_session {
     char err[512];
 };
 
+/* A failure with its code (core/status.h): fail() for a failed run,
+ * fail_code() for another kind. Both return -1. */
+static int fail_va(npl_session *s, npl_status code, const char *fmt, va_list ap) {
+    vsnprintf(s->err, sizeof(s->err), fmt, ap);
+    npl_status_note(code);
+    return -1;
+}
+static int fail_code(npl_session *s, npl_status code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fail_va(s, code, fmt, ap);
+    va_end(ap);
+    return -1;
+}
 static int fail(npl_session *s, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(s->err, sizeof(s->err), fmt, ap);
+    fail_va(s, NPL_ERR_RUNTIME, fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -171,7 +186,7 @@ npl_session *npl_session_new(const npl_graph *g, const npl_backend *be, npl_pool
     }
     return s;
 oom:
-    snprintf(err, errlen, "out of memory creating a session");
+    npl_errf(err, errlen, NPL_ERR_MEMORY, "out of memory creating a session");
     npl_session_free(s);
     return NULL;
 }
@@ -179,14 +194,14 @@ oom:
 int npl_session_set_input_id(npl_session *s, int id, void *data, const npl_shape *shape) {
     const npl_node *nd = npl_graph_node(s->g, id);
     if (!nd || (nd->op != NPL_OP_INPUT && nd->op != NPL_OP_STATE))
-        return fail(s, "node %d is not an input or state", id);
+        return fail_code(s, NPL_ERR_ARGUMENT, "node %d is not an input or state", id);
     s->bound[id] = data;
     if (nd->op == NPL_OP_INPUT) {
-        if (!shape) return fail(s, "input '%s' bound without a shape", nd->name);
+        if (!shape) return fail_code(s, NPL_ERR_ARGUMENT, "input '%s' bound without a shape", nd->name);
         for (int i = 0; i < NPL_MAX_DIMS; i++) {
             int64_t decl = i < nd->shape.n_dims ? nd->shape.ne[i] : 1;
             if (shape->ne[i] <= 0 || (decl != NPL_DIM_SEQ && decl != shape->ne[i]))
-                return fail(s, "input '%s': dim %d is %lld, declared %lld", nd->name, i,
+                return fail_code(s, NPL_ERR_ARGUMENT, "input '%s': dim %d is %lld, declared %lld", nd->name, i,
                             (long long)shape->ne[i], (long long)decl);
         }
         s->bound_shape[id] = *shape;
@@ -196,7 +211,7 @@ int npl_session_set_input_id(npl_session *s, int id, void *data, const npl_shape
 
 int npl_session_set_input(npl_session *s, const char *name, void *data, const npl_shape *shape) {
     int id = npl_graph_find(s->g, name);
-    if (id < 0) return fail(s, "no input named '%s'", name);
+    if (id < 0) return fail_code(s, NPL_ERR_ARGUMENT, "no input named '%s'", name);
     return npl_session_set_input_id(s, id, data, shape);
 }
 
@@ -266,7 +281,7 @@ static int make_plan(npl_session *s, plan *p) {
     last_use = malloc((size_t)n * sizeof(int));
     fl = calloc((size_t)n + 2, sizeof(block));
     if (!p->in_shapes || !p->shapes || !p->offsets || !last_use || !fl) {
-        fail(s, "out of memory planning a session");
+        fail_code(s, NPL_ERR_MEMORY, "out of memory planning a session");
         goto done;
     }
     for (int i = 0; i < s->n_inputs; i++) p->in_shapes[i] = s->bound_shape[s->inputs[i]];
@@ -348,7 +363,7 @@ done:
 static int ensure(npl_session *s, void **buf, size_t *cap, size_t need) {
     if (need <= *cap) return 0;
     void *nb = NULL;
-    if (posix_memalign(&nb, ARENA_ALIGN, need ? need : ARENA_ALIGN)) return fail(s, "out of memory: %zu bytes", need);
+    if (posix_memalign(&nb, ARENA_ALIGN, need ? need : ARENA_ALIGN)) return fail_code(s, NPL_ERR_MEMORY, "out of memory: %zu bytes", need);
     free(*buf);
     *buf = nb;
     *cap = need;
@@ -358,7 +373,7 @@ static int ensure(npl_session *s, void **buf, size_t *cap, size_t need) {
 static plan *select_plan(npl_session *s) {
     for (int i = 0; i < s->n_inputs; i++)
         if (!s->bound[s->inputs[i]]) {
-            fail(s, "input '%s' is not bound", npl_graph_node(s->g, s->inputs[i])->name);
+            fail_code(s, NPL_ERR_ARGUMENT, "input '%s' is not bound", npl_graph_node(s->g, s->inputs[i])->name);
             return NULL;
         }
     if (s->cur >= 0 && same_key(s, &s->plans[s->cur])) return &s->plans[s->cur];

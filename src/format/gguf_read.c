@@ -20,6 +20,7 @@
 
 #include "core/checked.h"
 #include "core/dtype.h"
+#include "core/status.h"
 
 /* Values are read with memcpy straight from the file, which is little-endian. */
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -135,15 +136,27 @@ typedef struct {
 
 static size_t remaining(const cursor *c) { return c->size - c->pos; }
 
-static int fail(cursor *c, const char *fmt, ...) {
+static int fail_va(cursor *c, npl_status code, const char *fmt, va_list ap) {
+    npl_status_note(code);
     if (!c->err || !c->errlen) return -1;
     int n = snprintf(c->err, c->errlen, "%s: %s: ", c->file, c->field);
-    if (n >= 0 && (size_t)n < c->errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
+    if (n >= 0 && (size_t)n < c->errlen) vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+    return -1;
+}
+/* A malformed file (NPL_ERR_FILE). */
+static int fail(cursor *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fail_va(c, NPL_ERR_FILE, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+/* An allocation failed (NPL_ERR_MEMORY). */
+static int fail_oom(cursor *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fail_va(c, NPL_ERR_MEMORY, fmt, ap);
+    va_end(ap);
     return -1;
 }
 
@@ -229,7 +242,7 @@ static int parse_array(cursor *c, int depth, gguf_kv *kv) {
         size_t *pos = NULL;
         if (kv && n) {
             pos = malloc((size_t)n * sizeof *pos); /* n * 8 <= bytes remaining, checked above */
-            if (!pos) return fail(c, "out of memory for %" PRIu64 " string offsets", n);
+            if (!pos) return fail_oom(c, "out of memory for %" PRIu64 " string offsets", n);
             kv->str_pos = pos;
         }
         for (uint64_t j = 0; j < n; j++) {
@@ -386,7 +399,7 @@ static int place_tensors(cursor *c, npl_gguf *g) {
         t->data = g->base + start + t->offset;
     }
     span *s = malloc((size_t)g->n_tensors * sizeof *s);
-    if (!s) return fail(c, "out of memory sorting %" PRId64 " tensors", g->n_tensors);
+    if (!s) return fail_oom(c, "out of memory sorting %" PRId64 " tensors", g->n_tensors);
     for (int64_t i = 0; i < g->n_tensors; i++) s[i] = (span){g->tensors[i].offset, i};
     qsort(s, (size_t)g->n_tensors, sizeof *s, span_cmp);
     for (int64_t k = 1; k < g->n_tensors; k++) {
@@ -413,7 +426,7 @@ static int copy_names(cursor *c, npl_gguf *g) {
     if (!total) return 0;
     g->names = malloc(total);
     set_field(c, "tensor names");
-    if (!g->names) return fail(c, "out of memory for %zu bytes", total);
+    if (!g->names) return fail_oom(c, "out of memory for %zu bytes", total);
     char *p = g->names;
     for (int64_t i = 0; i < g->n_tensors; i++) {
         memcpy(p, g->tname[i].ptr, (size_t)g->tname[i].len);
@@ -466,7 +479,7 @@ static int parse_all(cursor *c, npl_gguf *g) {
         g->keys = calloc((size_t)nkv, sizeof *g->keys);
         g->kv = calloc((size_t)nkv, sizeof *g->kv);
         if (!g->keys || !g->kv || index_init(&g->kv_index, g->n_kv, g->keys))
-            return fail(c, "out of memory for %" PRIu64 " key/value pairs", nkv);
+            return fail_oom(c, "out of memory for %" PRIu64 " key/value pairs", nkv);
     }
     for (int64_t i = 0; i < g->n_kv; i++)
         if (parse_kv(c, g, i)) return -1;
@@ -480,7 +493,7 @@ static int parse_all(cursor *c, npl_gguf *g) {
         g->tname = calloc((size_t)nt, sizeof *g->tname);
         g->tensors = calloc((size_t)nt, sizeof *g->tensors);
         if (!g->tname || !g->tensors || index_init(&g->t_index, g->n_tensors, g->tname))
-            return fail(c, "out of memory for %" PRIu64 " tensors", nt);
+            return fail_oom(c, "out of memory for %" PRIu64 " tensors", nt);
     }
     for (int64_t i = 0; i < g->n_tensors; i++)
         if (parse_tensor_info(c, g, i)) return -1;
@@ -495,7 +508,7 @@ static npl_gguf *parse(const uint8_t *base, size_t size, const char *file, const
     if (!g || !(g->path = malloc(strlen(file) + 1))) {
         free(g);
         set_field(&c, "open");
-        fail(&c, "out of memory");
+        fail_oom(&c, "out of memory");
         return NULL;
     }
     strcpy(g->path, file);
@@ -522,7 +535,7 @@ npl_gguf *npl_gguf_open(const char *path, const npl_gguf_limits *limits, char *e
     if (!path) path = "(null)";
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block us; no effect on files */
     if (fd < 0) {
-        if (err && errlen) snprintf(err, errlen, "%s: open: %s", path, strerror(errno));
+        npl_errf(err, errlen, errno == ENOMEM ? NPL_ERR_MEMORY : NPL_ERR_FILE, "%s: open: %s", path, strerror(errno));
         return NULL;
     }
     const char *why = fstat(fd, &st) ? strerror(errno)
@@ -530,7 +543,7 @@ npl_gguf *npl_gguf_open(const char *path, const npl_gguf_limits *limits, char *e
                       : !S_ISREG(st.st_mode) ? "not a regular file"
                       : (uint64_t)st.st_size > SIZE_MAX ? "too large to map" : NULL;
     if (why) {
-        if (err && errlen) snprintf(err, errlen, "%s: open: %s", path, why);
+        npl_errf(err, errlen, NPL_ERR_FILE, "%s: open: %s", path, why);
         close(fd);
         return NULL;
     }
@@ -538,7 +551,7 @@ npl_gguf *npl_gguf_open(const char *path, const npl_gguf_limits *limits, char *e
     if (size) {
         map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (map == MAP_FAILED) {
-            if (err && errlen) snprintf(err, errlen, "%s: mmap: %s", path, strerror(errno));
+            npl_errf(err, errlen, errno == ENOMEM ? NPL_ERR_MEMORY : NPL_ERR_FILE, "%s: mmap: %s", path, strerror(errno));
             close(fd);
             return NULL;
         }

@@ -3,6 +3,7 @@
 #include "llm/chat_template.h"
 
 #include "core/checked.h"
+#include "core/status.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -365,7 +366,7 @@ static int render_into(npl_chat_tmpl t, const npl_chat_msg *msgs, size_t n, int 
     }
     if (!w.failed && !out->data) w.failed = npl_chat_buf_append(out, "", 0) != 0;
     if (w.failed) {
-        set_err(err, errlen, "chat template: out of memory rendering %zu messages", n);
+        npl_errf(err, errlen, NPL_ERR_MEMORY, "chat template: out of memory rendering %zu messages", n);
         return -1;
     }
     return 0;

@@ -38,10 +38,34 @@ npl_status npl_engine_fail(npl_engine *e, npl_status st, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(e->err, sizeof(e->err), fmt, ap);
     va_end(ap);
+    e->status = st;
+    npl_status_clear(); /* moved into the handle */
+    return st;
+}
+
+npl_status npl_engine_fail_from(npl_engine *e, npl_status fallback, const char *msg) {
+    npl_status st = npl_status_take(fallback);
+    if (msg != e->err) snprintf(e->err, sizeof(e->err), "%s", msg);
+    e->status = st;
     return st;
 }
 
 const char *npl_engine_last_error(const npl_engine *e) { return e ? e->err : "no engine"; }
+npl_status npl_engine_last_status(const npl_engine *e) { return e ? e->status : NPL_ERR_ARGUMENT; }
+
+const char *npl_status_name(npl_status st) {
+    switch (st) {
+    case NPL_OK: return "ok";
+    case NPL_DONE: return "done";
+    case NPL_ERR_ARGUMENT: return "bad argument";
+    case NPL_ERR_FILE: return "file error";
+    case NPL_ERR_MEMORY: return "out of memory";
+    case NPL_ERR_RUNTIME: return "runtime error";
+    case NPL_CONTEXT_FULL: return "context full";
+    case NPL_CANCELLED: return "cancelled";
+    }
+    return "unknown status";
+}
 
 int npl_engine_append(char **buf, size_t *len, size_t *cap, const char *s, size_t n) {
     if (*len + n + 1 > *cap) {
@@ -84,15 +108,17 @@ void npl_engine_close(npl_engine *e) {
     free(e);
 }
 
-static const char *own(npl_engine *e, int slot, const char *s) {
+static const char *own(npl_engine *e, int slot, const char *s, int *oom) {
     if (!s) return NULL;
+    char *c = strdup(s);
+    if (!c) *oom = 1;
     free(e->owned_strings[slot]);
-    e->owned_strings[slot] = strdup(s);
-    return e->owned_strings[slot];
+    e->owned_strings[slot] = c;
+    return c;
 }
 
 static npl_status validate(const npl_engine_params *p, char *err, size_t errlen) {
-#define BAD(...) do { snprintf(err, errlen, __VA_ARGS__); return NPL_ERR_ARGUMENT; } while (0)
+#define BAD(...) return npl_errf(err, errlen, NPL_ERR_ARGUMENT, __VA_ARGS__)
     if (p->n_ctx < 0) BAD("n_ctx %d must not be negative", p->n_ctx);
     if (p->n_threads < 0 || p->n_threads > 256) BAD("n_threads %d out of range [0, 256]", p->n_threads);
     if (p->kernel_family < -1 || p->kernel_family > 3) BAD("kernel_family %d out of range [-1, 3]", p->kernel_family);
@@ -108,14 +134,26 @@ static npl_status validate(const npl_engine_params *p, char *err, size_t errlen)
 }
 
 npl_engine *npl_engine_open(const char *path, const npl_engine_params *params, char *err, size_t errlen) {
+    return npl_engine_open2(path, params, NULL, err, errlen);
+}
+
+/* Each step that fails records its code where the failure happens; `fb` is
+ * the code of a step whose lower layer recorded none. */
+npl_engine *npl_engine_open2(const char *path, const npl_engine_params *params, npl_status *status, char *err,
+                             size_t errlen) {
+    npl_status st_unused, fb = NPL_ERR_FILE;
+    char err_unused[8];
+    if (!status) status = &st_unused;
+    if (!err) err = err_unused, errlen = sizeof(err_unused);
+    npl_status_clear();
     npl_engine_params p = params ? *params : npl_engine_default_params();
     if (!path) {
-        snprintf(err, errlen, "no model path");
+        *status = npl_errf(err, errlen, NPL_ERR_ARGUMENT, "no model path");
         return NULL;
     }
     npl_engine *e = calloc(1, sizeof(*e));
     if (!e) {
-        snprintf(err, errlen, "out of memory");
+        *status = npl_err_memory(err, errlen);
         return NULL;
     }
     /* an MNN-style config.json names the model and overrides parameters */
@@ -130,9 +168,11 @@ npl_engine *npl_engine_open(const char *path, const npl_engine_params *params, c
         if (npl_engine_config_load(path, &p, model_path, sizeof(model_path), e->owned_strings, err, errlen)) goto fail;
     }
     /* keep our own copies of caller strings */
-    p.chat_template = own(e, 1, p.chat_template);
-    p.system_prompt = own(e, 2, p.system_prompt);
-    p.stop = own(e, 3, p.stop);
+    int oom = 0;
+    p.chat_template = own(e, 1, p.chat_template, &oom);
+    p.system_prompt = own(e, 2, p.system_prompt, &oom);
+    p.stop = own(e, 3, p.stop, &oom);
+    if (oom) goto fail_oom;
     if (validate(&p, err, errlen) != NPL_OK) goto fail;
     /* sort chunk limits ascending: the block size is the largest */
     for (int i = 1; i < p.n_chunk_limits; i++)
@@ -152,19 +192,21 @@ npl_engine *npl_engine_open(const char *path, const npl_engine_params *params, c
     e->n_ctx = npl_runner_n_ctx(e->r);
     e->n_vocab = npl_runner_hparams(e->r)->n_vocab;
     if (npl_tokenizer_n_vocab(e->tok) > e->n_vocab) {
-        snprintf(err, errlen, "%s: tokenizer.ggml.tokens: %d tokens but the output layer has %d", model_path,
+        npl_errf(err, errlen, NPL_ERR_FILE, "%s: tokenizer.ggml.tokens: %d tokens but the output layer has %d", model_path,
                  npl_tokenizer_n_vocab(e->tok), e->n_vocab);
         goto fail;
     }
     /* chat template: the override, else detected, else by architecture */
     if (p.chat_template) {
+        fb = NPL_ERR_ARGUMENT;
         if (npl_chat_tmpl_from_name(p.chat_template, &e->tmpl, err, errlen)) goto fail;
     } else {
         npl_gguf_str js;
         e->tmpl = NPL_CHAT_TMPL_UNKNOWN;
         if (npl_gguf_get_str(npl_runner_gguf(e->r), "tokenizer.chat_template", &js) == 0) {
             char *copy = strndup(js.ptr, js.len);
-            if (copy) e->tmpl = npl_chat_tmpl_detect(copy, NULL);
+            if (!copy) goto fail_oom;
+            e->tmpl = npl_chat_tmpl_detect(copy, NULL);
             free(copy);
         }
         if (e->tmpl == NPL_CHAT_TMPL_UNKNOWN) {
@@ -182,21 +224,23 @@ npl_engine *npl_engine_open(const char *path, const npl_engine_params *params, c
     sp.repeat_last_n = p.repeat_last_n;
     sp.freq_penalty = p.frequency_penalty;
     sp.presence_penalty = p.presence_penalty;
+    fb = NPL_ERR_ARGUMENT;
     if (!(e->smp = npl_sampler_chain_from_params(&sp, e->n_vocab, err, errlen))) goto fail;
     int max_chunk = p.n_chunk_limits ? p.chunk_limits[p.n_chunk_limits - 1] : 512;
     e->chunk_cap = max_chunk;
     e->hist = malloc(sizeof(int32_t) * (size_t)e->n_ctx);
     e->chunk_tok = malloc(sizeof(int32_t) * (size_t)max_chunk);
     e->chunk_pos = malloc(sizeof(int32_t) * (size_t)max_chunk);
-    if (!e->hist || !e->chunk_tok || !e->chunk_pos) {
-        snprintf(err, errlen, "out of memory");
-        goto fail;
-    }
+    if (!e->hist || !e->chunk_tok || !e->chunk_pos) goto fail_oom;
     npl_text_stream_init(&e->ts, p.stop);
     e->fed_valid = 1;
     e->unfed = -1;
+    *status = NPL_OK;
     return e;
+fail_oom:
+    npl_err_memory(err, errlen);
 fail:
+    *status = npl_status_take(fb);
     npl_engine_close(e);
     return NULL;
 }
@@ -246,10 +290,23 @@ npl_status npl_engine_stats(const npl_engine *e, npl_stats *out) {
 
 int npl_engine_n_vocab(const npl_engine *e) { return e ? e->n_vocab : 0; }
 
+/* The tokenizer records a code, without a message, when it fails. */
+static npl_status tokenizer_failed(npl_engine *e, const char *what) {
+    npl_status st = npl_status_take(NPL_ERR_ARGUMENT);
+    return npl_engine_fail(e, st, "%s: %s", what, st == NPL_ERR_MEMORY ? "out of memory" : "the text is too long or could not be tokenized");
+}
+
 int64_t npl_engine_tokenize(npl_engine *e, const char *text, size_t len, int add_special, int parse_special,
                             int32_t *ids, int64_t cap) {
-    if (!e || (!text && len)) return -1;
-    return npl_tokenize(e->tok, text ? text : "", len, add_special, parse_special, ids, cap);
+    if (!e) return -1;
+    if ((!text && len) || cap < 0 || (!ids && cap > 0)) {
+        npl_engine_fail(e, NPL_ERR_ARGUMENT, "tokenize: %s", !text && len ? "no text" : cap < 0 ? "negative capacity" : "no output array");
+        return -1;
+    }
+    npl_status_clear();
+    int64_t n = npl_tokenize(e->tok, text ? text : "", len, add_special, parse_special, ids, cap);
+    if (n < 0) tokenizer_failed(e, "tokenize");
+    return n;
 }
 
 int npl_engine_token_to_piece(npl_engine *e, int32_t id, char *buf, int cap) {
@@ -262,10 +319,11 @@ int npl_engine_token_to_piece(npl_engine *e, int32_t id, char *buf, int cap) {
 static int has_special_text(npl_engine *e, const char *text) {
     size_t len = strlen(text);
     int64_t n = npl_tokenize(e->tok, text, len, 0, 1, NULL, 0);
-    if (n <= 0) return 0;
+    if (n == 0) return 0;
+    if (n < 0) return 1; /* cannot tell (out of memory): the path that never parses user text */
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)n);
-    int found = 0;
-    if (ids && npl_tokenize(e->tok, text, len, 0, 1, ids, n) == n)
+    int found = !ids || npl_tokenize(e->tok, text, len, 0, 1, ids, n) != n;
+    if (!found)
         for (int64_t i = 0; i < n && !found; i++)
             found = (npl_tokenizer_token_attr(e->tok, ids[i]) & (NPL_TOKEN_ATTR_CONTROL | NPL_TOKEN_ATTR_USER_DEFINED)) != 0;
     free(ids);
@@ -287,8 +345,10 @@ static npl_status feed_ids(npl_engine *e, const int32_t *ids, int64_t n) {
 
 /* Appends the tokens of text to e->feed. */
 static npl_status feed_text(npl_engine *e, const char *text, size_t len, int add_special, int parse_special) {
+    npl_status_clear();
     int64_t n = npl_tokenize(e->tok, text, len, add_special, parse_special, NULL, 0);
-    if (n < 0) return npl_engine_fail(e, NPL_ERR_ARGUMENT, "tokenizer failed on the prompt");
+    if (n < 0) return tokenizer_failed(e, "tokenizing the prompt");
+    if (n == 0) return NPL_OK; /* e->feed may still be NULL */
     if (n > (int64_t)e->n_ctx) return npl_engine_fail(e, NPL_CONTEXT_FULL, "prompt of %lld tokens does not fit the context of %d", (long long)n, e->n_ctx);
     if (e->n_feed + n > e->feed_cap) {
         int nc = e->n_feed + (int)n + 64;
@@ -298,7 +358,7 @@ static npl_status feed_text(npl_engine *e, const char *text, size_t len, int add
         e->feed_cap = nc;
     }
     if (npl_tokenize(e->tok, text, len, add_special, parse_special, e->feed + e->n_feed, n) != n)
-        return npl_engine_fail(e, NPL_ERR_ARGUMENT, "tokenizer failed on the prompt");
+        return tokenizer_failed(e, "tokenizing the prompt");
     e->n_feed += (int)n;
     return NPL_OK;
 }
@@ -352,7 +412,9 @@ npl_status npl_engine_build_turn(npl_engine *e, const char *user_text, int templ
     if (npl_chat_render(e->tmpl, e->msgs, e->n_msgs, 1, &full, e->err, sizeof(e->err))) {
         npl_chat_buf_free(&full);
         e->n_msgs--;
-        return NPL_ERR_ARGUMENT;
+        free((char *)e->msgs[e->n_msgs].role);
+        free((char *)e->msgs[e->n_msgs].content);
+        return npl_engine_fail_from(e, NPL_ERR_ARGUMENT, e->err);
     }
     size_t start = 0;
     if (e->fed_valid && e->n_past > 0 && e->fed_len <= full.len && !memcmp(full.data, e->fed, e->fed_len)) {

@@ -16,8 +16,9 @@ static npl_status run_chunk(npl_engine *e, const int32_t *tok, int n, int padded
         e->chunk_pos[i] = i < n ? e->n_past + i : -1;
     }
     int32_t last = n - 1;
+    npl_status_clear();
     const float *lg = npl_runner_forward_ex(e->r, e->chunk_tok, e->chunk_pos, padded, &last, 1, err, sizeof(err));
-    if (!lg) return npl_engine_fail(e, NPL_ERR_RUNTIME, "%s", err);
+    if (!lg) return npl_engine_fail_from(e, NPL_ERR_RUNTIME, err);
     memcpy(e->hist + e->n_past, tok, sizeof(int32_t) * (size_t)n);
     e->n_past += n;
     e->logits = lg;
@@ -53,6 +54,7 @@ static npl_status begin(npl_engine *e, const char *text, int templated) {
     if (!e || !text) return e ? npl_engine_fail(e, NPL_ERR_ARGUMENT, "no prompt") : NPL_ERR_ARGUMENT;
     if (!*text) return npl_engine_fail(e, NPL_ERR_ARGUMENT, "empty prompt");
     atomic_store(&e->cancel, 0);
+    npl_status_clear(); /* codes recorded from here on are this call's */
     memset(&e->stats, 0, sizeof(e->stats));
     e->t_start = npl_engine_now();
     npl_status st = npl_engine_build_turn(e, text, templated && e->p.use_template);
@@ -64,7 +66,8 @@ static npl_status begin(npl_engine *e, const char *text, int templated) {
     e->stats.prefill_tps = e->stats.prefill_seconds > 0 ? e->stats.prompt_tokens / e->stats.prefill_seconds : 0;
     if (st != NPL_OK) return st;
     e->answer_len = 0;
-    npl_engine_append(&e->answer, &e->answer_len, &e->answer_cap, "", 0);
+    if (npl_engine_append(&e->answer, &e->answer_len, &e->answer_cap, "", 0))
+        return npl_engine_fail(e, NPL_ERR_MEMORY, "out of memory");
     npl_text_stream_reset(&e->ts);
     e->n_gen = 0;
     e->n_decoded = 0;
@@ -97,18 +100,22 @@ npl_status npl_engine_next(npl_engine *e, const char **text, size_t *len) {
     if (!e->gen_active) return e->gen_status != NPL_OK ? e->gen_status : NPL_DONE;
     if (atomic_load(&e->cancel)) return e->gen_status = finish(e, npl_engine_fail(e, NPL_CANCELLED, "cancelled"));
     if (e->n_gen >= e->p.max_new_tokens || e->ts.stopped) {
-        npl_text_stream_flush(&e->ts);
+        if (npl_text_stream_flush(&e->ts))
+            return e->gen_status = finish(e, npl_engine_fail(e, NPL_ERR_MEMORY, "out of memory"));
         if (text) *text = e->ts.out ? e->ts.out : empty;
         if (len) *len = e->ts.out_len;
         e->gen_status = NPL_DONE;
         return finish(e, NPL_OK) == NPL_OK && e->ts.out_len ? NPL_OK : NPL_DONE;
     }
     int32_t tok;
+    npl_status_clear();
     if (npl_sampler_sample(e->smp, e->logits, e->n_vocab, &tok))
-        return e->gen_status = finish(e, npl_engine_fail(e, NPL_ERR_RUNTIME, "sampling failed: %s", npl_sampler_last_error(e->smp)));
+        return e->gen_status = finish(e, npl_engine_fail(e, npl_status_take(NPL_ERR_RUNTIME), "sampling failed: %s",
+                                                         npl_sampler_last_error(e->smp)));
     if (e->n_gen == 0) e->stats.ttft_seconds = npl_engine_now() - e->t_start;
     if (npl_tokenizer_is_eog(e->tok, tok)) {
-        npl_text_stream_flush(&e->ts);
+        if (npl_text_stream_flush(&e->ts))
+            return e->gen_status = finish(e, npl_engine_fail(e, NPL_ERR_MEMORY, "out of memory"));
         if (text) *text = e->ts.out ? e->ts.out : empty;
         if (len) *len = e->ts.out_len;
         e->gen_status = NPL_DONE;

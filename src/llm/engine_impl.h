@@ -4,6 +4,7 @@
 #define NPL_ENGINE_IMPL_H
 #include <stdatomic.h>
 
+#include "core/status.h"
 #include "llm/chat_template.h"
 #include "llm/runner.h"
 #include "llm/sampler.h"
@@ -43,9 +44,12 @@ struct npl_engine {
     npl_stats stats;
     double t_start;
     char err[512];
+    npl_status status;          /* code of the last failed call, with err */
 };
 
-npl_status npl_engine_fail(npl_engine *e, npl_status st, const char *fmt, ...);
+npl_status npl_engine_fail(npl_engine *e, npl_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A lower layer failed with message msg: its recorded code, else fallback. */
+npl_status npl_engine_fail_from(npl_engine *e, npl_status fallback, const char *msg);
 int npl_engine_append(char **buf, size_t *len, size_t *cap, const char *s, size_t n);
 /* Prefill e->feed (chunked by chunk_limits) after the history. */
 npl_status npl_engine_prefill(npl_engine *e);

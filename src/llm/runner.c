@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "core/checked.h"
+#include "core/status.h"
 #include "format/graph_file.h"
 #include "plugin/plugin.h"
 
@@ -133,7 +134,7 @@ static int open_package(npl_runner *r, const char *graph_path, const npl_runner_
         return -1;
     }
     if (p->n_ctx > (int)n_ctx) {
-        snprintf(err, errlen, "%s: context %d requested, the package was compiled for %u", graph_path, p->n_ctx, n_ctx);
+        npl_errf(err, errlen, NPL_ERR_ARGUMENT, "%s: context %d requested, the package was compiled for %u", graph_path, p->n_ctx, n_ctx);
         return -1;
     }
     /* compiled chunk sizes, and the config's chunk_limits must be among them */
@@ -194,7 +195,7 @@ static int open_package(npl_runner *r, const char *graph_path, const npl_runner_
     npl_cpu_backend_init(&r->be, &r->cc, p->isa < 0 ? npl_cpu_best_isa() : (npl_isa)p->isa);
     npl_plugin_backend_init(&r->pb, r->rt, &r->be);
     if (!(r->pool = npl_pool_new(p->n_threads))) {
-        snprintf(err, errlen, "cannot start threads");
+        npl_err_memory(err, errlen); /* the pool fails only to allocate */
         return -1;
     }
     /* plugin kernels init here: the context binary is mapped and checked now */
@@ -226,7 +227,7 @@ static int open_package(npl_runner *r, const char *graph_path, const npl_runner_
         goto oom;
     return 0;
 oom:
-    snprintf(err, errlen, "out of memory");
+    npl_err_memory(err, errlen);
     return -1;
 }
 
@@ -235,7 +236,7 @@ npl_runner *npl_runner_open(const char *path, const npl_runner_params *p, char *
     if (!p) p = &dp;
     npl_runner *r = calloc(1, sizeof(*r));
     if (!r) {
-        snprintf(err, errlen, "out of memory");
+        npl_err_memory(err, errlen);
         return NULL;
     }
     /* a package: its directory, its config.json, or its graph file */
@@ -266,7 +267,7 @@ npl_runner *npl_runner_open(const char *path, const npl_runner_params *p, char *
     }
     int n_ctx = p->n_ctx > 0 ? p->n_ctx : (r->hp.n_ctx_train < 4096 ? r->hp.n_ctx_train : 4096);
     if (p->n_ctx < 0) {
-        snprintf(err, errlen, "context length %d must be positive", p->n_ctx);
+        npl_errf(err, errlen, NPL_ERR_ARGUMENT, "context length %d must be positive", p->n_ctx);
         goto fail;
     }
     /* refuse a KV cache over budget before allocating anything */
@@ -274,14 +275,14 @@ npl_runner *npl_runner_open(const char *path, const npl_runner_params *p, char *
     size_t budget = p->kv_budget ? p->kv_budget : ((size_t)4 << 30);
     if (npl_mul_size(row, (size_t)n_ctx, &per_layer) || npl_mul_size(per_layer, 2 * (size_t)r->hp.n_layer, &total) ||
         total > budget) {
-        snprintf(err, errlen, "%s: context %d: KV cache would need %.1f MiB, over the budget of %.1f MiB", path, n_ctx,
+        npl_errf(err, errlen, NPL_ERR_MEMORY, "%s: context %d: KV cache would need %.1f MiB, over the budget of %.1f MiB", path, n_ctx,
                  (double)row * n_ctx * 2.0 * r->hp.n_layer / 1048576.0, (double)budget / 1048576.0);
         goto fail;
     }
     if (npl_model_build(r->f, &r->hp, n_ctx, &r->mg, err, errlen)) goto fail;
     npl_cpu_backend_init(&r->be, &r->cc, p->isa < 0 ? npl_cpu_best_isa() : (npl_isa)p->isa);
     if (!(r->pool = npl_pool_new(p->n_threads))) {
-        snprintf(err, errlen, "cannot start threads");
+        npl_err_memory(err, errlen); /* the pool fails only to allocate */
         goto fail;
     }
     if (!(r->sess = npl_session_new(r->mg.g, &r->be, r->pool, &r->mg.logits, 1, err, errlen))) goto fail;
@@ -300,7 +301,7 @@ npl_runner *npl_runner_open(const char *path, const npl_runner_params *p, char *
     }
     return r;
 oom:
-    snprintf(err, errlen, "out of memory");
+    npl_err_memory(err, errlen);
 fail:
     npl_runner_close(r);
     return NULL;
@@ -333,7 +334,7 @@ static const float *forward_pkg(npl_runner *r, const int32_t *tokens, const int3
     if (n_out > r->plogits_cap) {
         float *q = realloc(r->plogits, (size_t)n_out * (size_t)V * sizeof(float));
         if (!q) {
-            snprintf(err, errlen, "out of memory");
+            npl_err_memory(err, errlen);
             return NULL;
         }
         r->plogits = q;
@@ -377,22 +378,22 @@ static const float *forward_pkg(npl_runner *r, const int32_t *tokens, const int3
 const float *npl_runner_forward_ex(npl_runner *r, const int32_t *tokens, const int32_t *pos, int n,
                                    const int32_t *out_rows, int n_out, char *err, size_t errlen) {
     if (n <= 0 || n_out <= 0 || n_out > n) {
-        snprintf(err, errlen, "forward: %d tokens, %d outputs", n, n_out);
+        npl_errf(err, errlen, NPL_ERR_ARGUMENT, "forward: %d tokens, %d outputs", n, n_out);
         return NULL;
     }
     for (int i = 0; i < n; i++) {
         if (tokens[i] < 0 || tokens[i] >= r->hp.n_vocab) {
-            snprintf(err, errlen, "forward: token id %d out of range [0, %d)", tokens[i], r->hp.n_vocab);
+            npl_errf(err, errlen, NPL_ERR_ARGUMENT, "forward: token id %d out of range [0, %d)", tokens[i], r->hp.n_vocab);
             return NULL;
         }
         if (pos[i] >= r->mg.n_ctx) {
-            snprintf(err, errlen, "forward: position %d past the context of %d", pos[i], r->mg.n_ctx);
+            npl_errf(err, errlen, NPL_ERR_ARGUMENT, "forward: position %d past the context of %d", pos[i], r->mg.n_ctx);
             return NULL;
         }
     }
     for (int i = 0; i < n_out; i++)
         if (out_rows[i] < 0 || out_rows[i] >= n) {
-            snprintf(err, errlen, "forward: output row %d out of range", out_rows[i]);
+            npl_errf(err, errlen, NPL_ERR_ARGUMENT, "forward: output row %d out of range", out_rows[i]);
             return NULL;
         }
     if (r->is_pkg) return forward_pkg(r, tokens, pos, n, out_rows, n_out, err, errlen);
@@ -409,11 +410,11 @@ const float *npl_runner_forward_ex(npl_runner *r, const int32_t *tokens, const i
 const float *npl_runner_forward(npl_runner *r, const int32_t *tokens, int n, int pos0, int n_out, char *err,
                                 size_t errlen) {
     if (n <= 0 || n_out <= 0 || n_out > n || pos0 < 0) {
-        snprintf(err, errlen, "forward: %d tokens at %d, %d outputs", n, pos0, n_out);
+        npl_errf(err, errlen, NPL_ERR_ARGUMENT, "forward: %d tokens at %d, %d outputs", n, pos0, n_out);
         return NULL;
     }
     if (grow(r, n)) {
-        snprintf(err, errlen, "out of memory");
+        npl_err_memory(err, errlen);
         return NULL;
     }
     for (int i = 0; i < n; i++) r->pos_buf[i] = pos0 + i;

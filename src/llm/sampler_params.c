@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/status.h"
+
 static void set_err(char *err, size_t errlen, const char *fmt, ...) {
     if (!err || errlen == 0) return;
     va_list ap;
@@ -157,8 +159,8 @@ npl_sampler *npl_sampler_chain_from_params(const npl_sampler_params *p, int32_t 
     return chain;
 oom:
     npl_sampler_free(chain);
-    set_err(err, errlen, "sampler params: out of memory building the chain for n_vocab %d",
-            (int)n_vocab);
+    npl_errf(err, errlen, NPL_ERR_MEMORY, "sampler params: out of memory building the chain for n_vocab %d",
+             (int)n_vocab);
     return NULL;
 }
 

@@ -180,7 +180,7 @@ int64_t npl_tokenize(const npl_tokenizer *t, const char *text, size_t len,
     const unsigned char *s = (const unsigned char *)text;
     npl_tok_hit *hits = NULL;
     size_t n_hits = 0;
-    if (partition(t, s, len, parse_special, &hits, &n_hits)) return -1;
+    if (partition(t, s, len, parse_special, &hits, &n_hits)) return npl_status_note(NPL_ERR_MEMORY), -1;
 
     npl_tok_out out = { NULL, 0, 0, 0 };
     int rc = 0;
@@ -204,7 +204,11 @@ int64_t npl_tokenize(const npl_tokenizer *t, const char *text, size_t len,
     }
     if (add_special && t->add_eos) npl_tok_out_push(&out, t->eos);
     free(hits);
-    if (rc || out.oom) { free(out.v); return -1; }
+    if (rc || out.oom) { /* the encoders fail only out of memory, or say why */
+        if (out.oom) npl_status_note(NPL_ERR_MEMORY);
+        free(out.v);
+        return -1;
+    }
     size_t m = out.n < (size_t)cap ? out.n : (size_t)cap;
     if (m) memcpy(ids, out.v, m * sizeof(int32_t));
     free(out.v);

@@ -49,7 +49,8 @@ int npl_bpe_init(npl_tokenizer *t, char *msg, size_t msglen) {
     if (!code) {
         PCRE2_UCHAR buf[120];
         pcre2_get_error_message(ec, buf, sizeof(buf));
-        snprintf(msg, msglen, "pre-tokenizer regex does not compile at %zu: %s", (size_t)eo, (const char *)buf);
+        npl_errf(msg, msglen, ec == PCRE2_ERROR_HEAP_FAILED ? NPL_ERR_MEMORY : NPL_ERR_RUNTIME,
+                 "pre-tokenizer regex does not compile at %zu: %s", (size_t)eo, (const char *)buf);
         return -1;
     }
     (void)pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);   /* the interpreter is the fallback */
@@ -59,7 +60,7 @@ int npl_bpe_init(npl_tokenizer *t, char *msg, size_t msglen) {
      * limit of 10M: lift the limits so a 16 MB run of spaces still splits.
      * The context is only read while matching, so threads share it. */
     pcre2_match_context *mc = pcre2_match_context_create(NULL);
-    if (!mc) { snprintf(msg, msglen, "out of memory"); return -1; }
+    if (!mc) { npl_err_memory(msg, msglen); return -1; }
     pcre2_set_match_limit(mc, UINT32_MAX);
     pcre2_set_depth_limit(mc, UINT32_MAX);
     pcre2_set_heap_limit(mc, UINT32_MAX);
@@ -174,6 +175,7 @@ int npl_bpe_encode(const npl_tokenizer *t, const char *text, size_t len, npl_tok
     bpe_scratch sc;
     memset(&sc, 0, sizeof(sc));
     int rc = -1;
+    npl_status why = NPL_ERR_MEMORY; /* what a failure below was */
     if (!cpt || !shadow || !md) goto done;
 
     /* code points, and a valid UTF-8 copy for PCRE2: surrogates and values
@@ -197,6 +199,7 @@ int npl_bpe_encode(const npl_tokenizer *t, const char *text, size_t len, npl_tok
         if (mr == PCRE2_ERROR_NOMATCH) break;
         if (mr < 0) {
             if (!(opts & PCRE2_NO_JIT)) { opts |= PCRE2_NO_JIT; continue; }
+            if (mr != PCRE2_ERROR_NOMEMORY) why = NPL_ERR_RUNTIME;
             goto done;
         }
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
@@ -217,6 +220,7 @@ int npl_bpe_encode(const npl_tokenizer *t, const char *text, size_t len, npl_tok
     if (n_cpt > prev_ci && bpe_word(t, &sc, cpt + prev_ci, n_cpt - prev_ci, out)) goto done;
     rc = 0;
 done:
+    if (rc) npl_status_note(why);
     free(cpt);
     free(shadow);
     if (md) pcre2_match_data_free(md);

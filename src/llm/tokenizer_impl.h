@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/status.h"
 #include "llm/tokenizer.h"
 
 /* ---- hashing ---- */

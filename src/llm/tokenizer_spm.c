@@ -82,6 +82,7 @@ int npl_spm_encode(const npl_tokenizer *t, const char *text, size_t len, int add
     }
     rc = out->oom ? -1 : 0;
 done:
+    if (rc) npl_status_note(NPL_ERR_MEMORY); /* the only way it fails */
     free(buf);
     free(sym);
     free(tree.v);

@@ -384,7 +384,7 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
     if (err && errlen) err[0] = '\0';
     if (!g) { fail(err, errlen, NULL, "tokenizer", "no GGUF"); return NULL; }
     npl_tokenizer *t = calloc(1, sizeof(*t));
-    if (!t) { fail(err, errlen, g, "tokenizer", "out of memory"); return NULL; }
+    if (!t) { fail(err, errlen, g, "tokenizer", "out of memory"), npl_status_note(NPL_ERR_MEMORY); return NULL; }
     t->bos = t->eos = t->eot = t->eom = t->unk = t->pad = t->sep = -1;
     int bad;
 
@@ -492,7 +492,7 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
     t->arena = malloc((size_t)arena + 1);
     uint32_t tslots = pow2_at_least(n * 2);
     t->tok_slots = malloc(sizeof(npl_tok_slot) * tslots);
-    if (!t->tok || !t->arena || !t->tok_slots) { fail(err, errlen, g, "tokenizer", "out of memory"); goto fail; }
+    if (!t->tok || !t->arena || !t->tok_slots) { fail(err, errlen, g, "tokenizer", "out of memory"), npl_status_note(NPL_ERR_MEMORY); goto fail; }
     t->tok_mask = tslots - 1;
     for (uint32_t i = 0; i < tslots; i++) t->tok_slots[i].val = -1;
 
@@ -557,7 +557,7 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
         t->merges = malloc(sizeof(npl_tok_merge) * (n_merges ? n_merges : 1));
         uint32_t mslots = pow2_at_least(n_merges * 2);
         t->merge_slots = malloc(sizeof(npl_tok_slot) * mslots);
-        if (!t->merges || !t->merge_slots) { fail(err, errlen, g, "tokenizer", "out of memory"); goto fail; }
+        if (!t->merges || !t->merge_slots) { fail(err, errlen, g, "tokenizer", "out of memory"), npl_status_note(NPL_ERR_MEMORY); goto fail; }
         t->merge_mask = mslots - 1;
         for (uint32_t i = 0; i < mslots; i++) t->merge_slots[i].val = -1;
         for (uint64_t i = 0; i < n_merges; i++) {
@@ -635,7 +635,7 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
         t->byte_to_id[b] = id;
     }
     build_byte_tables(t);
-    if (build_special_groups(t)) { fail(err, errlen, g, "tokenizer", "out of memory"); goto fail; }
+    if (build_special_groups(t)) { fail(err, errlen, g, "tokenizer", "out of memory"), npl_status_note(NPL_ERR_MEMORY); goto fail; }
     if (t->type == NPL_VOCAB_BPE) {
         char msg[160];
         if (npl_bpe_init(t, msg, sizeof(msg))) { fail(err, errlen, g, "tokenizer.ggml.pre", "%s", msg); goto fail; }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/status.h"
 #include "models/model.h"
 
 static int mb_fail(npl_mb *b, const char *fmt, ...) {
@@ -106,10 +107,7 @@ int npl_model_build(const npl_gguf *f, const npl_hparams *hp, int n_ctx, npl_mod
     }
     npl_mb b = {.f = f, .hp = hp, .err = err, .errlen = errlen, .n_ctx = n_ctx};
     b.g = npl_graph_new();
-    if (!b.g) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    if (!b.g) return npl_err_memory(err, errlen), -1;
     int64_t seq = NPL_DIM_SEQ;
     b.tokens = npl_input(b.g, "tokens", NPL_TYPE_I32, 1, &seq);
     b.pos = npl_input(b.g, "pos", NPL_TYPE_I32, 1, &seq);
