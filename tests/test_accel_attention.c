@@ -1,9 +1,10 @@
 /* vnpu Attention at prefill sizes (the AMX tile kernel on machines with AMX,
  * the shared kernels elsewhere and on the generic family) against a double
  * precision reference: 45 queries (a partial last tile) at positions after
- * 100 cached rows, padding rows, GQA groups of 1, 4 and 8, head sizes 64
- * and 256, causal and sliding-window masks, soft-capping, f32 and f16
- * inputs (f16 K/V go to the cache bit for bit). */
+ * 100 cached rows, padding rows, GQA groups of 1, 4 and 8, head sizes from
+ * 33 to 1024 (NPL_ATTN_MAX_HD; larger ones are refused), causal and
+ * sliding-window masks, soft-capping, f32 and f16 inputs (f16 K/V go to the
+ * cache bit for bit). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "accel_test_util.h"
 #include "check.h"
 #include "core/dtype.h"
+#include "cpu/kernels/nn_kernels.h"
 #include "npullm_accel.h"
 
 enum { S = 45, C = 224, PRE = 100 };
@@ -119,11 +121,43 @@ static void run(const cfg *c) {
     free(q), free(k), free(v), free(y), free(qh), free(kh), free(vh), free(kc), free(vc), free(sc), free(o);
 }
 
+/* A head larger than the attention kernels take (NPL_ATTN_MAX_HD) is
+ * refused when the node is checked, with a message naming the size and the
+ * limit, and nothing runs. */
+static void refuse_big_head(void) {
+    const int hd = NPL_ATTN_MAX_HD + 16;
+    npl_accel_context *ctx;
+    npl_accel_graph *g;
+    CHECK_EQ_INT(api->context_create(be, NULL, NULL, 0, &ctx), NPL_ACCEL_OK);
+    CHECK_EQ_INT(api->graph_create(ctx, "attn", &g), NPL_ACCEL_OK);
+    npl_accel_tensor_desc d[7] = {accel_desc("q", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 3, 4, 2, hd),
+                                  accel_desc("k", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 3, 4, 1, hd),
+                                  accel_desc("v", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 3, 4, 1, hd),
+                                  accel_desc("kc", NPL_ACCEL_APP_READWRITE, NPL_ACCEL_DT_F16, 3, 8, 1, hd),
+                                  accel_desc("vc", NPL_ACCEL_APP_READWRITE, NPL_ACCEL_DT_F16, 3, 8, 1, hd),
+                                  accel_desc("pos", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_INT32, 1, 4, 0, 0),
+                                  accel_desc("y", NPL_ACCEL_APP_READ, NPL_ACCEL_DT_F32, 3, 4, 2, hd)};
+    npl_accel_tensor_id id[7];
+    for (int i = 0; i < 7; i++) CHECK_EQ_INT(api->tensor_create(g, &d[i], &id[i]), NPL_ACCEL_OK);
+    npl_accel_node_desc nd = {"attn", "Attention", NULL, 0, id, 6, &id[6], 1};
+    npl_accel_status st = api->graph_add_node(g, &nd);
+    if (st == NPL_ACCEL_OK) st = api->graph_finalize(g);
+    const char *msg = api->last_error(be);
+    char want[32];
+    snprintf(want, sizeof want, "D = %d", hd);
+    printf("  head size %d: %s\n", hd, msg);
+    CHECK(st != NPL_ACCEL_OK);
+    CHECK(strstr(msg, want) != NULL && strstr(msg, "1024") != NULL);
+    CHECK_EQ_INT(api->context_free(ctx), NPL_ACCEL_OK);
+}
+
 int main(void) {
     api = npl_vnpu_get_api(NPL_ACCEL_ABI_VERSION);
     static const cfg cfgs[] = {
         {4, 1, 256, 0, 1, 0},  {4, 1, 256, 32, 1, 0}, {8, 2, 64, 0, 0, 0},   {8, 8, 64, 17, 0, 0},
         {8, 1, 64, 0, 0, 30},  {16, 2, 32, 5, 1, 0},  {6, 6, 48, 0, 0, 0}, /* hd 48: the shared kernel */
+        /* heads past 512 up to the kernels' limit, and odd sizes: every size a model may have */
+        {2, 1, 768, 0, 0, 0},  {2, 2, NPL_ATTN_MAX_HD, 9, 1, 0}, {4, 2, 100, 0, 0, 20}, {3, 1, 33, 0, 1, 0},
     };
     const char *fams[2] = {"generic", "auto"};
     for (int f = 0; f < 2; f++) {
@@ -132,6 +166,7 @@ int main(void) {
         CHECK_EQ_INT(api->backend_create(&o, 1, &be, err, sizeof err), NPL_ACCEL_OK);
         printf("kernel family %s\n", fams[f]);
         for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++) run(&cfgs[i]);
+        refuse_big_head();
         api->backend_free(be);
     }
     TEST_MAIN_END();

@@ -149,5 +149,9 @@ int main(void) {
     run_case(64, 4, 1, 5, 100, 0, 0.0f);
     run_case(256, 4, 1, 3, 600, 512, 0.0f);
     run_case(80, 8, 8, 4, 30, 16, 50.0f);
+    /* heads past 512 up to the kernels' limit, and an odd size */
+    run_case(768, 2, 1, 4, 20, 0, 0.0f);
+    run_case(NPL_ATTN_MAX_HD, 2, 2, 3, 10, 8, 50.0f);
+    run_case(100, 4, 2, 5, 7, 0, 0.0f);
     TEST_MAIN_END();
 }

@@ -310,7 +310,10 @@ static void test_attention(const isa_table *tabs, int n_tabs) {
 
     /* Unordered positions (tiles must not merge far-apart rows), head sizes
      * that take the fallbacks (80: not a multiple of 16; 36: not of 8),
-     * groups of 3 and 8 heads, more threads than pairs, one long decode. */
+     * groups of 3 and 8 heads, more threads than pairs, one long decode.
+     * Heads past 512 up to NPL_ATTN_MAX_HD (the x86 tiles take fewer rows
+     * there; 520 and 776 are multiples of 8 only) and odd sizes (100, 33,
+     * 2): every size the model loader accepts. */
     static const int32_t mixed[] = {40, 3, -1, 41, 10, 42, 0, 39, 2, 200, 201, 150};
     static const struct {
         int hd, nh, nkv, n_q, window;
@@ -319,6 +322,8 @@ static void test_attention(const isa_table *tabs, int n_tabs) {
         {64, 8, 8, 12, 0, 0}, {64, 8, 8, 12, 16, 0}, {80, 4, 2, 12, 0, 0},
         {36, 4, 2, 12, 7, 50}, {128, 6, 3, 12, 0, 0}, {64, 12, 4, 12, 0, 0},
         {64, 16, 2, 12, 5, 50}, {256, 4, 1, 1, 0, 0},
+        {768, 4, 2, 12, 0, 0}, {1024, 8, 1, 12, 16, 50}, {NPL_ATTN_MAX_HD, 2, 2, 1, 0, 0}, {520, 4, 1, 12, 0, 0},
+        {776, 2, 1, 12, 0, 0}, {100, 4, 2, 12, 7, 0}, {33, 6, 3, 12, 0, 50}, {2, 2, 1, 12, 0, 0},
     };
     for (size_t e = 0; e < sizeof extra / sizeof *extra; e++, id++) {
         attn_case c = {.hd = extra[e].hd, .n_head = extra[e].nh, .n_kv = extra[e].nkv, .n_q = extra[e].n_q,

@@ -204,6 +204,11 @@ static int exec_attention(npl_exec_ctx *c) {
         snprintf(c->err, c->errlen, "attention: expects f32 q/k/v, f16 caches, i32 positions");
         return -1;
     }
+    if (hd > NPL_ATTN_MAX_HD) { /* a graph file's shape: the model loader refuses such heads already */
+        snprintf(c->err, c->errlen, "attention: head size %lld is larger than %d, the most the attention kernels take",
+                 (long long)hd, NPL_ATTN_MAX_HD);
+        return -1;
+    }
     for (int64_t s = 0; s < seq; s++) {
         if (pos[s] < 0) continue;
         if (pos[s] >= n_ctx) {

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cpu/kernels/nn_kernels.h"
 #include "models/model.h"
 
 static const struct {
@@ -107,10 +108,21 @@ int npl_hparams_load(const npl_gguf *f, npl_hparams *hp, char *err, size_t errle
         fail(&r, key, what);
         return -1;
     }
+    /* the head size: attention.key_length, else n_embd / n_head; the
+     * attention kernels take up to NPL_ATTN_MAX_HD (cpu/kernels/nn_kernels.h) */
     int def_hd = hp->n_embd % hp->n_head == 0 ? hp->n_embd / hp->n_head : -1;
-    hp->head_dim = get_int(&r, "attention.key_length", def_hd, 2, 1024);
-    int vlen = get_int(&r, "attention.value_length", hp->head_dim, 2, 1024);
+    hp->head_dim = get_int(&r, "attention.key_length", def_hd, 2, BIG);
     char key[128];
+    snprintf(key, sizeof(key), "%s.attention.key_length", hp->arch_name);
+    if (!r.failed && hp->head_dim > NPL_ATTN_MAX_HD) {
+        char what[160];
+        snprintf(what, sizeof(what), "head size %d%s is larger than %d, the most the attention kernels take",
+                 hp->head_dim, npl_gguf_find_key(f, key) < 0 ? " (embedding_length / head_count)" : "",
+                 NPL_ATTN_MAX_HD);
+        fail(&r, key, what);
+    }
+    if (!r.failed && hp->head_dim < 2) fail(&r, key, "head size (embedding_length / head_count) is below 2");
+    int vlen = get_int(&r, "attention.value_length", hp->head_dim, 2, NPL_ATTN_MAX_HD);
     snprintf(key, sizeof(key), "%s.attention.value_length", hp->arch_name);
     if (!r.failed && vlen != hp->head_dim) fail(&r, key, "differs from key_length (unsupported)");
     hp->n_rot = get_int(&r, "rope.dimension_count", hp->head_dim, 2, hp->head_dim);

@@ -14,7 +14,8 @@
  *   Rope          x [S, H, D], positions INT32 [S] -> x shape. Params n_rot (D),
  *                 neox (0), base (10000), freq_scale (1). Position -1: row unchanged.
  *   Attention     q [S, Hq, D], k [S, Hkv, D], v [S, Hkv, D], k_cache, v_cache
- *                 (APP_READWRITE F16 [C, Hkv, D]), positions INT32 [S] -> [S, Hq, D].
+ *                 (APP_READWRITE F16 [C, Hkv, D]), positions INT32 [S] -> [S, Hq, D],
+ *                 D <= NPL_ATTN_MAX_HD (1024).
  *                 Writes k/v rows at their positions (-1 = padding: not written,
  *                 output 0), then causal attention over the cache. Params scale
  *                 (1/sqrt(D)), window (0 = none), softcap (0 = none).
@@ -274,6 +275,9 @@ static npl_accel_status check_attention(const chk *c) {
         if ((st = need_float(c, IN(c, (uint32_t)i)))) return st;
     if (q->rank != 3) return shape_err(c, q, "[S, Hq, D]");
     int64_t s = q->dims[0], hd = q->dims[2];
+    if (hd > NPL_ATTN_MAX_HD)
+        return vnpu_fail(c->be, NPL_ACCEL_ERR_UNSUPPORTED, "vnpu: %s: q '%s': head size D = %lld is larger than %d, "
+                         "the most the attention kernels take", c->where, q->name, (long long)hd, NPL_ATTN_MAX_HD);
     if (k->rank != 3 || k->dims[0] != s || k->dims[2] != hd) return shape_err(c, k, "[S, Hkv, D] like q");
     int64_t hkv = k->dims[1];
     if (!same_shape(k, v)) return shape_err(c, v, "k's shape");

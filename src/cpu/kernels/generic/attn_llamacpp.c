@@ -48,7 +48,7 @@ static void attn_row(const npl_attn_args *a, const float *q, float *o, int kvh, 
     const int hd = a->hd;
     const int64_t ks = (int64_t)a->n_kv * hd;
     const uint16_t *K = a->kc + (int64_t)kvh * hd, *V = a->vc + (int64_t)kvh * hd;
-    uint16_t acc[512];
+    uint16_t acc[NPL_ATTN_MAX_HD];
     memset(acc, 0, sizeof(uint16_t) * (size_t)hd);
     /* with a softcap, llama.cpp folds the scale into it first */
     const float scale = a->softcap > 0.0f ? a->scale / a->softcap : a->scale;
@@ -99,7 +99,7 @@ static void attn_row_noflash(const npl_attn_args *a, const float *q, float *o, i
     double S = 0.0;
     for (int j = j0; j < j1; j++) S += (double)expf(SCORE(j) - M);
     const float inv = S == 0.0 ? 0.0f : (float)(1.0 / S);
-    double acc[512];
+    double acc[NPL_ATTN_MAX_HD];
     for (int c = 0; c < hd; c++) acc[c] = 0.0;
     for (int j = j0; j < j1; j++) {
         const float p = npl_f16_to_f32(npl_f32_to_f16(expf(SCORE(j) - M) * inv));

@@ -117,9 +117,14 @@ static int attn_tile_accepts(const npl_attn_tile *t, int j0, int j1, int max_row
 }
 
 void npl_attn_run(const npl_attn_args *a, int ith, int nth, npl_attn_tile_fn fn, int max_rows) {
-    assert(a->n_kv > 0 && a->n_head % a->n_kv == 0 && a->hd > 0 && a->hd <= 512 && nth > 0);
+    assert(a->n_kv > 0 && a->n_head % a->n_kv == 0 && a->hd > 0 && a->hd <= NPL_ATTN_MAX_HD && nth > 0);
     assert(max_rows > 0 && max_rows <= NPL_ATTN_TILE_MAX);
     if (a->n_q <= 0 || a->n_head <= 0) return;
+    if (a->hd > NPL_ATTN_MAX_HD) { /* callers refuse such heads first; a call that did not gets NaN, not a stack overrun */
+        for (int i = ith; i < a->n_q; i += nth)
+            for (int64_t e = 0; e < (int64_t)a->n_head * a->hd; e++) a->out[i * a->out_stride + e] = NAN;
+        return;
+    }
     int64_t total = 0;
     for (int i = 0; i < a->n_q; i++) total += attn_cost(a, i);
     total *= a->n_head;
@@ -169,7 +174,7 @@ static void attn_tile_generic(const npl_attn_args *a, const npl_attn_tile *t) {
     const int hd = a->hd;
     const int64_t ks = (int64_t)a->n_kv * hd;
     const uint16_t *kb = a->kc + (int64_t)t->kvh * hd, *vb = a->vc + (int64_t)t->kvh * hd;
-    float kf[512], vf[512], acc[NPL_ATTN_TILE][512];
+    float kf[NPL_ATTN_MAX_HD], vf[NPL_ATTN_MAX_HD], acc[NPL_ATTN_TILE][NPL_ATTN_MAX_HD]; /* 24 KiB */
     float m[NPL_ATTN_TILE], l[NPL_ATTN_TILE];
     int lo = t->j0[0], hi = t->j1[0];
     for (int r = 0; r < t->n; r++) {

@@ -231,6 +231,7 @@ static void softmax_avx2(float *x, int n) {
 #define BLK 48       /* keys per block: 16 passes of 3 keys, 12 of 4 */
 #define GROUP 4      /* rows whose accumulators fit the registers at once */
 #define ATT_ROWS 16  /* rows per tile */
+#define ACC_MAX (ATT_ROWS * 512) /* accumulator floats per tile (32 KiB of stack): heads over 512 take fewer rows */
 
 NPL_AI __m128 fold8(__m256 v) { return _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1)); }
 
@@ -446,7 +447,8 @@ static void attention_avx2(const npl_attn_args *a, int ith, int nth) {
         npl_nn_kernels_get(NPL_ISA_GENERIC)->attention(a, ith, nth);
         return;
     }
-    npl_attn_run(a, ith, nth, attn_tile_avx2, ATT_ROWS);
+    const int rows = ACC_MAX / a->hd < ATT_ROWS ? ACC_MAX / a->hd : ATT_ROWS; /* >= 8 for hd <= NPL_ATTN_MAX_HD */
+    npl_attn_run(a, ith, nth, attn_tile_avx2, rows > 0 ? rows : 1);
 }
 
 /* ---- f16 rows (F16C) ---- */

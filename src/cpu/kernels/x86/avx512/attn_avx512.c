@@ -21,6 +21,11 @@
 
 #define BLK 32
 #define GROUP 4 /* rows whose accumulators fit the registers at once */
+/* Stack per tile, as for heads of 512: accumulators for at most ACC_MAX
+ * floats (heads over 512 take fewer rows), and converted K/V blocks only for
+ * heads up to CONV_MAX_HD (larger ones read the f16 rows, the same values). */
+#define ACC_MAX (NPL_ATTN_TILE_MAX * 512)
+#define CONV_MAX_HD 512
 
 /* {sum(a), sum(b), sum(c), sum(d)}, each as ((x0 + x1) + (x2 + x3)) of its folded quarters */
 NPL_AI __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
@@ -144,7 +149,7 @@ static void attn_tile_avx512(const npl_attn_args *a, const npl_attn_tile *t) {
     float s[NPL_ATTN_TILE_MAX][BLK] __attribute__((aligned(64)));
     /* with more than one group, each block is converted to f32 once and the
      * groups read it from cache instead of converting it again */
-    const int conv = nr > GROUP;
+    const int conv = nr > GROUP && hd <= CONV_MAX_HD;
     float kf[conv ? BLK * hd : 1] __attribute__((aligned(64))), vf[conv ? BLK * hd : 1] __attribute__((aligned(64)));
     float m[NPL_ATTN_TILE_MAX], l[NPL_ATTN_TILE_MAX], corr[NPL_ATTN_TILE_MAX];
     int lo = t->j0[0], hi = t->j1[0];
@@ -227,5 +232,6 @@ void npl_attention_avx512(const npl_attn_args *a, int ith, int nth) {
         npl_nn_kernels_avx2.attention(a, ith, nth);
         return;
     }
-    npl_attn_run(a, ith, nth, attn_tile_avx512, NPL_ATTN_TILE_MAX);
+    const int rows = ACC_MAX / a->hd < NPL_ATTN_TILE_MAX ? ACC_MAX / a->hd : NPL_ATTN_TILE_MAX;
+    npl_attn_run(a, ith, nth, attn_tile_avx512, rows > 0 ? rows : 1);
 }
