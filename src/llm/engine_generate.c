@@ -123,12 +123,17 @@ npl_status npl_engine_next(npl_engine *e, const char **text, size_t *len) {
         return e->ts.out_len ? NPL_OK : NPL_DONE;
     }
     e->n_gen++;
-    char piece[256];
-    int n = npl_token_to_piece(e->tok, tok, piece, sizeof(piece), 0);
-    if (n < 0 || n > (int)sizeof(piece)) n = 0;
-    if (npl_engine_append(&e->answer, &e->answer_len, &e->answer_cap, piece, (size_t)n) ||
-        npl_text_stream_push(&e->ts, piece, (size_t)n))
-        return e->gen_status = finish(e, npl_engine_fail(e, NPL_ERR_MEMORY, "out of memory"));
+    char small[256], *piece = small;
+    int n = npl_token_to_piece(e->tok, tok, small, sizeof(small), 0);
+    if (n > (int)sizeof(small)) { /* a vocabulary may hold token texts of any length */
+        piece = malloc((size_t)n);
+        if (!piece || npl_token_to_piece(e->tok, tok, piece, n, 0) != n) n = -2;
+    }
+    const size_t len_n = n > 0 ? (size_t)n : 0;
+    const int oom = n == -2 || npl_engine_append(&e->answer, &e->answer_len, &e->answer_cap, piece, len_n) ||
+                    npl_text_stream_push(&e->ts, piece, len_n);
+    if (piece != small) free(piece);
+    if (oom) return e->gen_status = finish(e, npl_engine_fail(e, NPL_ERR_MEMORY, "out of memory"));
     if (e->ts.stopped) { /* the stop string is not part of the answer, but its tokens are */
         e->fed_valid = 0;
         size_t sl = strlen(e->p.stop);

@@ -50,9 +50,17 @@ int npl_cmd_tokenize(int argc, char **argv) {
         printf("]\n");
     } else {
         for (int64_t i = 0; i < n; i++) {
-            char piece[512];
-            int pl = npl_token_to_piece(t, ids[i], piece, sizeof(piece), 1);
-            printf("%6d -> '%.*s'\n", ids[i], pl > 0 && pl <= (int)sizeof(piece) ? pl : 0, piece);
+            char small[512], *piece = small;
+            int pl = npl_token_to_piece(t, ids[i], small, sizeof(small), 1);
+            if (pl > (int)sizeof(small) && (piece = malloc((size_t)pl))) /* token texts may be of any length */
+                pl = npl_token_to_piece(t, ids[i], piece, pl, 1);
+            if (!piece) {
+                fprintf(stderr, "npullm tokenize: out of memory\n");
+                free(ids);
+                goto done;
+            }
+            printf("%6d -> '%.*s'\n", ids[i], pl > 0 ? pl : 0, piece);
+            if (piece != small) free(piece);
         }
     }
     free(ids);
