@@ -10,6 +10,17 @@
 #include <stdint.h>
 #include "cpu/kernels/vec_dot.h"
 
+/* The largest head size (hd) the attention kernels take, the one limit on
+ * a model's shape that they have: the plain C and llama.cpp-arithmetic
+ * tiles keep a few rows of this many floats on the stack, and the x86 tiles
+ * shrink their tiles for large heads so that their stack use stays bounded
+ * too. Every size from 1 to this one runs on every kernel family (sizes
+ * that are not multiples of 32, 16 or 8 take the next lower family's
+ * kernel). Whatever builds an attention from a file checks it: the model
+ * loader (src/models/hparams.c, attention.key_length), the CPU backend's
+ * attention (graph files) and vnpu's Attention check (packages). */
+#define NPL_ATTN_MAX_HD 1024
+
 /* Attention over an f16 KV cache.
  *   q   [n_q][n_head][hd] f32 (row stride q_stride floats between positions)
  *   kc  [n_ctx][n_kv][hd] f16 (cache rows already written for every position used)
@@ -22,17 +33,6 @@
  * Heads are grouped: head h reads kv head h / (n_head / n_kv).
  * Computed with an online softmax (never materializes n_q x n_ctx scores); cost
  * follows the attended range, not n_ctx. Work split over (query, head) pairs. */
-/* The largest head size (hd) the attention kernels take, the one limit on
- * a model's shape that they have: the plain C and llama.cpp-arithmetic
- * tiles keep a few rows of this many floats on the stack, and the x86 tiles
- * shrink their tiles for large heads so that their stack use stays bounded
- * too. Every size from 1 to this one runs on every kernel family (sizes
- * that are not multiples of 32, 16 or 8 take the next lower family's
- * kernel). Whatever builds an attention from a file checks it: the model
- * loader (src/models/hparams.c, attention.key_length), the CPU backend's
- * attention (graph files) and vnpu's Attention check (packages). */
-#define NPL_ATTN_MAX_HD 1024
-
 typedef struct {
     const float *q; int64_t q_stride;
     const uint16_t *kc, *vc;
