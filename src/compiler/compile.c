@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,8 @@
 #include "accel/vnpu/vnpu_api.h"
 #include "compiler/compiler.h"
 #include "compiler/lower.h"
+#include "compiler/package_dir.h"
+#include "core/progress.h"
 #include "core/session.h"
 #include "cpu/cpu_backend.h"
 #include "models/model.h"
@@ -42,32 +45,35 @@ static double now_s(void) {
 
 typedef struct {
     const npl_compile_params *p;
+    npl_compile_guard *g;
+    npl_progress bar;
     double t0, stage_t[6];
     int stage;
 } progress;
 
-static void prog(progress *pg, int stage, int done, int total, const char *what) {
-    if (!pg->p->log) return;
+static int aborted(npl_compile_guard *g) {
+    pthread_mutex_lock(&g->mu);
+    int a = g->aborted;
+    pthread_mutex_unlock(&g->mu);
+    return a;
+}
+
+/* One progress step; nonzero when the compile was aborted (the caller
+ * stops with "interrupted"). */
+static int prog(progress *pg, int stage, int done, int total, const char *what) {
     if (stage != pg->stage) {
         double t = now_s();
         if (pg->stage >= 0) pg->stage_t[pg->stage] = t - pg->t0;
         pg->t0 = t;
         pg->stage = stage;
     }
-    int w = 30, f = total ? done * w / total : w;
-    fprintf(pg->p->log, "\r[%d/6] %-28.28s [", stage + 1, what);
-    for (int i = 0; i < w; i++) fputc(i < f ? '#' : '.', pg->p->log);
-    fprintf(pg->p->log, "] %d/%d", done, total);
-    if (done == total) fputc('\n', pg->p->log);
-    fflush(pg->p->log);
-}
-
-static int rm_rf(const char *path) {
-    char cmd[8400];
-    /* paths we created ourselves; quote for the shell */
-    if (strchr(path, '\'')) return -1;
-    snprintf(cmd, sizeof cmd, "rm -rf -- '%s'", path);
-    return system(cmd) == 0 ? 0 : -1;
+    char label[48];
+    snprintf(label, sizeof label, "[%d/6] %s", stage + 1, what);
+    npl_progress_bar(&pg->bar, label, done, total);
+    int s, d, ms = 60000;
+    if (pg->p->stall_at && sscanf(pg->p->stall_at, "%d:%d:%d", &s, &d, &ms) >= 2 && s == stage + 1 && d == done)
+        for (int i = 0; i < ms / 10 && !aborted(pg->g); i++) nanosleep(&(struct timespec){0, 10000000}, NULL);
+    return aborted(pg->g);
 }
 
 static int write_file(const char *path, const void *data, size_t n, char *err, size_t errlen) {
@@ -166,11 +172,13 @@ static void samples_free(sample *smp, int n, int n_in) {
 static int write_config(const char *dir, const npl_compile_params *p, int n_ctx, int n_bins, char *err, size_t errlen) {
     char path[4300], body[2048];
     size_t o = (size_t)snprintf(body, sizeof body,
-                                "{\n  \"llm_model\": \"model.gguf\",\n  \"backend_type\": \"cpu\",\n"
+                                "{\n  \"npullm_package_version\": %d,\n"
+                                "  \"llm_model\": \"model.gguf\",\n  \"backend_type\": \"cpu\",\n"
                                 "  \"chunk_limits\": [%d, 1],\n  \"max_context_length\": %d,\n"
                                 "  \"precision\": \"%s\",\n  \"weights\": \"%s\",\n  \"accel\": \"vnpu\",\n"
                                 "  \"context_binaries\": [",
-                                p->chunk, n_ctx, npl_act_prec_name(p->act), npl_weight_prec_name(p->weights));
+                                NPL_PACKAGE_VERSION, p->chunk, n_ctx, npl_act_prec_name(p->act),
+                                npl_weight_prec_name(p->weights));
     for (int i = 0; i < n_bins && o < sizeof body; i++)
         o += (size_t)snprintf(body + o, sizeof body - o, "%s\"accel_%d.bin\"", i ? ", " : "", i);
     if (o < sizeof body) snprintf(body + o, sizeof body - o, "]\n}\n");
@@ -200,7 +208,9 @@ static int shape_index_ok(const shape_case *c, int n, int seq, int n_out) {
 
 int npl_compile(const char *model_path, const char *out_dir, const npl_compile_params *pp, char *err, size_t errlen) {
     npl_compile_params p = pp ? *pp : npl_compile_default_params();
-    progress pg = {&p, now_s(), {0}, -1};
+    npl_compile_guard own = {.mu = PTHREAD_MUTEX_INITIALIZER}, *g = p.guard ? p.guard : &own;
+    progress pg = {.p = &p, .g = g, .t0 = now_s(), .stage = -1};
+    npl_progress_init(&pg.bar, p.log);
     double t_start = now_s();
     npl_gguf *f = NULL;
     npl_model_graph mg = {0};
@@ -210,8 +220,9 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     npl_lower_weight *wc = NULL;
     seg_result *res = NULL;
     shape_case cases[MAX_SHAPES] = {0};
-    int n_cases = 0, rc = -1, n_nodes = 0, made_tmp = 0;
-    char tmp[4200], path[4300];
+    int n_cases = 0, rc = -1, n_nodes = 0;
+    char out[NPL_PKG_PATH_MAX], path[NPL_PKG_PATH_MAX + 64], warn[NPL_PKG_PATH_MAX + 128];
+    const char *tmp = g->tmp;
     const npl_accel_api *api = NULL;
     npl_accel_backend *abe = NULL;
 
@@ -219,13 +230,10 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         snprintf(err, errlen, "--chunk %d: must be positive", p.chunk);
         return -1;
     }
-    struct stat sb;
-    if (stat(out_dir, &sb) == 0 && !p.force) {
-        snprintf(err, errlen, "%s: already exists (use --force to replace it)", out_dir);
-        return -1;
-    }
+    /* -o first: refusing it after 20 s of stages wastes the user's time */
+    if (npl_pkg_out_prepare(g, out_dir, p.force, out, sizeof out, err, errlen)) return -1;
     /* 1. graph + IO samples */
-    prog(&pg, 0, 0, 2, "model graph");
+    if (prog(&pg, 0, 0, 2, "model graph")) goto done;
     npl_hparams hp;
     if (!(f = npl_gguf_open(model_path, NULL, err, errlen)) || npl_hparams_load(f, &hp, err, errlen)) goto done;
     int n_ctx = p.n_ctx > 0 ? p.n_ctx : (hp.n_ctx_train < 4096 ? hp.n_ctx_train : 4096);
@@ -256,7 +264,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
             for (int r = 0; r < c->n_out; r++) c->rows[r] = c->n_out == 1 ? valid - 1 : r;
         }
     }
-    prog(&pg, 0, 2, 2, "model graph");
+    if (prog(&pg, 0, 2, 2, "model graph")) goto done;
 
     /* the output matrix, when it gets a type of its own */
     int out_weight = -1;
@@ -276,9 +284,9 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     }
 
     /* 2. partition */
-    prog(&pg, 1, 0, 1, "partition");
+    if (prog(&pg, 1, 0, 1, "partition")) goto done;
     if (npl_partition_graph(mg.g, &mg.logits, 1, &part, err, errlen)) goto done;
-    prog(&pg, 1, 1, 1, "partition");
+    if (prog(&pg, 1, 1, 1, "partition")) goto done;
 
     /* 3 + 5. lower per shape, merge into one context per subgraph, check */
     if (!(api = npl_vnpu_get_api(NPL_ACCEL_ABI_VERSION))) {
@@ -313,9 +321,9 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
             free(shapes);
             goto done;
         }
-        int ok = 1;
+        int ok = 1, stop = 0;
         for (int c = 0; c < n_cases && ok; c++) {
-            prog(&pg, 2, c, n_cases, "lower + compile per shape");
+            if ((stop = prog(&pg, 2, c, n_cases, "lower + compile per shape"))) break;
             npl_lower_args la = {.g = mg.g, .seg = sg, .shapes = shapes, .act = act, .wprec = p.weights, .wc = wc,
                                  .out_weight = out_weight, .out_type = (npl_type)p.output_weights};
             snprintf(r->names[c], sizeof r->names[c], "s%d_ar%d_o%d", si, cases[c].seq, cases[c].n_out);
@@ -329,25 +337,33 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
             snprintf(r->out_names[c], 96, "%s", la.out_name);
             if (c == 0) r->static_bytes = la.static_bytes;
         }
-        if (ok) prog(&pg, 2, n_cases, n_cases, "lower + compile per shape");
+        if (ok && !stop) stop = prog(&pg, 2, n_cases, n_cases, "lower + compile per shape");
         r->n_shapes = n_cases;
-        if (ok && (api->context_get_binary_size(ctx, &r->bin_size) != NPL_ACCEL_OK ||
+        if (ok && !stop && (api->context_get_binary_size(ctx, &r->bin_size) != NPL_ACCEL_OK ||
                    !(r->bin = malloc(r->bin_size)) ||
                    api->context_get_binary(ctx, r->bin, r->bin_size, &r->bin_size) != NPL_ACCEL_OK)) {
             snprintf(err, errlen, "vnpu: context binary: %s", api->last_error(abe));
             ok = 0;
         }
         api->context_free(ctx);
+        if (stop) {
+            free(shapes);
+            goto done;
+        }
         if (!ok) {
             /* a subgraph the accelerator refuses stays on the CPU */
-            if (p.log) fprintf(p.log, "\nwarning: subgraph %d stays on the CPU: %s\n", si, err);
+            npl_progress_end_line(&pg.bar);
+            if (p.log) fprintf(p.log, "warning: subgraph %d stays on the CPU: %s\n", si, err);
             sg->keep = 0;
             snprintf(sg->why, sizeof sg->why, "lowering failed: %.140s", err);
             continue;
         }
         /* check: the binary as the package will hold it, against the CPU samples */
         if (p.check) {
-            prog(&pg, 3, 0, n_cases, "check vs CPU samples");
+            if (prog(&pg, 3, 0, n_cases, "check vs CPU samples")) {
+                free(shapes);
+                goto done;
+            }
             sample smp[MAX_SHAPES] = {0};
             npl_accel_context *lc = NULL;
             double tol = p.tolerance > 0 ? p.tolerance : 0.25; /* random ids drive Gemma far off its data */
@@ -358,7 +374,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
             }
             if (api->context_create_from_binary(abe, NULL, NULL, 0, r->bin, r->bin_size, &lc) != NPL_ACCEL_OK) ok = 0;
             float *y = NULL;
-            for (int c = 0; c < n_cases && ok; c++) {
+            for (int c = 0; c < n_cases && ok && !stop; c++) {
                 npl_accel_graph *ag;
                 npl_accel_buffer in[NPL_SEG_MAX_IO], out;
                 free(y);
@@ -390,14 +406,19 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
                              r->names[c], r->rel_err[c], me, tol);
                     ok = -1;
                 }
-                prog(&pg, 3, c + 1, n_cases, "check vs CPU samples");
+                stop = prog(&pg, 3, c + 1, n_cases, "check vs CPU samples");
             }
             free(y);
             if (!ok) snprintf(err, errlen, "vnpu: %s", api->last_error(abe));
             if (lc) api->context_free(lc);
             samples_free(smp, n_cases, sg->n_inputs);
+            if (stop) {
+                free(shapes);
+                goto done;
+            }
             if (ok != 1) {
-                if (p.log) fprintf(p.log, "\nwarning: subgraph %d falls back to the CPU: %s\n", si, err);
+                npl_progress_end_line(&pg.bar);
+                if (p.log) fprintf(p.log, "warning: subgraph %d falls back to the CPU: %s\n", si, err);
                 sg->keep = 0;
                 snprintf(sg->why, sizeof sg->why, "check failed: %.140s", err);
                 continue;
@@ -408,7 +429,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     free(shapes);
 
     /* 4. replace: the package graph */
-    prog(&pg, 4, 0, 1, "replace with plugin ops");
+    if (prog(&pg, 4, 0, 1, "replace with plugin ops")) goto done;
     {
         int *seg_of = malloc((size_t)n_nodes * sizeof(int)), *map = malloc((size_t)n_nodes * sizeof(int));
         char *used = calloc((size_t)n_nodes, 1);
@@ -483,16 +504,10 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
             goto done;
         }
     }
-    prog(&pg, 4, 1, 1, "replace with plugin ops");
+    if (prog(&pg, 4, 1, 1, "replace with plugin ops")) goto done;
 
     /* 6. write: tmp dir, then rename */
-    prog(&pg, 5, 0, 3, "write package");
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", out_dir, (int)getpid());
-    if (mkdir(tmp, 0755)) {
-        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-        goto done;
-    }
-    made_tmp = 1;
+    if (prog(&pg, 5, 0, 3, "write package") || npl_pkg_tmp_create(g, out, err, errlen)) goto done;
     uint64_t total_bin = 0;
     for (int si = 0; si < part.n_segs; si++) {
         if (!part.segs[si].keep) continue;
@@ -500,13 +515,13 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         if (write_file(path, res[si].bin, res[si].bin_size, err, errlen)) goto done;
         total_bin += res[si].bin_size;
     }
-    prog(&pg, 5, 1, 3, "write package");
+    if (prog(&pg, 5, 1, 3, "write package")) goto done;
     if (!(w = npl_gguf_writer_new())) goto oom;
     {
         static const char *const skip[] = {"npullm.", NULL};
         int64_t cl[2] = {p.chunk, 1};
         if (npl_gguf_copy_kv(w, f, skip, err, errlen) || npl_graph_file_add(w, pkg, err, errlen)) goto done;
-        npl_gguf_writer_set_u32(w, "npullm.package.version", 1);
+        npl_gguf_writer_set_u32(w, "npullm.package.version", NPL_PACKAGE_VERSION);
         npl_gguf_writer_set_u32(w, "npullm.package.n_ctx", (uint32_t)n_ctx);
         npl_gguf_writer_set_arr(w, "npullm.package.chunk_limits", NPL_GGUF_INT64, cl, 2);
         npl_gguf_writer_set_str(w, "npullm.package.precision", npl_act_prec_name(p.act));
@@ -516,7 +531,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         snprintf(path, sizeof path, "%s/model.gguf", tmp);
         if (npl_gguf_writer_write(w, path, err, errlen)) goto done;
     }
-    prog(&pg, 5, 2, 3, "write package");
+    if (prog(&pg, 5, 2, 3, "write package")) goto done;
     if (write_config(tmp, &p, n_ctx, n_kept ? 1 : 0, err, errlen)) goto done;
     if (p.keep_intermediate) {
         snprintf(path, sizeof path, "%s/intermediate", tmp);
@@ -547,22 +562,9 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
             fclose(jf);
         }
     }
-    {   /* move into place: the old package (with --force) goes only after the new one is complete */
-        char old[4300];
-        snprintf(old, sizeof old, "%s.old.%d", out_dir, (int)getpid());
-        int had_old = stat(out_dir, &sb) == 0;
-        if (had_old && rename(out_dir, old)) {
-            snprintf(err, errlen, "%s: %s", out_dir, strerror(errno));
-            goto done;
-        }
-        if (rename(tmp, out_dir)) {
-            snprintf(err, errlen, "%s: %s", out_dir, strerror(errno));
-            if (had_old) rename(old, out_dir);
-            goto done;
-        }
-        made_tmp = 0;
-        if (had_old) rm_rf(old);
-    }
+    /* into place: one rename; with --force the old package goes only after */
+    if (aborted(g) || npl_pkg_commit(g, out, p.force, warn, sizeof warn, err, errlen)) goto done;
+    if (warn[0] && p.log) fprintf(p.log, "warning: %s\n", warn);
     prog(&pg, 5, 3, 3, "write package");
     pg.stage_t[5] = now_s() - pg.t0;
 
@@ -571,7 +573,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         int lowered = 0;
         for (int si = 0; si < part.n_segs; si++)
             if (part.segs[si].keep) lowered += part.segs[si].n_nodes;
-        fprintf(o, "\nnpullm compile: %s -> %s\n", model_path, out_dir);
+        fprintf(o, "npullm compile: %s -> %s\n", model_path, out_dir);
         fprintf(o, "  model      %s, %d layers, n_ctx %d, chunk %d, activations %s, weights %s\n", hp.arch_name,
                 hp.n_layer, n_ctx, p.chunk, npl_act_prec_name(p.act), npl_weight_prec_name(p.weights));
         if (getenv("NPL_LOWER_F32"))
@@ -585,14 +587,18 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
             fprintf(o, "       accel_%d.bin: %.2f MiB, weights %.2f MiB, %d graphs:", si, res[si].bin_size / 1048576.0,
                     res[si].static_bytes / 1048576.0, res[si].n_shapes);
             for (int c = 0; c < res[si].n_shapes; c++)
-                fprintf(o, " %s (max abs err %.3g, rel rms %.3g)", res[si].names[c], res[si].max_err[c], res[si].rel_err[c]);
+                if (p.check)
+                    fprintf(o, " %s (max abs err %.3g, rel rms %.3g)", res[si].names[c], res[si].max_err[c],
+                            res[si].rel_err[c]);
+                else
+                    fprintf(o, " %s (not checked)", res[si].names[c]);
             fprintf(o, "\n");
         }
         fprintf(o, "  ops        %d lowered, %d on the CPU\n", lowered, part.n_cpu_ops);
         for (int i = 0; i < part.n_cpu_ops; i++)
             fprintf(o, "    CPU: node %d %s: %s\n", part.cpu_ops[i], npl_op_name(npl_graph_node(mg.g, part.cpu_ops[i])->op),
                     part.cpu_why[i]);
-        snprintf(path, sizeof path, "%s/model.gguf", out_dir);
+        snprintf(path, sizeof path, "%s/model.gguf", out);
         struct stat gs;
         fprintf(o, "  files      model.gguf %.2f MiB, context binaries %.2f MiB\n",
                 stat(path, &gs) == 0 ? gs.st_size / 1048576.0 : 0.0, total_bin / 1048576.0);
@@ -606,7 +612,9 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
 oom:
     snprintf(err, errlen, "out of memory");
 done:
-    if (made_tmp) rm_rf(tmp);
+    npl_progress_end_line(&pg.bar);
+    npl_pkg_tmp_remove(g);
+    if (rc && aborted(g)) snprintf(err, errlen, "interrupted");
     npl_gguf_writer_free(w);
     npl_graph_free(pkg);
     if (res)

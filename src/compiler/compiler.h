@@ -4,9 +4,16 @@
  * subgraph by one "accel" plugin node, merge the shapes' graphs into one
  * context binary, write the package (tmp dir + rename).
  *
+ * The output directory (package_dir.h): -o must not exist, or with --force
+ * be an npullm package (config.json "npullm_package_version", or an older
+ * package's model.gguf with npullm.package.version) holding only the files
+ * a compile writes; anything else is refused and left alone. Its parent is
+ * probed before any stage. The package is written into OUT.tmp.PID and
+ * moved into place in one rename; a failed or aborted compile removes it.
+ *
  * Package layout:
- *   PKG/config.json     llm_model, chunk_limits [N, 1], max_context_length,
- *                       precision, weights, context binaries
+ *   PKG/config.json     npullm_package_version, llm_model, chunk_limits [N, 1],
+ *                       max_context_length, precision, weights, context binaries
  *   PKG/model.gguf      graph file (format/graph_file.h): every metadata key
  *                       of the source GGUF (hparams, tokenizer.*), the graph,
  *                       the CPU-side weights (embedding table), npullm.package.*
@@ -18,6 +25,18 @@
 
 #include "core/graph.h"
 #include "npullm_accel.h"
+
+/* A compile's files on disk until they are in place, shared with a thread
+ * that may stop it. After npl_compile_guard_abort returns nothing of the
+ * compile is left on disk, it creates nothing more, and npl_compile fails
+ * with "interrupted" at its next step. Safe from any thread at any time, but
+ * not from a signal handler: the CLI waits for signals in a thread of its
+ * own (sigwait) and calls it there. */
+typedef struct npl_compile_guard npl_compile_guard;
+npl_compile_guard *npl_compile_guard_new(void);
+void npl_compile_guard_free(npl_compile_guard *g);
+/* 1 when the package was already in place (the compile had finished). */
+int npl_compile_guard_abort(npl_compile_guard *g);
 
 typedef enum { NPL_ACT_F32, NPL_ACT_F16, NPL_ACT_BF16, NPL_ACT_INT16 } npl_act_prec;
 typedef enum { NPL_WEIGHTS_KEEP, NPL_WEIGHTS_Q4, NPL_WEIGHTS_Q8 } npl_weight_prec;
@@ -31,11 +50,14 @@ typedef struct {
                                  or -1 (default): as `weights` says. Decode reads this matrix once
                                  per token: for Gemma 3 270M it is 178 of the 247 MB in q8_0 */
     int keep_intermediate;    /* leave stage outputs in PKG/intermediate */
-    int force;                /* replace an existing output directory */
+    int force;                /* replace an existing package (and nothing else) at out_dir */
     int n_threads;            /* 0: one per core */
     int check;                /* verify lowered graphs on IO samples (default 1) */
     double tolerance;         /* relative RMS error accepted (0: 0.25) */
     FILE *log;                /* progress and summary (NULL: silent) */
+    npl_compile_guard *guard; /* NULL: one of its own */
+    const char *stall_at;     /* test hook "S:D[:MS]": after the progress line of stage S
+                                 (1-6) at step D, wait MS ms (default 60000) or until aborted */
 } npl_compile_params;
 
 npl_compile_params npl_compile_default_params(void);
@@ -44,7 +66,7 @@ const char *npl_weight_prec_name(npl_weight_prec p);
 
 /* Compiles model_path into the package directory out_dir. 0, or -1 with a
  * message in err; on failure nothing is left at out_dir (or its old content
- * is untouched). */
+ * is untouched) and no temp directory remains. */
 int npl_compile(const char *model_path, const char *out_dir, const npl_compile_params *p, char *err, size_t errlen);
 
 /* ---- stages, shared by the tests ---- */

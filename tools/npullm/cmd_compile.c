@@ -1,8 +1,17 @@
 /* npullm compile: GGUF model -> package (graph file + context binary +
- * config.json) for the accelerator. */
+ * config.json) for the accelerator.
+ *
+ * SIGINT, SIGTERM and SIGHUP are blocked in every thread and taken by one
+ * thread in sigwait, which is an ordinary thread, not a handler: it removes
+ * the compile's temp directory through the guard and exits 128 + signal at
+ * once, whatever stage the compile is in. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_util.h"
 #include "commands.h"
@@ -22,6 +31,43 @@ static const char *USAGE =
     "                makes a package's decode faster at some cost in logit accuracy\n"
     "  --tolerance X relative RMS error of a lowered graph against the CPU samples above\n"
     "                which its subgraph stays on the CPU (default 0.25)\n";
+
+typedef struct {
+    sigset_t set;
+    npl_compile_guard *g;
+    atomic_int caught; /* set before the abort: the compile's "interrupted" is ours to report */
+} sig_waiter;
+
+static void *wait_signals(void *arg) {
+    sig_waiter *w = arg;
+    int sig;
+    if (sigwait(&w->set, &sig)) return NULL;
+    atomic_store(&w->caught, 1);
+    /* nothing of the compile stays on disk, and it writes nothing more */
+    int finished = npl_compile_guard_abort(w->g);
+    const char *name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP";
+    fprintf(stderr, "%snpullm compile: interrupted by %s%s\n", isatty(2) ? "\n" : "", name,
+            finished ? " after the package was in place" : "; nothing was written");
+    _exit(128 + sig);
+}
+
+/* Starts the signal thread; 0, or -1 (the compile then runs with the
+ * default dispositions). */
+static int catch_signals(sig_waiter *w) {
+    pthread_t t;
+    sigemptyset(&w->set);
+    sigaddset(&w->set, SIGINT);
+    sigaddset(&w->set, SIGTERM);
+    sigaddset(&w->set, SIGHUP);
+    if (!(w->g = npl_compile_guard_new())) return -1;
+    if (pthread_sigmask(SIG_BLOCK, &w->set, NULL)) return -1;
+    if (pthread_create(&t, NULL, wait_signals, w)) {
+        pthread_sigmask(SIG_UNBLOCK, &w->set, NULL);
+        return -1;
+    }
+    pthread_detach(t);
+    return 0;
+}
 
 int npl_cmd_compile(int argc, char **argv) {
     const char *model = NULL, *out = NULL, *v;
@@ -68,9 +114,15 @@ int npl_cmd_compile(int argc, char **argv) {
     }
     if (!model || !out) { fprintf(stderr, "%s", USAGE); return 2; }
     p.log = stderr;
+    p.stall_at = getenv("NPL_TEST_COMPILE_STALL"); /* tests: hold a stage until a signal comes */
+    /* static: the signal thread may still use it while the process exits */
+    static sig_waiter waiter;
+    if (!catch_signals(&waiter)) p.guard = waiter.g;
     char err[1024];
     if (npl_compile(model, out, &p, err, sizeof err)) {
-        fprintf(stderr, "\nnpullm compile: %s\n", err);
+        /* stopped by the signal thread: it exits with 128 + signal */
+        while (atomic_load(&waiter.caught)) pause();
+        fprintf(stderr, "npullm compile: %s\n", err);
         return 1;
     }
     return 0;
