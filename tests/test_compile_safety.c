@@ -5,9 +5,10 @@
  *   with a file of the user's, a model directory with an MNN config — with
  *   one line, deleting nothing;
  * - a bad -o parent fails before any stage, naming the path as given;
- * - SIGINT / SIGTERM at every progress step of every stage (held there by
+ * - SIGINT / SIGTERM / SIGHUP at every progress step of every stage (held there by
  *   the NPL_TEST_COMPILE_STALL hook), and at plain delays, exit promptly
- *   with 128 + signal and leave no temp directory; an old package under
+ *   with 128 + signal and leave no temp directory; an ignored SIGHUP
+ *   (nohup) stays ignored; an old package under
  *   --force is untouched; a failure after the temp dir exists removes it;
  * - the library's own abort (another thread) stops a compile the same way;
  * - --no-check says "not checked"; progress written to a pipe has no '\r',
@@ -81,6 +82,8 @@ typedef struct {
     size_t n;
 } child;
 
+static int ignore_hup; /* the next spawn starts with SIGHUP ignored, as under nohup */
+
 static int spawn(child *c, const char *out, const char *extra, const char *stall, int err_fd, int read_fd) {
     const char *argv[24] = {cli, "compile", "-m", model, "-o", out, "--chunk", "8", "--ctx", "64", "-t", "1"};
     int n = 12;
@@ -98,6 +101,10 @@ static int spawn(child *c, const char *out, const char *extra, const char *stall
         dup2(null, 1);
         dup2(err_fd, 2);
         if (read_fd >= 0) close(read_fd);
+        /* a foreground command's dispositions, whatever ctest was started with */
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGHUP, ignore_hup ? SIG_IGN : SIG_DFL);
         if (stall) setenv("NPL_TEST_COMPILE_STALL", stall, 1);
         else unsetenv("NPL_TEST_COMPILE_STALL");
         execv(cli, (char *const *)argv);
@@ -305,14 +312,14 @@ static void check_signals(void) {
     path_in(out, sizeof out, "sig");
     int n_ok = 0, n = 0;
     for (size_t i = 0; i < sizeof STEPS / sizeof STEPS[0]; i++)
-        for (int s = 0; s < 2; s++) {
-            int sig = s ? SIGTERM : SIGINT;
+        for (int s = 0; s < 3; s++) {
+            int sig = s == 0 ? SIGINT : s == 1 ? SIGTERM : SIGHUP;
             int rc = interrupt_at(out, NULL, STEPS[i][0], STEPS[i][1], sig, &c);
             int left = leftovers();
             n++;
             if (rc == 128 + sig && !left && !exists(out) && strstr(c.out, "interrupted")) n_ok++;
-            else fprintf(stderr, "  %s at %s: exit %d, %d leftovers, -o %s: %s\n", sig == SIGINT ? "SIGINT" : "SIGTERM",
-                         STEPS[i][0], rc, left, exists(out) ? "exists" : "absent", c.out);
+            else fprintf(stderr, "  signal %d at %s: exit %d, %d leftovers, -o %s: %s\n", sig, STEPS[i][0], rc, left,
+                         exists(out) ? "exists" : "absent", c.out);
         }
     printf("signals held at each step: %d/%d exited 128+sig leaving nothing\n", n_ok, n);
     CHECK_EQ_INT(n_ok, n);
@@ -339,6 +346,25 @@ static void check_signals(void) {
     CHECK(t && strstr(t, "\"chunk_limits\": [4, 1]"));
     CHECK_EQ_INT(leftovers(), 0);
     free(t);
+
+    /* SIGHUP ignored by the parent (nohup) stays ignored */
+    {
+        char o3[600];
+        path_in(o3, sizeof o3, "nohup");
+        int p[2];
+        ignore_hup = 1;
+        CHECK(pipe(p) == 0 && spawn(&c, o3, NULL, "4:1", p[1], p[0]) == 0);
+        ignore_hup = 0;
+        CHECK(read_until(&c, STEPS[8][1], 60));
+        kill(c.pid, SIGHUP);
+        nanosleep(&(struct timespec){0, 300000000}, NULL);
+        CHECK(waitpid(c.pid, &(int){0}, WNOHANG) == 0); /* still running */
+        kill(c.pid, SIGTERM);
+        rc = reap(&c, 30);
+        printf("nohup: SIGHUP ignored, then SIGTERM: exit %d\n", rc);
+        CHECK_EQ_INT(rc, 128 + SIGTERM);
+        CHECK_EQ_INT(leftovers(), 0);
+    }
 
     /* plain delays, no hook: each run either finished (a whole package) or
      * was interrupted (nothing at -o), and nothing else is left */

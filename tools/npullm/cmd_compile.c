@@ -30,7 +30,8 @@ static const char *USAGE =
     "                as --weights says); decode reads it once per token, so a 4-bit one\n"
     "                makes a package's decode faster at some cost in logit accuracy\n"
     "  --tolerance X relative RMS error of a lowered graph against the CPU samples above\n"
-    "                which its subgraph stays on the CPU (default 0.25)\n";
+    "                which its subgraph stays on the CPU (default 0.25)\n"
+    "  --force       replace PKG if it is an npullm package; anything else there is refused\n";
 
 typedef struct {
     sigset_t set;
@@ -55,10 +56,13 @@ static void *wait_signals(void *arg) {
  * default dispositions). */
 static int catch_signals(sig_waiter *w) {
     pthread_t t;
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
     sigemptyset(&w->set);
-    sigaddset(&w->set, SIGINT);
-    sigaddset(&w->set, SIGTERM);
-    sigaddset(&w->set, SIGHUP);
+    for (int i = 0; i < 3; i++) {
+        struct sigaction old;
+        /* one the parent ignores (nohup, a background job's SIGINT) stays ignored */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaddset(&w->set, sigs[i]);
+    }
     if (!(w->g = npl_compile_guard_new())) return -1;
     if (pthread_sigmask(SIG_BLOCK, &w->set, NULL)) return -1;
     if (pthread_create(&t, NULL, wait_signals, w)) {
