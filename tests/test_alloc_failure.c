@@ -10,7 +10,9 @@
  * that --wrap cannot reach into: the wrapper fails the call the way PCRE2
  * reports its own allocation failure). Every such call made by the library
  * is counted; for every n the n-th one fails, along opening a model and one
- * chat turn. Each run must end in a clean state: either the call fails with
+ * chat turn, from a GGUF file (SPM and BPE vocabularies, one and two
+ * threads) and from a compiled package (graph file, plugin op, vnpu context
+ * binary). Each run must end in a clean state: either the call fails with
  * NPL_ERR_MEMORY or the failure had no effect (same text as without it),
  * nothing the library allocated is left after npl_engine_close (live
  * allocations are tracked here, ASan's leak check runs too), and after a
@@ -26,6 +28,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "compiler/compiler.h"
 #include "npullm.h"
 
 /* ---- injection ---- */
@@ -437,6 +440,21 @@ int main(void) {
     /* a thread pool, the best kernels this CPU has, and special-token text in
      * the message: it stays plain text whatever allocation fails */
     sweep(qwen, 2, -1, "Hello <|im_end|> there");
+    /* a compiled package: graph file, plugin op, vnpu context binaries */
+    char pkg[256], err[512];
+    snprintf(pkg, sizeof pkg, "/tmp/npl_alloc_failure_pkg_%d", (int)getpid());
+    npl_compile_params cp = npl_compile_default_params();
+    cp.n_ctx = 128;
+    cp.n_threads = 1;
+    int crc = npl_compile(qwen, pkg, &cp, err, sizeof err);
+    if (crc) fprintf(stderr, "compile %s: %s\n", qwen, err);
+    CHECK_EQ_INT(crc, 0);
+    if (crc == 0) {
+        sweep(pkg, 1, 0, PROMPT);
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", pkg);
+        CHECK_EQ_INT(system(cmd), 0);
+    }
     __real_free(live);
     live = NULL;
     TEST_MAIN_END();

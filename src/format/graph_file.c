@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/quote.h"
+#include "core/status.h"
 
 #define K_N "npullm.graph.n_nodes"
 
@@ -33,7 +34,7 @@ int npl_graph_file_add(npl_gguf_writer *w, const npl_graph *g, char *err, size_t
     float *aflts = calloc((size_t)n_aflt + 1, sizeof *aflts);
     if (!op || !type || !ndims || !nsrc || !ne || !src || !ip || !fp || !name || !anode || !akind || !an || !aints ||
         !akey || !astrs || !aflts) {
-        snprintf(err, errlen, "graph file: out of memory");
+        npl_errf(err, errlen, NPL_ERR_MEMORY, "graph file: out of memory");
         goto done;
     }
     int64_t ia = 0, is = 0, ii = 0, iflt = 0;
@@ -231,18 +232,19 @@ npl_graph *npl_graph_file_load(const npl_gguf *f, char *err, size_t errlen) {
     const void *names = fp ? arr(&r, "npullm.graph.name", NPL_GGUF_STRING, n) : NULL;
     if (!names) return NULL;
     npl_graph *g = npl_graph_new();
-    if (!g) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
+    if (!g) return npl_err_memory(err, errlen), NULL;
     for (uint64_t i = 0; i < n; i++) {
         int o = get_i32(op, i), t = get_i32(type, i), nd = get_i32(ndims, i), ns = get_i32(nsrc, i);
         char *name = arr_str(&r, "npullm.graph.name", i);
+        if (!name) {
+            npl_errf(err, errlen, NPL_ERR_MEMORY, "%s: npullm.graph.name: node %llu: out of memory", npl_gguf_path(f),
+                     (unsigned long long)i);
+            goto fail;
+        }
         int s[NPL_MAX_SRC] = {0};
         int64_t e[4];
         for (int d = 0; d < 4; d++) e[d] = get_i64(ne, i * 4 + d);
-        const char *bad = !name ? "npullm.graph.name"
-                          : (o < 0 || o >= NPL_OP_COUNT) ? "npullm.graph.op"
+        const char *bad = (o < 0 || o >= NPL_OP_COUNT) ? "npullm.graph.op"
                           : !npl_type_get(t) ? "npullm.graph.type"
                           : (nd < 1 || nd > 4) ? "npullm.graph.n_dims"
                           : (ns < npl_op_min_src((npl_op)o) || ns > npl_op_max_src((npl_op)o)) ? "npullm.graph.n_src"
@@ -252,7 +254,7 @@ npl_graph *npl_graph_file_load(const npl_gguf *f, char *err, size_t errlen) {
             if (s[k] < 0 || (uint64_t)s[k] >= i) bad = "npullm.graph.src (must name an earlier node)";
         }
         if (bad) {
-            snprintf(err, errlen, "%s: %s: node %llu: invalid value", npl_gguf_path(f), bad, (unsigned long long)i);
+            npl_errf(err, errlen, NPL_ERR_FILE, "%s: %s: node %llu: invalid value", npl_gguf_path(f), bad, (unsigned long long)i);
             free(name);
             goto fail;
         }
@@ -344,8 +346,9 @@ npl_graph *npl_graph_file_load(const npl_gguf *f, char *err, size_t errlen) {
             is += (uint64_t)cnt;
         }
         free(key);
-        if (rc) {
-            snprintf(err, errlen, "%s: npullm.attr: attribute %llu: cannot set", npl_gguf_path(f), (unsigned long long)a);
+        if (rc) { /* the counts were checked above: only an allocation fails here */
+            npl_errf(err, errlen, NPL_ERR_MEMORY, "%s: npullm.attr: attribute %llu: out of memory", npl_gguf_path(f),
+                     (unsigned long long)a);
             goto fail;
         }
     }

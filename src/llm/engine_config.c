@@ -1,5 +1,6 @@
 /* MNN-style config.json (see engine_config.h), parsed with cJSON. */
 #include "llm/engine_config.h"
+#include "core/status.h"
 #include "llm/sampler.h"
 
 #include <cjson/cJSON.h>
@@ -43,7 +44,7 @@ int npl_engine_config_load(const char *path, npl_engine_params *p, char *model_p
     char *text = malloc(MAX_CONFIG_BYTES + 1);
     size_t n = text ? fread(text, 1, MAX_CONFIG_BYTES + 1, fp) : 0;
     fclose(fp);
-    if (!text) return bad(err, errlen, path, "file", "out of memory");
+    if (!text) return npl_errf(err, errlen, NPL_ERR_MEMORY, "%s: file: out of memory", path), -1;
     if (n > MAX_CONFIG_BYTES) {
         free(text);
         return bad(err, errlen, path, "file", "larger than 1 MiB");
@@ -77,6 +78,7 @@ int npl_engine_config_load(const char *path, npl_engine_params *p, char *model_p
         if (!cJSON_IsString(sys)) { bad(err, errlen, path, "system_prompt", "must be a string"); goto done; }
         free(owned[0]);
         owned[0] = strdup(sys->valuestring);
+        if (!owned[0]) { npl_errf(err, errlen, NPL_ERR_MEMORY, "%s: system_prompt: out of memory", path); goto done; }
         p->system_prompt = owned[0];
     }
     const cJSON *bt = cJSON_GetObjectItemCaseSensitive(root, "backend_type");

@@ -9,6 +9,7 @@
 
 #include "accel/vnpu/vnpu_api.h"
 #include "core/quote.h"
+#include "core/status.h"
 
 #define MAX_KINDS 16
 #define MAX_ACCELS 8
@@ -54,7 +55,7 @@ npl_plugin_rt *npl_plugin_rt_new(const npl_plugin_rt_params *p, char *err, size_
     if (npl_plugin_rt_add_accel(rt, "vnpu", npl_vnpu_get_api) || npl_plugin_register_builtin(rt)) goto oom;
     return rt;
 oom:
-    snprintf(err, errlen, "plugin runtime: out of memory");
+    npl_errf(err, errlen, NPL_ERR_MEMORY, "plugin runtime: out of memory");
     npl_plugin_rt_free(rt);
     return NULL;
 }
@@ -179,7 +180,7 @@ const npl_accel_api *npl_plugin_accel_api(npl_plugin_rt *rt, const char *name, c
         memcpy(&fn, &sym, sizeof fn);
         if (npl_plugin_rt_add_accel(rt, name, fn)) {
             dlclose(lib);
-            snprintf(err, errlen, "out of memory");
+            npl_err_memory(err, errlen);
             return NULL;
         }
         a = &rt->accels[rt->n_accels - 1];
@@ -193,6 +194,19 @@ const npl_accel_api *npl_plugin_accel_api(npl_plugin_rt *rt, const char *name, c
     return a->api;
 }
 
+int npl_plugin_accel_status(npl_accel_status st) {
+    switch (st) {
+    case NPL_ACCEL_OK: return NPL_OK;
+    case NPL_ACCEL_ERR_NO_MEMORY: return npl_status_note(NPL_ERR_MEMORY);
+    case NPL_ACCEL_ERR_BINARY_CORRUPT:
+    case NPL_ACCEL_ERR_BINARY_VERSION:
+    case NPL_ACCEL_ERR_IO:
+    case NPL_ACCEL_ERR_ABI_VERSION:
+    case NPL_ACCEL_ERR_HW_UNSUPPORTED: return npl_status_note(NPL_ERR_FILE);
+    default: return npl_status_note(NPL_ERR_RUNTIME);
+    }
+}
+
 npl_accel_backend *npl_plugin_accel_backend(npl_plugin_rt *rt, const npl_accel_api *api, char *err, size_t errlen) {
     for (int i = 0; i < rt->n_accels; i++) {
         accel_entry *a = &rt->accels[i];
@@ -203,8 +217,9 @@ npl_accel_backend *npl_plugin_accel_backend(npl_plugin_rt *rt, const npl_accel_a
             npl_accel_option opt = {"threads", thr};
             /* vnpu knows "threads"; other libraries get no options */
             int is_vnpu = !strcmp(a->name, "vnpu");
-            if (api->backend_create(is_vnpu ? &opt : NULL, is_vnpu ? 1 : 0, &a->be, err, (uint32_t)errlen) !=
-                NPL_ACCEL_OK) {
+            npl_accel_status st = api->backend_create(is_vnpu ? &opt : NULL, is_vnpu ? 1 : 0, &a->be, err, (uint32_t)errlen);
+            if (st != NPL_ACCEL_OK) {
+                npl_plugin_accel_status(st);
                 a->be = NULL;
                 return NULL;
             }
@@ -236,7 +251,7 @@ static int px_create(npl_exec_ctx *c, void **state) {
     }
     exec_state *es = calloc(1, sizeof(*es));
     if (!es) {
-        snprintf(c->err, c->errlen, "out of memory");
+        npl_err_memory(c->err, c->errlen);
         return -1;
     }
     es->k = k;

@@ -73,6 +73,10 @@ const npl_accel_api *npl_plugin_accel_api(npl_plugin_rt *rt, const char *name, c
 int npl_plugin_rt_add_accel(npl_plugin_rt *rt, const char *name, npl_accel_get_api_fn get_api);
 /* ABI version and struct size check of a table; 0 or -1 with err. */
 int npl_plugin_check_api(const npl_accel_api *api, const char *who, char *err, size_t errlen);
+/* The engine's code for an accelerator status (core/status.h): NO_MEMORY is
+ * NPL_ERR_MEMORY, a bad or unreadable binary NPL_ERR_FILE, the rest
+ * NPL_ERR_RUNTIME. Records it and returns it. */
+int npl_plugin_accel_status(npl_accel_status st);
 /* One backend per accelerator, shared by the runtime's plugin nodes. */
 npl_accel_backend *npl_plugin_accel_backend(npl_plugin_rt *rt, const npl_accel_api *api, char *err, size_t errlen);
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/quote.h"
+#include "core/status.h"
 #include "plugin/plugin.h"
 
 #define MAX_SHAPES 16
@@ -102,10 +103,7 @@ static int accel_init(npl_plugin_rt *rt, const npl_graph *g, int id, void **stat
     const char *accel = acc && acc->kind == NPL_ATTR_STR ? acc->strs[0] : "vnpu";
 
     accel_state *st = calloc(1, sizeof(*st));
-    if (!st) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    if (!st) return npl_err_memory(err, errlen), -1;
     st->n_shapes = (int)names->n;
     st->n_src = nd->n_src;
     st->shape_index = -1;
@@ -121,7 +119,8 @@ static int accel_init(npl_plugin_rt *rt, const npl_graph *g, int id, void **stat
     int fd = open(st->path, O_RDONLY | O_CLOEXEC);
     struct stat sb;
     if (fd < 0 || fstat(fd, &sb) || sb.st_size <= 0) {
-        snprintf(err, errlen, "%s: %s", st->path, fd < 0 ? strerror(errno) : "empty or unreadable");
+        npl_errf(err, errlen, fd < 0 && errno == ENOMEM ? NPL_ERR_MEMORY : NPL_ERR_FILE, "%s: %s", st->path,
+                 fd < 0 ? strerror(errno) : "empty or unreadable");
         if (fd >= 0) close(fd);
         goto fail;
     }
@@ -130,16 +129,19 @@ static int accel_init(npl_plugin_rt *rt, const npl_graph *g, int id, void **stat
     close(fd);
     if (st->map == MAP_FAILED) {
         st->map = NULL;
-        snprintf(err, errlen, "%s: mmap: %s", st->path, strerror(errno));
+        npl_errf(err, errlen, errno == ENOMEM ? NPL_ERR_MEMORY : NPL_ERR_FILE, "%s: mmap: %s", st->path, strerror(errno));
         goto fail;
     }
-    if (st->api->context_create_from_binary(st->be, NULL, NULL, 0, st->map, st->map_size, &st->ctx) != NPL_ACCEL_OK) {
+    npl_accel_status as = st->api->context_create_from_binary(st->be, NULL, NULL, 0, st->map, st->map_size, &st->ctx);
+    if (as != NPL_ACCEL_OK) {
+        npl_plugin_accel_status(as);
         st->ctx = NULL;
         snprintf(err, errlen, "%s: %s", st->path, st->api->last_error(st->be));
         goto fail;
     }
     for (int s = 0; s < st->n_shapes; s++) {
-        if (st->api->graph_retrieve(st->ctx, names->strs[s], &st->graphs[s]) != NPL_ACCEL_OK) {
+        if ((as = st->api->graph_retrieve(st->ctx, names->strs[s], &st->graphs[s])) != NPL_ACCEL_OK) {
+            npl_plugin_accel_status(as == NPL_ACCEL_ERR_NOT_FOUND ? NPL_ACCEL_ERR_BINARY_CORRUPT : as);
             char q[300];
             npl_quote(q, sizeof q, names->strs[s], strlen(names->strs[s]));
             snprintf(err, errlen, "%s: allGraphName[%d] '%s': %s", st->path, s, q, st->api->last_error(st->be));
@@ -180,7 +182,9 @@ static int accel_compute(void *state, const npl_exec_ctx *c, char *err, size_t e
     for (int i = 0; i < c->n_src; i++)
         in[i] = (npl_accel_buffer){st->ins->strs[ib + i], c->src[i].data, tensor_bytes(&c->src[i])};
     out = (npl_accel_buffer){st->outs->strs[st->outs->n == 1 ? 0 : si], c->dst.data, tensor_bytes(&c->dst)};
-    if (st->api->graph_execute(st->graphs[st->shape_index], in, (uint32_t)c->n_src, &out, 1) != NPL_ACCEL_OK) {
+    npl_accel_status as = st->api->graph_execute(st->graphs[st->shape_index], in, (uint32_t)c->n_src, &out, 1);
+    if (as != NPL_ACCEL_OK) {
+        npl_plugin_accel_status(as);
         snprintf(err, errlen, "plugin node %d (%s, shape %d): %s", c->id, st->path, st->shape_index,
                  st->api->last_error(st->be));
         return -1;

@@ -219,6 +219,7 @@ typedef struct {
     const uint8_t *b;
     size_t pos, end;
     int bad;
+    int oom; /* bad because an allocation failed, not the binary */
 } rbuf;
 
 static void get(rbuf *r, void *p, size_t n) {
@@ -244,7 +245,7 @@ static char *get_str(rbuf *r) {
     }
     char *s = malloc((size_t)n + 1);
     if (!s) {
-        r->bad = 1;
+        r->bad = r->oom = 1;
         return NULL;
     }
     memcpy(s, r->b + r->pos, n);
@@ -263,6 +264,11 @@ typedef struct {
 static npl_accel_status corrupt(const loader *L, const char *what) {
     return vnpu_fail(L->be, NPL_ACCEL_ERR_BINARY_CORRUPT, "vnpu: context binary: %s", what);
 }
+/* A failed read: corrupt, unless a string copy could not be allocated. */
+static npl_accel_status bad_read(const loader *L, const rbuf *r, const char *what) {
+    if (r->oom) return vnpu_fail(L->be, NPL_ACCEL_ERR_NO_MEMORY, "vnpu: out of memory reading the context binary");
+    return corrupt(L, what);
+}
 
 /* A blob [off, off + size) inside the data section, 64-aligned. */
 static const uint8_t *blob(const loader *L, uint64_t off, uint64_t size) {
@@ -277,7 +283,7 @@ static npl_accel_status read_tensors(const loader *L, rbuf *r, struct npl_accel_
     for (uint32_t i = 0; i < nt; i++) {
         vnpu_tensor *t = &c->t[i];
         char *name = get_str(r);
-        if (!name) return corrupt(L, "bad tensor name");
+        if (!name) return bad_read(L, r, "bad tensor name");
         t->name = name;
         c->n_t = i + 1;
         t->kind = get_u32(r);
@@ -293,9 +299,13 @@ static npl_accel_status read_tensors(const loader *L, rbuf *r, struct npl_accel_
         get(r, sc, (size_t)q.n_scales * 4);
         q.scales = q.n_scales ? sc : NULL; /* none for dynamic int16 */
         if (get_u32(r)) {
-            if (q.n_scales > (r->end - r->pos) / 4 || !(of = malloc((size_t)q.n_scales * 4 + 4))) {
+            if (q.n_scales > (r->end - r->pos) / 4) {
                 free(sc);
                 return corrupt(L, "truncated quant offsets");
+            }
+            if (!(of = malloc((size_t)q.n_scales * 4 + 4))) {
+                free(sc);
+                return vnpu_fail(L->be, NPL_ACCEL_ERR_NO_MEMORY, "vnpu: out of memory");
             }
             get(r, of, (size_t)q.n_scales * 4);
         }
@@ -392,7 +402,7 @@ static npl_accel_status read_packs(const loader *L, rbuf *r, struct npl_accel_co
 
 static npl_accel_status read_graph(const loader *L, rbuf *r, struct npl_accel_context *c) {
     char *name = get_str(r);
-    if (!name) return corrupt(L, "bad graph name");
+    if (!name) return bad_read(L, r, "bad graph name");
     vnpu_graph *g = NULL;
     npl_accel_status st = vnpu_graph_new(c, name, &g);
     free(name);
@@ -400,7 +410,7 @@ static npl_accel_status read_graph(const loader *L, rbuf *r, struct npl_accel_co
     g->n_added = get_u32(r);
     g->n_fused = get_u32(r);
     char *detail = get_str(r);
-    if (!detail) return corrupt(L, "bad graph detail");
+    if (!detail) return bad_read(L, r, "bad graph detail");
     snprintf(g->detail, sizeof g->detail, "%s", detail);
     free(detail);
     uint32_t ns = get_u32(r);
@@ -427,7 +437,7 @@ static npl_accel_status read_graph(const loader *L, rbuf *r, struct npl_accel_co
         n->name = get_str(r);
         g->n_steps = s + 1;
         if (r->bad || !n->name || n->n_ip > VNPU_MAX_INTS || n->pack < -1 || n->pack >= (int32_t)c->n_packs) {
-            st = corrupt(L, "bad step record");
+            st = bad_read(L, r, "bad step record");
             break;
         }
         for (uint32_t k = 0; k < n->n_in + n->n_out && !st; k++) {
@@ -499,7 +509,7 @@ static npl_accel_status load(loader *L, struct npl_accel_context **out) {
     npl_accel_status st = vnpu_context_new(L->be, (int)h32[3], &c);
     if (st) return st;
     c->from_binary = 1;
-    rbuf r = {b, (size_t)meta_off, (size_t)(meta_off + meta_size), 0};
+    rbuf r = {b, (size_t)meta_off, (size_t)(meta_off + meta_size), 0, 0};
     st = read_tensors(L, &r, c, h32[5], h32[6]);
     if (!st) st = read_packs(L, &r, c, h32[8]);
     if (!st && h32[6] > (r.end - r.pos) / 16) st = corrupt(L, "graph count larger than the metadata");
