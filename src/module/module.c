@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/status.h"
 #include "format/graph_file.h"
 
 struct npl_module {
@@ -38,14 +39,14 @@ npl_module *npl_module_load(const char *path, const char *const *outputs, int n_
     npl_module *m = calloc(1, sizeof(*m));
     int *ids = calloc((size_t)(n_outputs > 0 ? n_outputs : 1), sizeof(int));
     if (!m || !ids) {
-        snprintf(err, errlen, "out of memory");
+        npl_err_memory(err, errlen);
         goto fail;
     }
     if (!(m->file = npl_gguf_open(path, NULL, err, errlen))) goto fail;
     if (!(m->g = npl_graph_file_load(m->file, err, errlen))) goto fail;
     for (int i = 0; i < n_outputs; i++)
         if ((ids[i] = npl_graph_find(m->g, outputs[i])) < 0) {
-            snprintf(err, errlen, "%s: no node named '%s'", path, outputs[i]);
+            npl_errf(err, errlen, NPL_ERR_ARGUMENT, "%s: no node named '%s'", path, outputs[i]);
             goto fail;
         }
     npl_cpu_backend_init(&m->be, &m->cc, p->isa < 0 ? npl_cpu_best_isa() : (npl_isa)p->isa);
@@ -54,7 +55,7 @@ npl_module *npl_module_load(const char *path, const char *const *outputs, int n_
         goto fail;
     }
     if (!(m->pool = npl_pool_new(p->n_threads))) {
-        snprintf(err, errlen, "cannot start threads");
+        npl_err_memory(err, errlen); /* the pool fails only to allocate */
         goto fail;
     }
     if (!(m->s = npl_session_new(m->g, &m->be, m->pool, ids, n_outputs, err, errlen))) goto fail;
