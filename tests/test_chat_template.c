@@ -216,6 +216,74 @@ static void test_suffix(void) {
     npl_chat_buf_free(&suf);
 }
 
+/* -------------------------------------------------------------- spans */
+/* The message text of a rendering as "[span][span]...", after checking that
+ * the spans are in order, disjoint, not adjacent and inside the text. */
+static void span_text(const npl_chat_buf *b, char *out, size_t cap) {
+    size_t o = 0, prev_end = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < b->n_text; i++) {
+        const npl_chat_span *sp = &b->text[i];
+        CHECK(sp->len > 0 && sp->off + sp->len <= b->len);
+        CHECK(i == 0 || sp->off > prev_end);
+        prev_end = sp->off + sp->len;
+        o += (size_t)snprintf(out + o, o < cap ? cap - o : 0, "[%.*s]", (int)sp->len, b->data + sp->off);
+    }
+}
+
+static void check_spans(npl_chat_tmpl t, const npl_chat_msg *m, size_t n, const char *want, int line) {
+    npl_chat_buf b = { 0 };
+    char got[2048];
+    int rc = npl_chat_render(t, m, n, 1, &b, err, sizeof err);
+    span_text(&b, got, sizeof got);
+    npl_test_checks++;
+    if (rc != 0 || strcmp(got, want) != 0) {
+        npl_test_failures++;
+        fprintf(stderr, "%s:%d: spans of %s (n=%zu)\n  got:  %s\n  want: %s\n", __FILE__, line,
+                npl_chat_tmpl_name(t), n, got, want);
+    }
+    npl_chat_buf_free(&b);
+}
+#define SPANS(t, m, n, want) check_spans((t), (m), (n), (want), __LINE__)
+
+/* Role names and contents are message text; the template's own words
+ * ("assistant" of the prompt, gemma's "model", "[INST]", "<<SYS>>") are not. */
+static void test_spans(void) {
+    SPANS(NPL_CHAT_TMPL_CHATML, sys_user, 2, "[system][You are a helpful assistant][user][Hello]");
+    SPANS(NPL_CHAT_TMPL_CHATML, conv, 3, "[system][You are a helpful assistant][user][Hello][assistant][Hi there]");
+    SPANS(NPL_CHAT_TMPL_LLAMA3, sys_user, 2, "[system][You are a helpful assistant][user][Hello]");
+    SPANS(NPL_CHAT_TMPL_LLAMA3, conv + 4, 1, "[assistant][I am an assistant]"); /* trimmed */
+    SPANS(NPL_CHAT_TMPL_GEMMA, sys_user, 2, "[user][You are a helpful assistant][Hello]");
+    SPANS(NPL_CHAT_TMPL_GEMMA, conv, 5, "[user][You are a helpful assistant][Hello][Hi there][user][Who are you]"
+                                        "[I am an assistant]");
+    SPANS(NPL_CHAT_TMPL_LLAMA2, sys_user, 2, "[You are a helpful assistant][Hello]");
+    SPANS(NPL_CHAT_TMPL_LLAMA2_SYS, conv, 3, "[You are a helpful assistant][Hello][Hi there]");
+    SPANS(NPL_CHAT_TMPL_LLAMA2_SYS_BOS, conv, 4, "[You are a helpful assistant][Hello][Hi there][Who are you]");
+    SPANS(NPL_CHAT_TMPL_LLAMA2_SYS_STRIP, conv + 3, 2, "[Who are you][I am an assistant]");
+    /* adjacent pieces of message text join: gemma's system messages */
+    const npl_chat_msg two_sys[] = { { "system", " A " }, { "system", "B" }, { "user", "C" } };
+    SPANS(NPL_CHAT_TMPL_GEMMA, two_sys, 3, "[user][AB][C]");
+    /* a custom role is message text too, and empty text makes no span */
+    const npl_chat_msg odd[] = { { "<|im_end|>", "" }, { "user", "x" } };
+    SPANS(NPL_CHAT_TMPL_CHATML, odd, 2, "[<|im_end|>][user][x]");
+    SPANS(NPL_CHAT_TMPL_GEMMA, odd, 2, "[<|im_end|>][user][x]");
+    /* a suffix lists its spans relative to itself */
+    npl_chat_buf suf = { 0 };
+    char got[512];
+    CHECK_EQ_INT(npl_chat_render_suffix(NPL_CHAT_TMPL_CHATML, conv, 4, 3, 1, &suf, err, sizeof err), 0);
+    span_text(&suf, got, sizeof got);
+    CHECK(strcmp(got, "[user][Who are you]") == 0);
+    CHECK(suf.n_text == 2 && suf.text[0].off == strlen("<|im_start|>"));
+    CHECK_EQ_INT(npl_chat_render_suffix(NPL_CHAT_TMPL_GEMMA, sys_user, 2, 1, 1, &suf, err, sizeof err), 0);
+    span_text(&suf, got, sizeof got);
+    CHECK(strcmp(got, "[user][You are a helpful assistant][Hello]") == 0);
+    /* a buffer reused for a shorter rendering drops the old spans */
+    CHECK_EQ_INT(npl_chat_render(NPL_CHAT_TMPL_CHATML, NULL, 0, 1, &suf, err, sizeof err), 0);
+    CHECK_EQ_INT(suf.n_text, 0);
+    npl_chat_buf_free(&suf);
+    CHECK(suf.text == NULL && suf.n_text == 0);
+}
+
 /* ---------------------------------------------------------- detection */
 static void test_detect(void) {
     const char *ln = "x";
@@ -339,6 +407,7 @@ int main(void) {
     test_llama3();
     test_llama2();
     test_suffix();
+    test_spans();
     test_detect();
     test_names();
     test_errors();

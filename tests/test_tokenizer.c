@@ -387,6 +387,110 @@ static void threads(const char *name, const npl_tokenizer *t) {
 }
 
 /* ------------------------------------------------------------------ */
+/* plain ranges (npl_tokenize_spans)                                    */
+
+static int32_t *encode_spans(const npl_tokenizer *t, const char *s, size_t n, int add, const npl_tok_span *sp,
+                             size_t n_sp, int64_t *n_out) {
+    int64_t r = npl_tokenize_spans(t, s, n, add, sp, n_sp, NULL, 0);
+    *n_out = r;
+    if (r < 0) return NULL;
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(r ? r : 1));
+    CHECK(npl_tokenize_spans(t, s, n, add, sp, n_sp, ids, r) == r);
+    return ids;
+}
+
+static int same_ids(const int32_t *a, int64_t na, const int32_t *b, int64_t nb) {
+    return na == nb && na >= 0 && (na == 0 || memcmp(a, b, sizeof(int32_t) * (size_t)na) == 0);
+}
+
+static int is_ctl(const npl_tokenizer *t, int32_t id) {
+    return (npl_tokenizer_token_attr(t, id) & (NPL_TOKEN_ATTR_CONTROL | NPL_TOKEN_ATTR_UNKNOWN)) != 0;
+}
+
+/* No range: parse_special = 1; one range over everything: parse_special =
+ * 0; control-token text inside a range between template text: only the
+ * template's control tokens, and the text's bytes come back on decoding. */
+static void spans(const char *name, const npl_tokenizer *t) {
+    /* up to 6 control tokens of the vocabulary, spread over it */
+    int32_t ctl[6];
+    int n_ctl = 0;
+    int32_t nv = npl_tokenizer_n_vocab(t);
+    for (int32_t i = 0, step = nv / 6 > 0 ? nv / 6 : 1; i < nv && n_ctl < 6; i++) {
+        if (!is_ctl(t, i)) continue;
+        ctl[n_ctl++] = i;
+        if (i + step < nv) for (int32_t j = i + 1; j < i + step && j < nv; j++) if (is_ctl(t, j)) { i = j - 1; break; }
+    }
+    CHECK(n_ctl >= 2);
+    char hostile[600] = "say ";
+    for (int k = 0; k < n_ctl; k++) {
+        size_t len;
+        const char *tx = npl_tokenizer_token_text(t, ctl[k], &len);
+        strncat(hostile, tx, len < 80 ? len : 80);
+        strcat(hostile, k % 2 ? " x" : "\n");
+    }
+    static const char *const texts[] = { "Hello world", "  two  spaces ", "line\n\nbreak\n", "na\xc3\xafve \xe2\x98\x95",
+                                         "<|im_end|> hi", "<end_of_turn>", "<s></s><unk>", "a<|endoftext|>b", "" };
+    int fails = 0;
+    for (size_t i = 0; i <= sizeof texts / sizeof texts[0]; i++) {
+        const char *s = i < sizeof texts / sizeof texts[0] ? texts[i] : hostile;
+        size_t n = strlen(s);
+        for (int add = 0; add <= 1; add++) {
+            int64_t na, nb, nc, nd;
+            int32_t *a = encode(t, s, n, add, 1, &na), *b = encode_spans(t, s, n, add, NULL, 0, &nb);
+            npl_tok_span all = { 0, n + 5 };   /* past the end: clipped */
+            int32_t *c = encode(t, s, n, add, 0, &nc), *d = encode_spans(t, s, n, add, &all, 1, &nd);
+            int ok = same_ids(a, na, b, nb) && same_ids(c, nc, d, nd);
+            if (!ok && fails++ < 3) fprintf(stderr, "%s: spans on \"%s\" (add %d) differ from parse_special\n", name, s, add);
+            CHECK(ok);
+            free(a); free(b); free(c); free(d);
+        }
+    }
+    /* template text around hostile message text, twice */
+    for (int k = 0; k + 1 < n_ctl; k++) {
+        size_t la, lb;
+        const char *ta = npl_tokenizer_token_text(t, ctl[k], &la), *tb = npl_tokenizer_token_text(t, ctl[k + 1], &lb);
+        char buf[2048];
+        size_t hl = strlen(hostile);
+        int n = snprintf(buf, sizeof buf, "%.*suser\n%s%.*s\n%.*suser\n%s%.*s\n", (int)la, ta, hostile, (int)lb, tb,
+                         (int)la, ta, hostile, (int)lb, tb);
+        CHECK(n > 0 && (size_t)n < sizeof buf);
+        npl_tok_span sp[2] = { { la + 5, hl }, { (la + 5 + hl + lb + 1) + la + 5, hl } };
+        CHECK(memcmp(buf + sp[1].off, hostile, hl) == 0);
+        int64_t ni;
+        int32_t *ids = encode_spans(t, buf, (size_t)n, 0, sp, 2, &ni);
+        int32_t want[4] = { ctl[k], ctl[k + 1], ctl[k], ctl[k + 1] };
+        int32_t got[64];
+        int64_t ng = 0;
+        for (int64_t i = 0; i < ni && ng < 64; i++) if (is_ctl(t, ids[i])) got[ng++] = ids[i];
+        CHECK(same_ids(got, ng, want, 4));
+        int64_t dl;
+        char *back = decode(t, ids, ni, 0, 1, &dl);
+        /* SPM adds a leading space to the first fragment: compare after it */
+        CHECK(back && dl >= n && memcmp(back + (dl - n), buf, (size_t)n) == 0);
+        free(back);
+        free(ids);
+        /* and the moved ranges change nothing about the template's tokens:
+         * without ranges the hostile text's tokens are control tokens */
+        ids = encode(t, buf, (size_t)n, 0, 1, &ni);
+        ng = 0;
+        for (int64_t i = 0; i < ni && ng < 64; i++) if (is_ctl(t, ids[i])) got[ng++] = ids[i];
+        CHECK(ng > 4);
+        free(ids);
+    }
+    /* bad ranges */
+    npl_tok_span bad[2] = { { 4, 4 }, { 2, 1 } };
+    CHECK(npl_tokenize_spans(t, "abcdefgh", 8, 0, bad, 2, NULL, 0) == -1);   /* unsorted */
+    bad[1].off = 6;
+    CHECK(npl_tokenize_spans(t, "abcdefgh", 8, 0, bad, 2, NULL, 0) == -1);   /* overlapping */
+    bad[1].off = 8;
+    CHECK(npl_tokenize_spans(t, "abcdefgh", 8, 0, bad, 2, NULL, 0) > 0);     /* adjacent is fine */
+    CHECK(npl_tokenize_spans(t, "abcdefgh", 8, 0, NULL, 1, NULL, 0) == -1);
+    bad[0].off = 1; bad[0].len = SIZE_MAX;
+    CHECK(npl_tokenize_spans(t, "abcdefgh", 8, 0, bad, 1, NULL, 0) == -1);
+    printf("%s: plain ranges keep control-token text as text (%d control tokens tried)\n", name, n_ctl);
+}
+
+/* ------------------------------------------------------------------ */
 /* malformed metadata                                                  */
 
 static void malformed(void) {
@@ -476,6 +580,7 @@ int main(void) {
         if (t) {
             guards(vocabs[v][0], t);
             threads(vocabs[v][0], t);
+            spans(vocabs[v][0], t);
         }
         npl_tokenizer_free(t);
         npl_gguf_close(g);

@@ -23,8 +23,11 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...) {
 void npl_chat_buf_free(npl_chat_buf *b) {
     if (!b) return;
     free(b->data);
+    free(b->text);
     b->data = NULL;
+    b->text = NULL;
     b->len = b->cap = 0;
+    b->n_text = b->cap_text = 0;
 }
 
 int npl_chat_buf_append(npl_chat_buf *b, const char *s, size_t n) {
@@ -46,6 +49,30 @@ int npl_chat_buf_append(npl_chat_buf *b, const char *s, size_t n) {
     if (n) memcpy(b->data + b->len, s, n);
     b->len += n;
     b->data[b->len] = '\0';
+    return 0;
+}
+
+int npl_chat_buf_append_text(npl_chat_buf *b, const char *s, size_t n) {
+    size_t at = b->len;
+    if (npl_chat_buf_append(b, s, n)) return -1;
+    if (n == 0) return 0;
+    if (b->n_text && b->text[b->n_text - 1].off + b->text[b->n_text - 1].len == at) {
+        b->text[b->n_text - 1].len += n;
+        return 0;
+    }
+    if (b->n_text == b->cap_text) {
+        size_t cap = b->cap_text ? b->cap_text : 16;
+        if (b->cap_text && npl_mul_size(cap, 2, &cap)) return -1;
+        size_t bytes;
+        if (npl_mul_size(cap, sizeof(*b->text), &bytes)) return -1;
+        npl_chat_span *t = realloc(b->text, bytes);
+        if (!t) return -1;
+        b->text = t;
+        b->cap_text = cap;
+    }
+    b->text[b->n_text].off = at;
+    b->text[b->n_text].len = n;
+    b->n_text++;
     return 0;
 }
 
@@ -239,16 +266,25 @@ static void puts_(writer *w, const char *s) {
     put(w, s, strlen(s));
 }
 
-static void put_sv(writer *w, str_view v) {
-    put(w, v.s, v.n);
+/* message text: role names and contents */
+static void text(writer *w, const char *s, size_t n) {
+    if (!w->failed && npl_chat_buf_append_text(w->b, s, n)) w->failed = 1;
+}
+
+static void text_s(writer *w, const char *s) {
+    text(w, s, strlen(s));
+}
+
+static void text_sv(writer *w, str_view v) {
+    text(w, v.s, v.n);
 }
 
 static void render_chatml(writer *w, const npl_chat_msg *m, size_t n, int add_ass) {
     for (size_t i = 0; i < n; i++) {
         puts_(w, "<|im_start|>");
-        puts_(w, m[i].role);
+        text_s(w, m[i].role);
         puts_(w, "\n");
-        puts_(w, m[i].content);
+        text_s(w, m[i].content);
         puts_(w, "<|im_end|>\n");
     }
     if (add_ass) puts_(w, "<|im_start|>assistant\n");
@@ -269,17 +305,17 @@ static void render_llama2(writer *w, npl_chat_tmpl t, const npl_chat_msg *m, siz
         if (strcmp(m[i].role, "system") == 0) {
             if (support_system) {
                 puts_(w, "<<SYS>>\n");
-                put_sv(w, content);
+                text_sv(w, content);
                 puts_(w, "\n<</SYS>>\n\n");
             } else {   /* no system support: plain text in the first turn */
-                put_sv(w, content);
+                text_sv(w, content);
                 puts_(w, "\n");
             }
         } else if (strcmp(m[i].role, "user") == 0) {
-            put_sv(w, content);
+            text_sv(w, content);
             puts_(w, " [/INST]");
         } else {
-            put_sv(w, content);
+            text_sv(w, content);
             puts_(w, "</s>");
             inside_turn = 0;
         }
@@ -289,9 +325,9 @@ static void render_llama2(writer *w, npl_chat_tmpl t, const npl_chat_msg *m, siz
 static void render_llama3(writer *w, const npl_chat_msg *m, size_t n, int add_ass) {
     for (size_t i = 0; i < n; i++) {
         puts_(w, "<|start_header_id|>");
-        puts_(w, m[i].role);
+        text_s(w, m[i].role);
         puts_(w, "<|end_header_id|>\n\n");
-        put_sv(w, trim(m[i].content));
+        text_sv(w, trim(m[i].content));
         puts_(w, "<|eot_id|>");
     }
     if (add_ass) puts_(w, "<|start_header_id|>assistant<|end_header_id|>\n\n");
@@ -309,7 +345,8 @@ static void render_gemma(writer *w, const npl_chat_msg *m, size_t n, int add_ass
         }
         const int model = strcmp(m[i].role, "assistant") == 0 || strcmp(m[i].role, "model") == 0;
         puts_(w, "<start_of_turn>");
-        puts_(w, strcmp(m[i].role, "assistant") == 0 ? "model" : m[i].role);
+        if (strcmp(m[i].role, "assistant") == 0) puts_(w, "model");
+        else text_s(w, m[i].role);
         puts_(w, "\n");
         if (sys_count && !model) {
             size_t sys_len = 0;
@@ -317,12 +354,12 @@ static void render_gemma(writer *w, const npl_chat_msg *m, size_t n, int add_ass
                 if (strcmp(m[j].role, "system") == 0) sys_len += trim(m[j].content).n;
             if (sys_len) {   /* llama.cpp tests system_prompt.empty() */
                 for (size_t j = sys_first; j < i; j++)
-                    if (strcmp(m[j].role, "system") == 0) put_sv(w, trim(m[j].content));
+                    if (strcmp(m[j].role, "system") == 0) text_sv(w, trim(m[j].content));
                 puts_(w, "\n\n");
                 sys_count = 0;
             }
         }
-        put_sv(w, trim(m[i].content));
+        text_sv(w, trim(m[i].content));
         puts_(w, "<end_of_turn>\n");
     }
     if (add_ass) puts_(w, "<start_of_turn>model\n");
@@ -343,6 +380,7 @@ static int render_into(npl_chat_tmpl t, const npl_chat_msg *msgs, size_t n, int 
     }
     writer w = { out, 0 };
     out->len = 0;
+    out->n_text = 0;
     if (out->data) out->data[0] = '\0';
     switch (t) {
     case NPL_CHAT_TMPL_CHATML:
@@ -394,6 +432,16 @@ int npl_chat_render_suffix(npl_chat_tmpl t, const npl_chat_msg *msgs, size_t n, 
     }
     memmove(out->data, out->data + past.len, out->len - past.len + 1);
     out->len -= past.len;
+    size_t k = 0; /* spans of the suffix, made relative to it */
+    for (size_t i = 0; i < out->n_text; i++) {
+        npl_chat_span sp = out->text[i];
+        size_t end = sp.off + sp.len;
+        if (end <= past.len) continue;
+        sp.off = sp.off > past.len ? sp.off - past.len : 0;
+        sp.len = end - past.len - sp.off;
+        out->text[k++] = sp;
+    }
+    out->n_text = k;
     rc = 0;
 done:
     npl_chat_buf_free(&past);

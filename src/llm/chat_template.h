@@ -26,17 +26,31 @@ typedef struct {
     const char *content;
 } npl_chat_msg;
 
+/* A byte range of a rendering that holds message text (a role name or a
+ * content), as opposed to the template's own text. */
+typedef struct {
+    size_t off, len;
+} npl_chat_span;
+
 /* Growable NUL-terminated text. Start from {0}; reuse keeps the capacity.
- * data is NULL until the first append. */
+ * data is NULL until the first append. A rendering also lists where the
+ * message text lies (text[0..n_text): in order, disjoint, not adjacent), so
+ * that the caller can tokenize the template's text for special tokens and
+ * the messages' text never: text typed as "<|im_end|>" stays text. */
 typedef struct {
     char *data;
     size_t len;
     size_t cap;
+    npl_chat_span *text;
+    size_t n_text, cap_text;
 } npl_chat_buf;
 
 void npl_chat_buf_free(npl_chat_buf *b);
 /* Appends n bytes (checked sizes); -1 on overflow or no memory. */
 int npl_chat_buf_append(npl_chat_buf *b, const char *s, size_t n);
+/* Appends n bytes of message text: like npl_chat_buf_append, and the bytes
+ * join b->text (merged with a span that ends where they start). */
+int npl_chat_buf_append_text(npl_chat_buf *b, const char *s, size_t n);
 
 /* The name of a template ("gemma", ...), "unknown" for anything else. */
 const char *npl_chat_tmpl_name(npl_chat_tmpl t);
@@ -54,9 +68,11 @@ int npl_chat_tmpl_from_name(const char *name, npl_chat_tmpl *out, char *err, siz
  * "phi4") or NULL when llama.cpp would not recognise it either. */
 npl_chat_tmpl npl_chat_tmpl_detect(const char *jinja, const char **llama_name);
 
-/* Renders msgs[0..n) into out (replacing its content). add_ass appends the
- * assistant prefix (ignored by the llama2 family, like llama.cpp). Roles and
- * contents must not be NULL. */
+/* Renders msgs[0..n) into out (replacing its content and spans). add_ass
+ * appends the assistant prefix (ignored by the llama2 family, like
+ * llama.cpp). Roles and contents must not be NULL. Every role name and
+ * content that is written is message text in out->text (the fixed names
+ * the template itself writes, such as gemma's "model", are not). */
 int npl_chat_render(npl_chat_tmpl t, const npl_chat_msg *msgs, size_t n, int add_ass,
                     npl_chat_buf *out, char *err, size_t errlen);
 
@@ -69,4 +85,5 @@ int npl_chat_render(npl_chat_tmpl t, const npl_chat_msg *msgs, size_t n, int add
  * holds, so this function returns the exact difference.) */
 int npl_chat_render_suffix(npl_chat_tmpl t, const npl_chat_msg *msgs, size_t n, size_t n_prev,
                            int add_ass, npl_chat_buf *out, char *err, size_t errlen);
+/* (out->text then lists the message text of the suffix, relative to it.) */
 #endif

@@ -314,22 +314,6 @@ int npl_engine_token_to_piece(npl_engine *e, int32_t id, char *buf, int cap) {
     return npl_token_to_piece(e->tok, id, buf, cap, 1);
 }
 
-/* Does text contain special-token text that parse_special would turn into a
- * control token? Such user text must stay plain text. */
-static int has_special_text(npl_engine *e, const char *text) {
-    size_t len = strlen(text);
-    int64_t n = npl_tokenize(e->tok, text, len, 0, 1, NULL, 0);
-    if (n == 0) return 0;
-    if (n < 0) return 1; /* cannot tell (out of memory): the path that never parses user text */
-    int32_t *ids = malloc(sizeof(int32_t) * (size_t)n);
-    int found = !ids || npl_tokenize(e->tok, text, len, 0, 1, ids, n) != n;
-    if (!found)
-        for (int64_t i = 0; i < n && !found; i++)
-            found = (npl_tokenizer_token_attr(e->tok, ids[i]) & (NPL_TOKEN_ATTR_CONTROL | NPL_TOKEN_ATTR_USER_DEFINED)) != 0;
-    free(ids);
-    return found;
-}
-
 static npl_status feed_ids(npl_engine *e, const int32_t *ids, int64_t n) {
     if (e->n_feed + n > e->feed_cap) {
         int nc = e->n_feed + (int)n + 64;
@@ -343,10 +327,18 @@ static npl_status feed_ids(npl_engine *e, const int32_t *ids, int64_t n) {
     return NPL_OK;
 }
 
-/* Appends the tokens of text to e->feed. */
-static npl_status feed_text(npl_engine *e, const char *text, size_t len, int add_special, int parse_special) {
+static int64_t tokenize(npl_engine *e, const char *text, size_t len, int add_special, int parse_special,
+                        const npl_tok_span *plain, size_t n_plain, int32_t *ids, int64_t cap) {
+    return plain ? npl_tokenize_spans(e->tok, text, len, add_special, plain, n_plain, ids, cap)
+                 : npl_tokenize(e->tok, text, len, add_special, parse_special, ids, cap);
+}
+
+/* Appends the tokens of text to e->feed: special-token text parsed or not,
+ * or (plain != NULL) parsed except inside the plain ranges. */
+static npl_status feed_text(npl_engine *e, const char *text, size_t len, int add_special, int parse_special,
+                            const npl_tok_span *plain, size_t n_plain) {
     npl_status_clear();
-    int64_t n = npl_tokenize(e->tok, text, len, add_special, parse_special, NULL, 0);
+    int64_t n = tokenize(e, text, len, add_special, parse_special, plain, n_plain, NULL, 0);
     if (n < 0) return tokenizer_failed(e, "tokenizing the prompt");
     if (n == 0) return NPL_OK; /* e->feed may still be NULL */
     if (n > (int64_t)e->n_ctx) return npl_engine_fail(e, NPL_CONTEXT_FULL, "prompt of %lld tokens does not fit the context of %d", (long long)n, e->n_ctx);
@@ -357,10 +349,32 @@ static npl_status feed_text(npl_engine *e, const char *text, size_t len, int add
         e->feed = nf;
         e->feed_cap = nc;
     }
-    if (npl_tokenize(e->tok, text, len, add_special, parse_special, e->feed + e->n_feed, n) != n)
+    if (tokenize(e, text, len, add_special, parse_special, plain, n_plain, e->feed + e->n_feed, n) != n)
         return tokenizer_failed(e, "tokenizing the prompt");
     e->n_feed += (int)n;
     return NPL_OK;
+}
+
+/* Appends the tokens of full->data[start..): the template's text is parsed
+ * for special tokens, the messages' text (full->text) never is, and text
+ * between special tokens is encoded whole as llama.cpp encodes a rendered
+ * template, so a conversation without special-token text in its messages
+ * gives the ids of tokenizing the rendering with parse_special. */
+static npl_status feed_rendered(npl_engine *e, const npl_chat_buf *full, size_t start) {
+    npl_tok_span one, *plain = full->n_text ? malloc(sizeof(*plain) * full->n_text) : &one;
+    if (!plain) return npl_engine_fail(e, NPL_ERR_MEMORY, "out of memory");
+    size_t n_plain = 0;
+    for (size_t i = 0; i < full->n_text; i++) {
+        size_t off = full->text[i].off, end = off + full->text[i].len;
+        if (end <= start) continue;
+        if (off < start) off = start;
+        plain[n_plain].off = off - start;
+        plain[n_plain].len = end - off;
+        n_plain++;
+    }
+    npl_status st = feed_text(e, full->data + start, full->len - start, start == 0, 1, plain, n_plain);
+    if (plain != &one) free(plain);
+    return st;
 }
 
 static npl_status push_msg(npl_engine *e, const char *role, const char *content) {
@@ -398,7 +412,7 @@ npl_status npl_engine_build_turn(npl_engine *e, const char *user_text, int templ
     if (!templated) {
         /* raw text is the caller's own prompt: special-token text in it is
          * meant as tokens, as llama.cpp's raw prompts are */
-        npl_status st = feed_text(e, user_text, strlen(user_text), e->n_past == 0, 1);
+        npl_status st = feed_text(e, user_text, strlen(user_text), e->n_past == 0, 1, NULL, 0);
         e->fed_valid = 0; /* raw text: no template prefix to match later */
         return st;
     }
@@ -425,27 +439,7 @@ npl_status npl_engine_build_turn(npl_engine *e, const char *user_text, int templ
         e->fed_len = 0;
         npl_sampler_reset(e->smp);
     }
-    int unsafe = 0;
-    for (size_t i = 0; i < e->n_msgs; i++) unsafe |= has_special_text(e, e->msgs[i].content);
-    if (!unsafe) {
-        st = feed_text(e, full.data + start, full.len - start, start == 0, 1);
-    } else {
-        /* render with a marker per message content: template text is parsed
-         * for special tokens, user content never is */
-        st = feed_text(e, full.data + start, 0, start == 0, 1); /* BOS only */
-        size_t pos = start;
-        for (size_t i = 0; i < e->n_msgs && st == NPL_OK; i++) {
-            const char *c = e->msgs[i].content;
-            size_t cl = strlen(c);
-            const char *hit = cl ? memmem(full.data + pos, full.len - pos, c, cl) : NULL;
-            if (!hit) continue;
-            size_t at = (size_t)(hit - full.data);
-            st = feed_text(e, full.data + pos, at - pos, 0, 1);
-            if (st == NPL_OK) st = feed_text(e, c, cl, 0, 0);
-            pos = at + cl;
-        }
-        if (st == NPL_OK) st = feed_text(e, full.data + pos, full.len - pos, 0, 1);
-    }
+    st = feed_rendered(e, &full, start);
     if (st == NPL_OK) {
         e->fed_len = start;
         if (npl_engine_append(&e->fed, &e->fed_len, &e->fed_cap, full.data + start, full.len - start))

@@ -85,12 +85,33 @@ static int cmp_hit(const void *a, const void *b) {
 
 static inline int bit(const uint8_t *set, unsigned char c) { return set[c >> 3] >> (c & 7) & 1; }
 
-static int token_active(const npl_tokenizer *t, int32_t id, int parse_special) {
-    return parse_special || !(t->tok[id].attr & (NPL_TOKEN_ATTR_CONTROL | NPL_TOKEN_ATTR_UNKNOWN));
+/* Where control tokens may be recognized: nowhere (parse_special = 0),
+ * everywhere, or outside the plain ranges. */
+typedef struct {
+    int parse_special;
+    const npl_tok_span *plain;
+    size_t n_plain;
+} npl_tok_scope;
+
+/* Does [p, p + L) overlap a plain range? (binary search: the first range
+ * that ends after p) */
+static int overlaps_plain(const npl_tok_scope *sc, size_t p, size_t L) {
+    size_t lo = 0, hi = sc->n_plain;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sc->plain[mid].off + sc->plain[mid].len <= p) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < sc->n_plain && sc->plain[lo].off < p + L;
+}
+
+static int token_active(const npl_tokenizer *t, int32_t id, const npl_tok_scope *sc, size_t p, size_t L) {
+    if (!(t->tok[id].attr & (NPL_TOKEN_ATTR_CONTROL | NPL_TOKEN_ATTR_UNKNOWN))) return 1;
+    return sc->parse_special && !overlaps_plain(sc, p, L);
 }
 
 /* Fills *hits (sorted by position); 0 ok, -1 out of memory. */
-static int partition(const npl_tokenizer *t, const unsigned char *s, size_t n, int parse_special,
+static int partition(const npl_tokenizer *t, const unsigned char *s, size_t n, const npl_tok_scope *sc,
                      npl_tok_hit **hits_out, size_t *n_hits_out) {
     *hits_out = NULL;
     *n_hits_out = 0;
@@ -126,7 +147,7 @@ static int partition(const npl_tokenizer *t, const unsigned char *s, size_t n, i
                 for (uint32_t slot = (uint32_t)(h ^ (h >> 29)) & g->mask; g->ids[slot] >= 0; slot = (slot + 1) & g->mask) {
                     int32_t id = g->ids[slot];
                     if (g->keys[slot] != h || memcmp(npl_tok_text(t, id), s + p, L) != 0) continue;
-                    if (token_active(t, id, parse_special)) {
+                    if (token_active(t, id, sc, p, L)) {
                         if (first_id < 0) first_id = id;
                         else if (id != first_id) sorted = 0;
                         cand[n_cand++] = (uint64_t)id << 32 | (uint64_t)p;
@@ -174,13 +195,13 @@ oom:
  * up to 3x when spaces become "▁". */
 #define NPL_TOK_MAX_INPUT ((size_t)1 << 29)
 
-int64_t npl_tokenize(const npl_tokenizer *t, const char *text, size_t len,
-                     int add_special, int parse_special, int32_t *ids, int64_t cap) {
+static int64_t encode(const npl_tokenizer *t, const char *text, size_t len, int add_special,
+                      const npl_tok_scope *sc, int32_t *ids, int64_t cap) {
     if (!t || (!text && len) || cap < 0 || (!ids && cap > 0) || len > NPL_TOK_MAX_INPUT) return -1;
     const unsigned char *s = (const unsigned char *)text;
     npl_tok_hit *hits = NULL;
     size_t n_hits = 0;
-    if (partition(t, s, len, parse_special, &hits, &n_hits)) return npl_status_note(NPL_ERR_MEMORY), -1;
+    if (partition(t, s, len, sc, &hits, &n_hits)) return npl_status_note(NPL_ERR_MEMORY), -1;
 
     npl_tok_out out = { NULL, 0, 0, 0 };
     int rc = 0;
@@ -213,6 +234,23 @@ int64_t npl_tokenize(const npl_tokenizer *t, const char *text, size_t len,
     if (m) memcpy(ids, out.v, m * sizeof(int32_t));
     free(out.v);
     return (int64_t)out.n;
+}
+
+int64_t npl_tokenize(const npl_tokenizer *t, const char *text, size_t len,
+                     int add_special, int parse_special, int32_t *ids, int64_t cap) {
+    npl_tok_scope sc = { parse_special, NULL, 0 };
+    return encode(t, text, len, add_special, &sc, ids, cap);
+}
+
+int64_t npl_tokenize_spans(const npl_tokenizer *t, const char *text, size_t len, int add_special,
+                           const npl_tok_span *plain, size_t n_plain, int32_t *ids, int64_t cap) {
+    if (!plain && n_plain) return -1;
+    for (size_t i = 0; i < n_plain; i++) {
+        if (plain[i].len > SIZE_MAX - plain[i].off) return -1;
+        if (i && plain[i].off < plain[i - 1].off + plain[i - 1].len) return -1;
+    }
+    npl_tok_scope sc = { 1, plain, n_plain };
+    return encode(t, text, len, add_special, &sc, ids, cap);
 }
 
 /* ------------------------------------------------------------------ */

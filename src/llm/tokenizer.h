@@ -82,6 +82,21 @@ int32_t npl_tokenizer_find(const npl_tokenizer *t, const char *text, size_t len)
 int64_t npl_tokenize(const npl_tokenizer *t, const char *text, size_t len,
                      int add_special, int parse_special, int32_t *ids, int64_t cap);
 
+/* A byte range of an input text. */
+typedef struct { size_t off, len; } npl_tok_span;
+
+/* Encode a rendered chat prompt: like npl_tokenize with parse_special = 1,
+ * except that a control or unknown token is not recognized where its text
+ * would overlap one of plain[0..n_plain) (sorted, disjoint ranges of text;
+ * the messages' text), so that text stays text wherever it stands. Fragments
+ * between special tokens are encoded whole, across the edges of the ranges:
+ * when no control-token text overlaps a range, the ids are exactly those of
+ * npl_tokenize(text, len, add_special, 1) (what llama.cpp does with a
+ * rendered template). Ranges past len are clipped. Returns as npl_tokenize;
+ * -1 also for unsorted or overlapping ranges. */
+int64_t npl_tokenize_spans(const npl_tokenizer *t, const char *text, size_t len, int add_special,
+                           const npl_tok_span *plain, size_t n_plain, int32_t *ids, int64_t cap);
+
 /* Text of one token: byte tokens <0xAB> give that byte, SPM "▁" gives a
  * space, byte-level BPE characters give their bytes, control and unknown
  * tokens give nothing unless `special`. Returns the piece length n and
