@@ -5,6 +5,7 @@
  * key or tensor at fault (the suite runs under ASan, so no crash and no leak).
  * The unchanged copy must open and run, so the failures are the changes'.
  * Finally the CLI must exit non-zero with one line on stderr. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,13 @@ typedef enum {
     SET_STR,       /* key = string */
     SET_U32_ARR,   /* key = [u32] x 1024 (where strings or floats belong) */
     SET_STR_ARR,   /* key = [string] x n_arr */
+    SET_I32_ARR,   /* key = [i32] x n_arr */
+    /* edits of the source's array at set_key */
+    EDIT_STR,      /* element index = str */
+    EDIT_DUP,      /* element index = element index - 1 (strings) */
+    EDIT_I32,      /* element index = i32 */
+    EDIT_F32,      /* element index = f32 */
+    EDIT_TRUNC,    /* the last element left out */
 } set_kind;
 
 typedef struct {
@@ -32,6 +40,8 @@ typedef struct {
     const char *set_key;       /* metadata key added or replaced */
     set_kind kind;
     uint32_t u32;
+    int32_t i32;
+    uint64_t index;
     float f32;
     const char *str;
     uint64_t n_arr;
@@ -41,6 +51,7 @@ typedef struct {
     const char *expect;        /* the key or tensor the error must name */
     const char *expect2;       /* and this too, if set */
     int engine_only;           /* vocabulary: only the engine reads it */
+    int bpe;                   /* the change applies to rand-qwen2-f32.gguf (a BPE vocabulary) */
 } bad_case;
 
 static const bad_case CASES[] = {
@@ -100,6 +111,58 @@ static const bad_case CASES[] = {
      .drop_key = "tokenizer.ggml.scores", .drop_key2 = "tokenizer.ggml.token_type", .expect = "tokenizer.ggml.tokens", .engine_only = 1},
     {.name = "bos_token_id past the vocabulary", .set_key = "tokenizer.ggml.bos_token_id", .kind = SET_U32,
      .u32 = 5000, .expect = "tokenizer.ggml.bos_token_id", .engine_only = 1},
+    /* corrupted vocabularies: the key and the index named (issue 13 item 5) */
+    {.name = "byte token <0xG1>", .set_key = "tokenizer.ggml.tokens", .kind = EDIT_STR, .index = 3 + 0x41,
+     .str = "<0xG1>", .expect = "tokenizer.ggml.tokens[68]: byte token \"<0xG1>\" is not <0xHH>", .engine_only = 1},
+    {.name = "byte token in lower case", .set_key = "tokenizer.ggml.tokens", .kind = EDIT_STR, .index = 3 + 0x4a,
+     .str = "<0x4a>", .expect = "tokenizer.ggml.tokens[77]", .expect2 = "<0xHH>", .engine_only = 1},
+    {.name = "byte token without its >", .set_key = "tokenizer.ggml.tokens", .kind = EDIT_STR, .index = 3 + 0x20,
+     .str = "<0x20", .expect = "tokenizer.ggml.tokens[35]", .expect2 = "byte token", .engine_only = 1},
+    {.name = "a word typed as a byte token", .set_key = "tokenizer.ggml.token_type", .kind = EDIT_I32, .index = 400,
+     .i32 = 6, .expect = "tokenizer.ggml.tokens[400]", .expect2 = "byte token", .engine_only = 1},
+    {.name = "token text cut UTF-8", .set_key = "tokenizer.ggml.tokens", .kind = EDIT_STR, .index = 500,
+     .str = "ab\xC3", .expect = "tokenizer.ggml.tokens[500]", .expect2 = "UTF-8", .engine_only = 1},
+    {.name = "token text overlong UTF-8", .set_key = "tokenizer.ggml.tokens", .kind = EDIT_STR, .index = 501,
+     .str = "\xC0\x80" "x", .expect = "tokenizer.ggml.tokens[501]", .expect2 = "\\xC0\\x80x", .engine_only = 1},
+    {.name = "token text a UTF-16 surrogate", .set_key = "tokenizer.ggml.tokens", .kind = EDIT_STR, .index = 502,
+     .str = "\xED\xA0\x80", .expect = "tokenizer.ggml.tokens[502]", .expect2 = "UTF-8", .engine_only = 1},
+    {.name = "token texts duplicated", .set_key = "tokenizer.ggml.tokens", .kind = EDIT_DUP, .index = 900,
+     .expect = "tokenizer.ggml.tokens[900]", .expect2 = "token 899", .engine_only = 1},
+    {.name = "token_type 9", .set_key = "tokenizer.ggml.token_type", .kind = EDIT_I32, .index = 600, .i32 = 9,
+     .expect = "tokenizer.ggml.token_type[600]", .engine_only = 1},
+    {.name = "token_type one short", .set_key = "tokenizer.ggml.token_type", .kind = EDIT_TRUNC,
+     .expect = "tokenizer.ggml.token_type", .expect2 = "1023", .engine_only = 1},
+    {.name = "token_type u32", .set_key = "tokenizer.ggml.token_type", .kind = SET_U32_ARR, .n_arr = 1024,
+     .expect = "tokenizer.ggml.token_type", .expect2 = "i32", .engine_only = 1},
+    {.name = "scores i32", .set_key = "tokenizer.ggml.scores", .kind = SET_I32_ARR, .n_arr = 1024,
+     .expect = "tokenizer.ggml.scores", .expect2 = "f32", .engine_only = 1},
+    {.name = "scores one short", .set_key = "tokenizer.ggml.scores", .kind = EDIT_TRUNC,
+     .expect = "tokenizer.ggml.scores", .expect2 = "1023", .engine_only = 1},
+    {.name = "score NaN", .set_key = "tokenizer.ggml.scores", .kind = EDIT_F32, .index = 700, .f32 = NAN,
+     .expect = "tokenizer.ggml.scores[700]", .expect2 = "NaN", .engine_only = 1},
+    {.name = "tokens one short of scores", .set_key = "tokenizer.ggml.tokens", .kind = EDIT_TRUNC,
+     .expect = "tokenizer.ggml.scores", .engine_only = 1},
+    {.name = "bos_token_id a float", .set_key = "tokenizer.ggml.bos_token_id", .kind = SET_F32, .f32 = 1.0f,
+     .expect = "tokenizer.ggml.bos_token_id", .engine_only = 1},
+    {.name = "bos_token_id a string", .set_key = "tokenizer.ggml.bos_token_id", .kind = SET_STR, .str = "1",
+     .expect = "tokenizer.ggml.bos_token_id", .engine_only = 1},
+    {.name = "add_bos_token a u32", .set_key = "tokenizer.ggml.add_bos_token", .kind = SET_U32, .u32 = 1,
+     .expect = "tokenizer.ggml.add_bos_token", .engine_only = 1},
+    {.name = "chat_template a u32", .set_key = "tokenizer.chat_template", .kind = SET_U32, .u32 = 7,
+     .expect = "tokenizer.chat_template", .expect2 = "string", .engine_only = 1},
+    {.name = "BPE token text not UTF-8", .set_key = "tokenizer.ggml.tokens", .kind = EDIT_STR, .index = 300,
+     .str = "\xFF" "ab", .expect = "tokenizer.ggml.tokens[300]", .expect2 = "UTF-8", .engine_only = 1, .bpe = 1},
+    {.name = "merge without a space", .set_key = "tokenizer.ggml.merges", .kind = EDIT_STR, .index = 10,
+     .str = "abc", .expect = "tokenizer.ggml.merges[10]", .expect2 = "space", .engine_only = 1, .bpe = 1},
+    {.name = "merge with an empty right half", .set_key = "tokenizer.ggml.merges", .kind = EDIT_STR, .index = 11,
+     .str = "ab ", .expect = "tokenizer.ggml.merges[11]", .engine_only = 1, .bpe = 1},
+    {.name = "merge of texts that are not tokens", .set_key = "tokenizer.ggml.merges", .kind = EDIT_STR,
+     .index = 12, .str = "\xC4\xA0zzq xqq", .expect = "tokenizer.ggml.merges[12]", .expect2 = "not a token",
+     .engine_only = 1, .bpe = 1},
+    {.name = "merge not UTF-8", .set_key = "tokenizer.ggml.merges", .kind = EDIT_STR, .index = 13,
+     .str = "a \x80", .expect = "tokenizer.ggml.merges[13]", .expect2 = "UTF-8", .engine_only = 1, .bpe = 1},
+    {.name = "merges u32", .set_key = "tokenizer.ggml.merges", .kind = SET_U32_ARR, .n_arr = 765,
+     .expect = "tokenizer.ggml.merges", .engine_only = 1, .bpe = 1},
 };
 #define N_CASES (sizeof(CASES) / sizeof(CASES[0]))
 
@@ -162,8 +225,46 @@ static int set_kv(npl_gguf_writer *w, const bad_case *c) {
         free_strings(s, c->n_arr);
         return rc;
     }
+    case SET_I32_ARR: {
+        int32_t *v = calloc(c->n_arr, sizeof(int32_t));
+        int rc = v ? npl_gguf_writer_set_arr(w, c->set_key, NPL_GGUF_INT32, v, c->n_arr) : -1;
+        free(v);
+        return rc;
     }
-    return -1;
+    default: return -1; /* edits are made by edit_kv */
+    }
+}
+
+/* The source's array at index i with the edit c. */
+static int edit_kv(npl_gguf_writer *w, const npl_gguf *g, int64_t i, const bad_case *c) {
+    npl_gguf_vtype at = npl_gguf_arr_type(g, i);
+    uint64_t n = npl_gguf_arr_n(g, i), n_out = c->kind == EDIT_TRUNC ? n - 1 : n;
+    CHECK(npl_gguf_kv_type(g, i) == NPL_GGUF_ARRAY && n > 1 && (c->kind == EDIT_TRUNC || c->index < n));
+    if (at == NPL_GGUF_STRING) {
+        char **strs = calloc(n, sizeof(char *));
+        int rc = strs ? 0 : -1;
+        for (uint64_t j = 0; !rc && j < n; j++) {
+            npl_gguf_str v = npl_gguf_arr_str(g, i, j);
+            if (!(strs[j] = strndup(v.ptr ? v.ptr : "", v.len))) rc = -1;
+        }
+        if (!rc && (c->kind == EDIT_STR || c->kind == EDIT_DUP)) {
+            char *nv = strdup(c->kind == EDIT_STR ? c->str : strs[c->index - 1]);
+            free(strs[c->index]);
+            if (!(strs[c->index] = nv)) rc = -1;
+        }
+        if (!rc) rc = npl_gguf_writer_set_arr_str(w, c->set_key, (const char *const *)strs, n_out);
+        free_strings(strs, n);
+        return rc;
+    }
+    CHECK(at == NPL_GGUF_INT32 || at == NPL_GGUF_FLOAT32);
+    unsigned char *v = malloc(n * 4);
+    if (!v) return -1;
+    memcpy(v, npl_gguf_arr_data(g, i), n * 4);
+    if (c->kind == EDIT_I32) memcpy(v + 4 * c->index, &c->i32, 4);
+    if (c->kind == EDIT_F32) memcpy(v + 4 * c->index, &c->f32, 4);
+    int rc = npl_gguf_writer_set_arr(w, c->set_key, at, v, n_out);
+    free(v);
+    return rc;
 }
 
 /* Writes src with the change c (NULL: unchanged) to path. */
@@ -174,12 +275,13 @@ static int write_variant(const npl_gguf *src, const bad_case *c, const char *pat
     int rc = w ? 0 : -1;
     for (int64_t i = 0; !rc && i < npl_gguf_n_kv(src); i++) {
         npl_gguf_str k = npl_gguf_key(src, i);
-        if (key_is(k, c->drop_key) || key_is(k, c->drop_key2) || key_is(k, c->set_key)) continue;
+        int edit = c->kind >= EDIT_STR && key_is(k, c->set_key);
+        if (!edit && (key_is(k, c->drop_key) || key_is(k, c->drop_key2) || key_is(k, c->set_key))) continue;
         char key[256];
         snprintf(key, sizeof(key), "%.*s", (int)k.len, k.ptr);
-        rc = copy_kv(w, src, i, key);
+        rc = edit ? edit_kv(w, src, i, c) : copy_kv(w, src, i, key);
     }
-    if (!rc && c->set_key) rc = set_kv(w, c);
+    if (!rc && c->set_key && c->kind < EDIT_STR) rc = set_kv(w, c);
     for (int64_t i = 0; !rc && i < npl_gguf_n_tensors(src); i++) {
         const npl_gguf_tensor *t = npl_gguf_tensor_at(src, i);
         if (c->drop_tensor && !strcmp(t->name, c->drop_tensor)) continue;
@@ -246,7 +348,8 @@ static void check_valid_copy(const char *path) {
     npl_engine_close(e);
 }
 
-static void check_case(const npl_gguf *src, const bad_case *c, const char *dir) { /* dir: < 512 bytes */
+static void check_case(const npl_gguf *src, const npl_gguf *src_bpe, const bad_case *c, const char *dir) { /* dir: < 512 bytes */
+    if (c->bpe) src = src_bpe;
     char path[1024];
     snprintf(path, sizeof(path), "%s/bad-%d.gguf", dir, (int)(c - CASES));
     printf("%s (%s)\n", c->name, path);
@@ -328,6 +431,12 @@ int main(void) {
     if (!src) fprintf(stderr, "%s\n", err);
     CHECK(src != NULL);
     if (!src) TEST_MAIN_END();
+    char bpe_path[1024];
+    snprintf(bpe_path, sizeof(bpe_path), "%s/models/rand-qwen2-f32.gguf", data);
+    npl_gguf *src_bpe = npl_gguf_open(bpe_path, NULL, err, sizeof(err));
+    if (!src_bpe) fprintf(stderr, "%s\n", err);
+    CHECK(src_bpe != NULL);
+    if (!src_bpe) TEST_MAIN_END();
     const char *tmp = getenv("TMPDIR");
     char dir[512];
     snprintf(dir, sizeof(dir), "%s/npl-malformed-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -337,13 +446,19 @@ int main(void) {
     snprintf(valid, sizeof(valid), "%s/valid.gguf", dir);
     CHECK(write_variant(src, NULL, valid) == 0);
     check_valid_copy(valid);
+    char valid_bpe[1100];
+    snprintf(valid_bpe, sizeof(valid_bpe), "%s/valid-bpe.gguf", dir);
+    CHECK(write_variant(src_bpe, NULL, valid_bpe) == 0);
+    check_valid_copy(valid_bpe);
+    unlink(valid_bpe);
 
     CHECK(N_CASES >= 15);
-    for (size_t i = 0; i < N_CASES; i++) check_case(src, &CASES[i], dir);
+    for (size_t i = 0; i < N_CASES; i++) check_case(src, src_bpe, &CASES[i], dir);
     check_cli(src, dir, valid);
 
     unlink(valid);
     rmdir(dir);
     npl_gguf_close(src);
+    npl_gguf_close(src_bpe);
     TEST_MAIN_END();
 }

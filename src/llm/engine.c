@@ -197,6 +197,12 @@ npl_engine *npl_engine_open2(const char *path, const npl_engine_params *params, 
         goto fail;
     }
     /* chat template: the override, else detected, else by architecture */
+    int64_t tk = npl_gguf_find_key(npl_runner_gguf(e->r), "tokenizer.chat_template");
+    if (tk >= 0 && npl_gguf_kv_type(npl_runner_gguf(e->r), tk) != NPL_GGUF_STRING) {
+        npl_errf(err, errlen, NPL_ERR_FILE, "%s: tokenizer.chat_template: expected a string, found %s", model_path,
+                 npl_gguf_vtype_name(npl_gguf_kv_type(npl_runner_gguf(e->r), tk)));
+        goto fail;
+    }
     if (p.chat_template) {
         fb = NPL_ERR_ARGUMENT;
         if (npl_chat_tmpl_from_name(p.chat_template, &e->tmpl, err, errlen)) goto fail;

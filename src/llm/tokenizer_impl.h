@@ -90,6 +90,17 @@ int npl_bpe_encode(const npl_tokenizer *t, const char *text, size_t len, npl_tok
 int npl_bpe_init(npl_tokenizer *t, char *msg, size_t msglen);
 void npl_bpe_free(npl_tokenizer *t);
 
+/* ---- strict checks of vocabulary text (tokenizer_check.c) ---- */
+/* Offset of the first byte that does not start a well-formed UTF-8
+ * sequence (no overlong forms, surrogates or code points past U+10FFFF),
+ * or n when s[0..n) is valid. */
+size_t npl_tok_utf8_invalid_at(const unsigned char *s, size_t n);
+/* Is s[0..n) "<0xHH>" (upper-case hex)? */
+int npl_tok_is_byte_text(const char *s, size_t n);
+/* s[0..n) quoted for a one-line message: control and non-ASCII bytes as
+ * \xHH, cut after 48 bytes. */
+void npl_tok_quote(const char *s, size_t n, char *out, size_t cap);
+
 /* ---- lenient UTF-8 (llama.cpp unicode_cpt_from_utf8 rules) ---- */
 /* Decodes one code point at s[*off] and advances *off; invalid -> 0xFFFD
  * and advances by one byte. Overlong forms and surrogates are accepted. */

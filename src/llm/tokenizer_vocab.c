@@ -1,5 +1,6 @@
 /* Vocabulary: load and validate tokenizer.* metadata, the lookup tables,
  * llama.cpp's special-token detection by text, and token -> text. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,18 @@ static void fail(char *err, size_t errlen, const npl_gguf *g, const char *field,
     if (!err || errlen == 0) return;
     const char *file = g ? npl_gguf_path(g) : NULL;
     int n = snprintf(err, errlen, "%s: %s: ", file ? file : "(gguf)", field);
+    if (n < 0 || (size_t)n >= errlen) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+    va_end(ap);
+}
+
+/* fail() for element i of an array key: "FILE: KEY[i]: ..." */
+static void fail_at(char *err, size_t errlen, const npl_gguf *g, const char *key, uint64_t i, const char *fmt, ...) {
+    if (!err || errlen == 0) return;
+    const char *file = g ? npl_gguf_path(g) : NULL;
+    int n = snprintf(err, errlen, "%s: %s[%llu]: ", file ? file : "(gguf)", key, (unsigned long long)i);
     if (n < 0 || (size_t)n >= errlen) return;
     va_list ap;
     va_start(ap, fmt);
@@ -438,15 +451,10 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
     if (n > (uint64_t)INT32_MAX / 4) { fail(err, errlen, g, "tokenizer.ggml.tokens", "%llu tokens is too many", (unsigned long long)n); goto fail; }
     t->n_vocab = (int32_t)n;
 
-    int64_t si = npl_gguf_find_key(g, "tokenizer.ggml.scores");
-    npl_gguf_vtype score_type = NPL_GGUF_FLOAT32;
+    /* f32 only: llama.cpp reads the array's bytes as floats whatever they are */
+    int64_t si = find_array(g, "tokenizer.ggml.scores", NPL_GGUF_FLOAT32, &bad, err, errlen);
+    if (bad) goto fail;
     if (si >= 0) {
-        if (npl_gguf_kv_type(g, si) != NPL_GGUF_ARRAY ||
-            (npl_gguf_arr_type(g, si) != NPL_GGUF_FLOAT32 && npl_gguf_arr_type(g, si) != NPL_GGUF_INT32)) {
-            fail(err, errlen, g, "tokenizer.ggml.scores", "expected an array of f32");
-            goto fail;
-        }
-        score_type = npl_gguf_arr_type(g, si);
         if (npl_gguf_arr_n(g, si) != n) {
             fail(err, errlen, g, "tokenizer.ggml.scores", "%llu scores for %llu tokens",
                  (unsigned long long)npl_gguf_arr_n(g, si), (unsigned long long)n);
@@ -500,6 +508,13 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
     for (uint64_t i = 0; i < n; i++) {
         npl_gguf_str s = npl_gguf_arr_str(g, ti, i);
         npl_tok_entry *e = &t->tok[i];
+        char q[256];
+        size_t bad_at = npl_tok_utf8_invalid_at((const unsigned char *)s.ptr, s.len);
+        if (bad_at < s.len) { /* GGUF strings are UTF-8, and so are both vocabulary kinds' texts */
+            npl_tok_quote(s.ptr, s.len, q, sizeof q);
+            fail_at(err, errlen, g, "tokenizer.ggml.tokens", i, "text %s is not valid UTF-8 (byte %zu)", q, bad_at);
+            goto fail;
+        }
         e->off = (uint32_t)ap;
         if (s.len == 0) {
             int w = snprintf(t->arena + ap, 32, "[EMPTY_%llu]", (unsigned long long)i);
@@ -513,8 +528,11 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
         if (e->len > t->max_token_len) t->max_token_len = e->len;
 
         if (scores) {
-            if (score_type == NPL_GGUF_FLOAT32) memcpy(&e->score, scores + 4 * i, 4);
-            else { int32_t v; memcpy(&v, scores + 4 * i, 4); e->score = (float)v; }
+            memcpy(&e->score, scores + 4 * i, 4);
+            if (isnan(e->score)) { /* NaN has no merge order */
+                fail_at(err, errlen, g, "tokenizer.ggml.scores", i, "NaN");
+                goto fail;
+            }
         }
         e->attr = NPL_TOKEN_ATTR_NORMAL;
         if (types) {
@@ -529,9 +547,14 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
             case 5: e->attr = NPL_TOKEN_ATTR_UNUSED; break;
             case 6: e->attr = NPL_TOKEN_ATTR_BYTE; break;
             default:
-                fail(err, errlen, g, "tokenizer.ggml.token_type", "type %d of token %llu is not one of 0..6", (int)ty, (unsigned long long)i);
+                fail_at(err, errlen, g, "tokenizer.ggml.token_type", i, "type %d is not one of 0..6", (int)ty);
                 goto fail;
             }
+        }
+        if ((e->attr & NPL_TOKEN_ATTR_BYTE) && !npl_tok_is_byte_text(t->arena + e->off, e->len)) {
+            npl_tok_quote(t->arena + e->off, e->len, q, sizeof q);
+            fail_at(err, errlen, g, "tokenizer.ggml.tokens", i, "byte token %s is not <0xHH>", q);
+            goto fail;
         }
     }
     /* text -> id; duplicates make llama.cpp abort, so they are an error */
@@ -542,8 +565,8 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
         for (s = (uint32_t)h & t->tok_mask; t->tok_slots[s].val >= 0; s = (s + 1) & t->tok_mask) {
             const npl_tok_entry *o = &t->tok[t->tok_slots[s].val];
             if (t->tok_slots[s].tag == tag && o->len == e->len && memcmp(t->arena + o->off, t->arena + e->off, e->len) == 0) {
-                fail(err, errlen, g, "tokenizer.ggml.tokens", "token %d has the same text as token %d",
-                     (int)i, (int)t->tok_slots[s].val);
+                fail_at(err, errlen, g, "tokenizer.ggml.tokens", (uint64_t)i, "the same text as token %d",
+                        (int)t->tok_slots[s].val);
                 goto fail;
             }
         }
@@ -552,7 +575,10 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
     }
 
     /* merges: "left right", split at the first space after the first byte;
-     * a pair listed twice keeps its first rank */
+     * a pair listed twice keeps its first rank. Both halves and their
+     * concatenation must be tokens (Hugging Face tokenizers refuse a BPE
+     * otherwise); llama.cpp keeps an entry without a space as a pair that
+     * never matches, which here is an error too. */
     if (t->type == NPL_VOCAB_BPE) {
         t->merges = malloc(sizeof(npl_tok_merge) * (n_merges ? n_merges : 1));
         uint32_t mslots = pow2_at_least(n_merges * 2);
@@ -565,10 +591,34 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
             npl_tok_merge *m = &t->merges[i];
             memset(m, 0, sizeof(*m));
             if (!s.ptr && s.len) { fail(err, errlen, g, "tokenizer.ggml.merges", "unreadable string at index %llu", (unsigned long long)i); goto fail; }
+            char q[256];
+            npl_tok_quote(s.ptr, s.len, q, sizeof q);
+            size_t bad_at = npl_tok_utf8_invalid_at((const unsigned char *)s.ptr, s.len);
+            if (bad_at < s.len) {
+                fail_at(err, errlen, g, "tokenizer.ggml.merges", i, "%s is not valid UTF-8 (byte %zu)", q, bad_at);
+                goto fail;
+            }
             const char *sp = s.len > 1 ? memchr(s.ptr + 1, ' ', s.len - 1) : NULL;
-            if (!sp) continue;   /* llama.cpp records an ("", "") pair: never looked up */
-            size_t ln = (size_t)(sp - s.ptr), rn = s.len - ln - 1;
-            if (rn == 0) continue;
+            size_t ln = sp ? (size_t)(sp - s.ptr) : 0, rn = sp ? s.len - ln - 1 : 0;
+            if (!sp || rn == 0) {
+                fail_at(err, errlen, g, "tokenizer.ggml.merges", i, "%s is not two texts separated by a space", q);
+                goto fail;
+            }
+            int left_ok = npl_tok_lookup(t, s.ptr, ln) >= 0, right_ok = npl_tok_lookup(t, sp + 1, rn) >= 0;
+            int joined_ok = 0; /* a result longer than any token is not one */
+            if (ln + rn <= t->max_token_len) {
+                char small[256], *jb = ln + rn <= sizeof small ? small : malloc(ln + rn);
+                if (!jb) { fail(err, errlen, g, "tokenizer", "out of memory"), npl_status_note(NPL_ERR_MEMORY); goto fail; }
+                memcpy(jb, s.ptr, ln);
+                memcpy(jb + ln, sp + 1, rn);
+                joined_ok = npl_tok_lookup(t, jb, ln + rn) >= 0;
+                if (jb != small) free(jb);
+            }
+            if (!left_ok || !right_ok || !joined_ok) {
+                fail_at(err, errlen, g, "tokenizer.ggml.merges", i, "%s: its %s is not a token", q,
+                        !left_ok ? "left half" : !right_ok ? "right half" : "result");
+                goto fail;
+            }
             m->loff = (uint32_t)ap; m->llen = (uint32_t)ln;
             memcpy(t->arena + ap, s.ptr, ln); t->arena[ap + ln] = '\0'; ap += ln + 1;
             m->roff = (uint32_t)ap; m->rlen = (uint32_t)rn;
