@@ -27,6 +27,7 @@
 #   nohup bench/build_llamacpp.sh > /tmp/build_llamacpp.log 2>&1 &
 set -euo pipefail
 
+PY=$(dirname "$0")/../scripts/python   # the project's venv (scripts/install-deps.sh)
 PEER_DIR=${NPULLM_PEER_DIR:-/root/.cache/npullm-peer}
 BUILD_DIR=${LLAMACPP_BUILD_DIR:-$PEER_DIR/llama.cpp-build}
 SRC_ROOT=$PEER_DIR/src
@@ -62,7 +63,7 @@ mkdir -p "$SRC_ROOT"
 # 1. Fetch the sdist (reuse one already downloaded).
 VER=${LLAMACPP_PY_VERSION:-}
 if [ -z "$VER" ]; then
-    VER=$(python3 -c 'import importlib.metadata as m; print(m.version("llama_cpp_python"))' 2>/dev/null || true)
+    VER=$("$PY" -c 'import importlib.metadata as m; print(m.version("llama_cpp_python"))' 2>/dev/null || true)
 fi
 SDIST=""
 if [ -n "$VER" ]; then
@@ -74,7 +75,7 @@ if [ -z "$SDIST" ]; then
     spec=llama-cpp-python
     [ -n "$VER" ] && spec="llama-cpp-python==$VER"
     echo "downloading sdist $spec" >&2
-    python3 -m pip download --no-binary :all: --no-deps "$spec" -d "$SRC_ROOT" >&2
+    "$PY" -m pip download --no-binary :all: --no-deps "$spec" -d "$SRC_ROOT" >&2
     if [ -n "$VER" ]; then
         SDIST=$(ls "$SRC_ROOT"/llama_cpp_python-"$VER".tar.gz | head -n1)
     else

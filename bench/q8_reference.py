@@ -22,6 +22,14 @@ import subprocess
 import sys
 import tempfile
 
+# Run under the project's venv (.venv, made by scripts/install-deps.sh) whichever
+# python3 started this; an active venv or NPL_PYTHON is left as it is.
+_VENV = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".venv")
+if (sys.prefix == sys.base_prefix and not os.environ.get("NPL_PYTHON")
+        and os.path.isfile(os.path.join(_VENV, "pyvenv.cfg"))):
+    os.execv(os.path.join(_VENV, "bin", "python3"),
+             [os.path.join(_VENV, "bin", "python3"), os.path.abspath(__file__)] + sys.argv[1:])
+
 import numpy as np
 
 

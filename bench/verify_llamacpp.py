@@ -63,6 +63,14 @@ import sys
 import tempfile
 import time
 
+# Run under the project's venv (.venv, made by scripts/install-deps.sh) whichever
+# python3 started this; an active venv or NPL_PYTHON is left as it is.
+_VENV = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".venv")
+if (sys.prefix == sys.base_prefix and not os.environ.get("NPL_PYTHON")
+        and os.path.isfile(os.path.join(_VENV, "pyvenv.cfg"))):
+    os.execv(os.path.join(_VENV, "bin", "python3"),
+             [os.path.join(_VENV, "bin", "python3"), os.path.abspath(__file__)] + sys.argv[1:])
+
 import numpy as np
 
 
@@ -179,7 +187,7 @@ def main():
     try:
         from llama_cpp import Llama
     except ImportError:
-        print("llama-cpp-python is not installed (pip install llama-cpp-python)", file=sys.stderr)
+        print("llama-cpp-python is not installed (scripts/python -m pip install llama-cpp-python installs it into .venv)", file=sys.stderr)
         return 2
 
     with open(a.text, "r", encoding="utf-8", errors="replace") as f:

