@@ -25,6 +25,17 @@
 extern "C" {
 #endif
 
+/* Version of this header: the one source (CMakeLists.txt reads it for
+ * project(VERSION)). npl_version() is the library's, which differs only when a
+ * program runs against another build of the library. */
+#define NPL_VERSION_MAJOR 0
+#define NPL_VERSION_MINOR 1
+#define NPL_VERSION_PATCH 0
+#define NPL_VERSION_STR_(a, b, c) #a "." #b "." #c
+#define NPL_VERSION_XSTR_(a, b, c) NPL_VERSION_STR_(a, b, c)
+#define NPL_VERSION_STRING NPL_VERSION_XSTR_(NPL_VERSION_MAJOR, NPL_VERSION_MINOR, NPL_VERSION_PATCH)
+const char *npl_version(void);
+
 typedef enum {
     NPL_OK = 0,
     NPL_DONE = 1,              /* generation ended normally (EOS/EOT, stop string, max tokens) */

@@ -1,10 +1,12 @@
 /* MNN-style config.json (see engine_config.h), parsed with cJSON. */
 #include "llm/engine_config.h"
 #include "core/status.h"
+#include "format/gguf.h"
 #include "llm/sampler.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,11 +29,86 @@ static int get_int(const cJSON *root, const char *key, long lo, long hi, int *ou
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!v) return 0;
     if (!cJSON_IsNumber(v)) return bad(err, errlen, path, key, "must be an integer");
+    char what[96];
     /* range first: converting a double outside long's range is undefined */
-    if (!(v->valuedouble >= lo && v->valuedouble <= hi)) return bad(err, errlen, path, key, "out of range");
-    if (v->valuedouble != (double)(long)v->valuedouble) return bad(err, errlen, path, key, "must be an integer");
+    if (!(v->valuedouble >= lo && v->valuedouble <= hi)) {
+        snprintf(what, sizeof what, "%.17g out of range [%ld, %ld]", v->valuedouble, lo, hi);
+        return bad(err, errlen, path, key, what);
+    }
+    if (v->valuedouble != (double)(long)v->valuedouble) {
+        snprintf(what, sizeof what, "%.17g is not an integer", v->valuedouble);
+        return bad(err, errlen, path, key, what);
+    }
     *out = (int)v->valuedouble;
     return 0;
+}
+
+/* The number literal after "key": in the file's text, for a message about a
+ * value cJSON could only hold as infinity (1e999). */
+static void literal_of(const char *text, const char *key, char *buf, size_t len) {
+    size_t kl = strlen(key);
+    snprintf(buf, len, "a number");
+    for (const char *q = text; (q = strchr(q, '"')) != NULL; q++) {
+        if (strncmp(q + 1, key, kl) || q[1 + kl] != '"') continue;
+        const char *v = q + 2 + kl;
+        while (*v == ' ' || *v == '\t' || *v == '\n' || *v == '\r') v++;
+        if (*v++ != ':') continue;
+        while (*v == ' ' || *v == '\t' || *v == '\n' || *v == '\r') v++;
+        size_t n = strspn(v, "+-0123456789.eE");
+        if (n) {
+            snprintf(buf, len, "%.*s", (int)(n < 40 ? n : 40), v);
+            return;
+        }
+    }
+}
+
+/* Every top-level number must be finite: cJSON turns 1e999 into infinity,
+ * which no key may hold. */
+static int check_finite(const cJSON *root, const char *text, const char *path, char *err, size_t errlen) {
+    const cJSON *it;
+    cJSON_ArrayForEach(it, root) {
+        if (!cJSON_IsNumber(it) || isfinite(it->valuedouble)) continue;
+        char lit[48], what[80];
+        literal_of(text, it->string, lit, sizeof lit);
+        snprintf(what, sizeof what, "%s: out of range", lit);
+        return bad(err, errlen, path, it->string, what);
+    }
+    return 0;
+}
+
+/* backend_type and precision: only values that take effect. The CPU path
+ * computes activations in f32 ("normal", "high", "f32"); a package runs the
+ * precision it was compiled with (its GGUF's npullm.package.precision). */
+static int check_backend(const cJSON *root, const char *path, const char *model_path, char *err, size_t errlen) {
+    const cJSON *bt = cJSON_GetObjectItemCaseSensitive(root, "backend_type");
+    if (bt && !cJSON_IsString(bt)) return bad(err, errlen, path, "backend_type", "must be a string");
+    if (bt && strcmp(bt->valuestring, "cpu")) {
+        char what[256];
+        snprintf(what, sizeof what, "'%.40s' is not supported (supported: \"cpu\"; for an accelerator, "
+                 "compile a package with npullm compile)", bt->valuestring);
+        return bad(err, errlen, path, "backend_type", what);
+    }
+    const cJSON *pr = cJSON_GetObjectItemCaseSensitive(root, "precision");
+    if (!pr) return 0;
+    if (!cJSON_IsString(pr)) return bad(err, errlen, path, "precision", "must be a string");
+    char gerr[256], what[320], compiled[32] = "";
+    npl_gguf *g = npl_gguf_open(model_path, NULL, gerr, sizeof gerr);
+    npl_gguf_str ps;
+    if (g && npl_gguf_get_str(g, "npullm.package.precision", &ps) == 0)
+        snprintf(compiled, sizeof compiled, "%.*s", (int)(ps.len < 31 ? ps.len : 31), ps.ptr);
+    npl_gguf_close(g);
+    if (!g) return 0; /* the model's own error comes when it is opened */
+    const char *v = pr->valuestring;
+    if (*compiled) {
+        if (!strcmp(v, compiled)) return 0;
+        snprintf(what, sizeof what, "'%.40s' is not supported: the package was compiled for \"%s\" and runs only "
+                 "that (supported: \"%s\"; compile again with --act for another)", v, compiled, compiled);
+        return bad(err, errlen, path, "precision", what);
+    }
+    if (!strcmp(v, "normal") || !strcmp(v, "high") || !strcmp(v, "f32")) return 0;
+    snprintf(what, sizeof what, "'%.40s' is not supported on the CPU path, which computes in f32 (supported: "
+             "\"normal\", \"high\", \"f32\"; a package compiled with --act runs f16, bf16 or int16)", v);
+    return bad(err, errlen, path, "precision", what);
 }
 
 int npl_engine_config_load(const char *path, npl_engine_params *p, char *model_path, size_t model_len,
@@ -51,12 +128,15 @@ int npl_engine_config_load(const char *path, npl_engine_params *p, char *model_p
     }
     text[n] = 0;
     cJSON *root = cJSON_ParseWithLength(text, n);
-    free(text);
     if (!root || !cJSON_IsObject(root)) {
         cJSON_Delete(root);
+        free(text);
         return bad(err, errlen, path, "file", "not a JSON object (malformed or nested too deeply)");
     }
-    int rc = -1;
+    int rc = check_finite(root, text, path, err, errlen);
+    free(text);
+    if (rc) goto done;
+    rc = -1;
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "llm_model");
     if (!m) { bad(err, errlen, path, "llm_model", "missing"); goto done; }
     if (!cJSON_IsString(m) || !*m->valuestring) { bad(err, errlen, path, "llm_model", "must be a non-empty string"); goto done; }
@@ -81,8 +161,11 @@ int npl_engine_config_load(const char *path, npl_engine_params *p, char *model_p
         if (!owned[0]) { npl_errf(err, errlen, NPL_ERR_MEMORY, "%s: system_prompt: out of memory", path); goto done; }
         p->system_prompt = owned[0];
     }
-    const cJSON *bt = cJSON_GetObjectItemCaseSensitive(root, "backend_type");
-    if (bt && !cJSON_IsString(bt)) { bad(err, errlen, path, "backend_type", "must be a string"); goto done; }
+    if (sys && ut && cJSON_IsFalse(ut)) {
+        bad(err, errlen, path, "system_prompt", "has no effect with use_template: false");
+        goto done;
+    }
+    if (check_backend(root, path, model_path, err, errlen)) goto done;
     const cJSON *cl = cJSON_GetObjectItemCaseSensitive(root, "chunk_limits");
     if (cl) {
         if (!cJSON_IsArray(cl) || cJSON_GetArraySize(cl) < 1 || cJSON_GetArraySize(cl) > NPL_MAX_CHUNK_LIMITS) {

@@ -311,6 +311,7 @@ const npl_hparams *npl_runner_hparams(const npl_runner *r) { return &r->hp; }
 const npl_gguf *npl_runner_gguf(const npl_runner *r) { return r->f; }
 int npl_runner_n_ctx(const npl_runner *r) { return r->mg.n_ctx; }
 const char *npl_runner_isa(const npl_runner *r) { return npl_isa_name(r->cc.isa); }
+int npl_runner_n_threads(const npl_runner *r) { return npl_pool_size(r->pool); }
 
 static int grow(npl_runner *r, int n) {
     if (n <= r->buf_cap) return 0;

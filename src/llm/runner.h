@@ -27,6 +27,7 @@ const npl_hparams *npl_runner_hparams(const npl_runner *r);
 const npl_gguf *npl_runner_gguf(const npl_runner *r);
 int npl_runner_n_ctx(const npl_runner *r);
 const char *npl_runner_isa(const npl_runner *r);
+int npl_runner_n_threads(const npl_runner *r); /* the threads the pool runs */
 
 /* Runs n tokens at positions pos0..pos0+n-1 (their K/V rows are written into
  * the cache), and returns logits for the last n_out positions:

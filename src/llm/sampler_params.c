@@ -187,8 +187,12 @@ static const char *json_type_name(const cJSON *it) {
 static int get_num(const cJSON *cfg, const char *key, double *out, char *err, size_t errlen) {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(cfg, key);
     if (!it) return 0;
-    if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble)) {
-        set_err(err, errlen, "llm_config: %s: expected a number, got %s", key, json_type_name(it));
+    if (!cJSON_IsNumber(it)) {
+        set_err(err, errlen, "%s: expected a number, got %s", key, json_type_name(it));
+        return -1;
+    }
+    if (!isfinite(it->valuedouble)) {
+        set_err(err, errlen, "%s: out of range (not a finite number)", key);
         return -1;
     }
     *out = it->valuedouble;
@@ -200,7 +204,7 @@ static int get_int(const cJSON *cfg, const char *key, int32_t *out, char *err, s
     int r = get_num(cfg, key, &v, err, errlen);
     if (r <= 0) return r;
     if (v != floor(v) || v < (double)INT32_MIN || v > (double)INT32_MAX) {
-        set_err(err, errlen, "llm_config: %s: expected an integer, got %g", key, v);
+        set_err(err, errlen, "%s: expected an integer, got %g", key, v);
         return -1;
     }
     *out = (int32_t)v;
@@ -211,7 +215,7 @@ static int get_str(const cJSON *cfg, const char *key, const char **out, char *er
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(cfg, key);
     if (!it) return 0;
     if (!cJSON_IsString(it) || !it->valuestring) {
-        set_err(err, errlen, "llm_config: %s: expected a string, got %s", key, json_type_name(it));
+        set_err(err, errlen, "%s: expected a string, got %s", key, json_type_name(it));
         return -1;
     }
     *out = it->valuestring;
@@ -221,15 +225,24 @@ static int get_str(const cJSON *cfg, const char *key, const char **out, char *er
 /* MNN reads the snake_case key first when it is >= 0, else the camelCase
  * one (newer llmconfig.hpp); either may be absent. */
 static int get_num_alias(const cJSON *cfg, const char *snake, const char *camel, double *out,
-                         char *err, size_t errlen) {
+                         const char **used, char *err, size_t errlen) {
     double v;
     int r = get_num(cfg, snake, &v, err, errlen);
     if (r < 0) return -1;
     if (r > 0 && v >= 0.0) {
         *out = v;
+        if (used) *used = snake;
         return 1;
     }
+    if (used) *used = camel;
     return get_num(cfg, camel, out, err, errlen);
+}
+
+/* A probability as the config wrote it: the key as spelled there. */
+static int unit_range(int present, const char *key, double v, char *err, size_t errlen) {
+    if (!present || (v >= 0.0 && v <= 1.0)) return 0;
+    set_err(err, errlen, "%s: %g out of range [0, 1]", key, v);
+    return -1;
 }
 
 static int get_int_alias(const cJSON *cfg, const char *snake, const char *camel, int32_t *out,
@@ -263,25 +276,28 @@ static int read_values(const cJSON *cfg, mnn_values *v, char *err, size_t errlen
     v->has_temp = r;
     if ((r = get_int_alias(cfg, "top_k", "topK", &v->top_k, err, errlen)) < 0) return -1;
     v->has_top_k = r;
-    if ((r = get_num_alias(cfg, "top_p", "topP", &v->top_p, err, errlen)) < 0) return -1;
+    const char *key = NULL;
+    if ((r = get_num_alias(cfg, "top_p", "topP", &v->top_p, &key, err, errlen)) < 0) return -1;
     v->has_top_p = r;
-    if ((r = get_num_alias(cfg, "min_p", "minP", &v->min_p, err, errlen)) < 0) return -1;
+    if (unit_range(r, key, v->top_p, err, errlen)) return -1;
+    if ((r = get_num_alias(cfg, "min_p", "minP", &v->min_p, &key, err, errlen)) < 0) return -1;
     v->has_min_p = r;
+    if (unit_range(r, key, v->min_p, err, errlen)) return -1;
     if ((r = get_num(cfg, "penalty", &v->penalty, err, errlen)) < 0) return -1;
     v->has_penalty = r;
-    if (get_num_alias(cfg, "tfs_z", "tfsZ", &v->tfs_z, err, errlen) < 0) return -1;
+    if (get_num_alias(cfg, "tfs_z", "tfsZ", &v->tfs_z, NULL, err, errlen) < 0) return -1;
     if (get_num(cfg, "typical", &v->typical, err, errlen) < 0) return -1;
 
     int32_t n_gram;
     if ((r = get_int(cfg, "n_gram", &n_gram, err, errlen)) < 0) return -1;
     if (r > 0 && n_gram < 1) {
-        set_err(err, errlen, "llm_config: n_gram: %d is not a positive n-gram length", (int)n_gram);
+        set_err(err, errlen, "n_gram: %d is not a positive n-gram length", (int)n_gram);
         return -1;
     }
     double ngram_factor = 1.0;
     if (get_num(cfg, "ngram_factor", &ngram_factor, err, errlen) < 0) return -1;
     if (ngram_factor > 1.0) {
-        set_err(err, errlen, "llm_config: ngram_factor: %g > 1 asks for MNN's n-gram penalty, "
+        set_err(err, errlen, "ngram_factor: %g > 1 asks for MNN's n-gram penalty, "
                 "which is not supported (use 1.0)", ngram_factor);
         return -1;
     }
@@ -298,7 +314,7 @@ static void apply_penalty(npl_sampler_params *q, double penalty) {
 
 static int push_stage(npl_sampler_params *q, npl_sampler_stage st, char *err, size_t errlen) {
     if (q->n_stages >= NPL_SAMPLER_MAX_STAGES) {
-        set_err(err, errlen, "llm_config: mixed_samplers: more than %d samplers", NPL_SAMPLER_MAX_STAGES);
+        set_err(err, errlen, "mixed_samplers: more than %d samplers", NPL_SAMPLER_MAX_STAGES);
         return -1;
     }
     q->stages[q->n_stages++] = st;
@@ -313,7 +329,7 @@ static int has_stage(const npl_sampler_params *q, npl_sampler_stage st) {
 
 static int unsupported_filter(const char *where, const char *name, double v, char *err, size_t errlen) {
     if (v < 1.0) {
-        set_err(err, errlen, "llm_config: %s: sampler '%s' with %s = %g is not supported "
+        set_err(err, errlen, "%s: sampler '%s' with %s = %g is not supported "
                 "(only the no-op value 1.0)", where, name,
                 strcmp(name, "tfs") == 0 ? "tfsZ" : "typical", v);
         return -1;
@@ -350,7 +366,7 @@ static int add_named(npl_sampler_params *q, const mnn_values *v, const char *whe
     if (strcmp(name, "tfs") == 0) return unsupported_filter(where, name, v->tfs_z, err, errlen);
     if (strcmp(name, "typical") == 0) return unsupported_filter(where, name, v->typical, err, errlen);
     char sh[SHOWN_CAP];
-    set_err(err, errlen, "llm_config: %s: unknown sampler '%s' (expected greedy, temperature, "
+    set_err(err, errlen, "%s: unknown sampler '%s' (expected greedy, temperature, "
             "topK, topP, minP, penalty, tfs, typical)", where, shown(name, sh));
     return -1;
 }
@@ -365,25 +381,25 @@ static int build_mixed(const cJSON *cfg, npl_sampler_params *q, const mnn_values
         for (size_t i = 0; i < sizeof mnn_default / sizeof mnn_default[0]; i++) names[n++] = mnn_default[i];
     } else {
         if (!cJSON_IsArray(arr)) {
-            set_err(err, errlen, "llm_config: mixed_samplers: expected an array of strings, got %s",
+            set_err(err, errlen, "mixed_samplers: expected an array of strings, got %s",
                     json_type_name(arr));
             return -1;
         }
         const cJSON *el;
         cJSON_ArrayForEach(el, arr) {
             if (!cJSON_IsString(el) || !el->valuestring) {
-                set_err(err, errlen, "llm_config: mixed_samplers[%zu]: expected a string, got %s",
+                set_err(err, errlen, "mixed_samplers[%zu]: expected a string, got %s",
                         n, json_type_name(el));
                 return -1;
             }
             if (n == sizeof names / sizeof names[0]) {
-                set_err(err, errlen, "llm_config: mixed_samplers: too many entries");
+                set_err(err, errlen, "mixed_samplers: too many entries");
                 return -1;
             }
             names[n++] = el->valuestring;
         }
         if (n == 0) {
-            set_err(err, errlen, "llm_config: mixed_samplers: empty list");
+            set_err(err, errlen, "mixed_samplers: empty list");
             return -1;
         }
     }
@@ -406,7 +422,7 @@ static int build_mixed(const cJSON *cfg, npl_sampler_params *q, const mnn_values
 int npl_sampler_params_from_mnn(npl_sampler_params *p, const struct cJSON *cfg,
                                 char *err, size_t errlen) {
     if (!p || !cfg || !cJSON_IsObject(cfg)) {
-        set_err(err, errlen, "llm_config: expected a JSON object");
+        set_err(err, errlen, "config: expected a JSON object");
         return -1;
     }
     mnn_values v;
@@ -452,7 +468,7 @@ int npl_sampler_params_from_mnn(npl_sampler_params *p, const struct cJSON *cfg,
             if (push_stage(&q, NPL_SAMPLER_STAGE_TEMP, err, errlen)) return -1;
         } else if (strcmp(sel, "greedy") != 0) {
             char sh[SHOWN_CAP];
-            set_err(err, errlen, "llm_config: penalty_sampler: unknown '%s' (expected greedy, temperature)",
+            set_err(err, errlen, "penalty_sampler: unknown '%s' (expected greedy, temperature)",
                     shown(sel, sh));
             return -1;
         }
@@ -466,7 +482,7 @@ int npl_sampler_params_from_mnn(npl_sampler_params *p, const struct cJSON *cfg,
         if (push_stage(&q, NPL_SAMPLER_STAGE_TEMP, err, errlen)) return -1;
     } else {
         char sh[SHOWN_CAP];
-        set_err(err, errlen, "llm_config: sampler_type: unknown '%s' (expected greedy, temperature, "
+        set_err(err, errlen, "sampler_type: unknown '%s' (expected greedy, temperature, "
                 "topK, topP, minP, penalty, mixed)", shown(type, sh));
         return -1;
     }

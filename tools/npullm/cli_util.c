@@ -40,14 +40,6 @@ int cli_float(const char *cmd, const char *flag, const char *s, double lo, doubl
     return 0;
 }
 
-const char *cli_value(const char *cmd, int argc, char **argv, int *i) {
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "npullm %s: %s needs a value\n", cmd, argv[*i]);
-        return NULL;
-    }
-    return argv[++*i];
-}
-
 char *cli_read_file(const char *cmd, const char *path, size_t *len) {
     FILE *fp = fopen(path, "rb");
     if (!fp) {
@@ -114,4 +106,86 @@ int cli_int_list(const char *cmd, const char *flag, const char *s, int *out, int
     }
     if (!n) fprintf(stderr, "npullm %s: %s: empty list\n", cmd, flag);
     return n ? n : -1;
+}
+
+/* ---- flags: one table per subcommand, aliases, unknown flags ---- */
+
+/* Does `a` equal one of the '|'-separated names? */
+static int has_name(const char *names, const char *a) {
+    size_t n = strlen(a);
+    for (const char *p = names; *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && !strncmp(p, a, n)) return 1;
+        if (!bar) break;
+        p = bar + 1;
+    }
+    return 0;
+}
+
+int cli_next(const char *cmd, const cli_opt *opts, int argc, char **argv, int *i, const char **name, const char **val) {
+    const char *a = argv[*i];
+    *val = NULL;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) return CLI_HELP;
+    for (const cli_opt *o = opts; o->name; o++) {
+        if (strcmp(o->name, a) && !(o->aliases && has_name(o->aliases, a))) continue;
+        *name = o->name; /* callers compare against one spelling */
+        if (o->takes_value) {
+            if (*i + 1 >= argc) {
+                fprintf(stderr, "npullm %s: %s needs a value\n", cmd, a);
+                return CLI_ERROR;
+            }
+            *val = argv[++*i];
+        }
+        return CLI_FLAG;
+    }
+    if (a[0] == '-' && a[1]) fprintf(stderr, "npullm %s: unknown flag %s (npullm %s --help lists the flags)\n", cmd, a, cmd);
+    else fprintf(stderr, "npullm %s: unexpected argument '%s' (every value follows its flag; quote text with spaces)\n", cmd, a);
+    return CLI_ERROR;
+}
+
+int cli_missing(const char *cmd, const char *what) {
+    fprintf(stderr, "npullm %s: %s is required (npullm %s --help)\n", cmd, what, cmd);
+    return 2;
+}
+
+void cli_warn_ctx(const char *cmd, const char *flag, int n_ctx, int n_ctx_train) {
+    if (n_ctx_train > 0 && n_ctx > n_ctx_train)
+        fprintf(stderr, "npullm %s: warning: %s %d is above the model's trained context of %d; "
+                "output past %d tokens may degrade\n", cmd, flag, n_ctx, n_ctx_train, n_ctx_train);
+}
+
+/* "model name" of /proc/cpuinfo (x86), else "CPU implementer/part" is not
+ * worth decoding: "unknown". */
+const char *cli_cpu_model(void) {
+    static char name[128];
+    if (name[0]) return name;
+    snprintf(name, sizeof name, "unknown");
+    FILE *fp = fopen("/proc/cpuinfo", "r");
+    if (!fp) return name;
+    char line[512];
+    while (fgets(line, sizeof line, fp)) {
+        if (strncmp(line, "model name", 10)) continue;
+        const char *c = strchr(line, ':');
+        if (!c) continue;
+        c++;
+        while (*c == ' ' || *c == '\t') c++;
+        size_t n = strcspn(c, "\n");
+        snprintf(name, sizeof name, "%.*s", (int)n, c);
+        break;
+    }
+    fclose(fp);
+    return name;
+}
+
+const char *cli_json_esc(const char *s, char *buf, size_t n) {
+    size_t o = 0;
+    for (; *s && o + 7 < n; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') o += (size_t)snprintf(buf + o, n - o, "\\%c", c);
+        else if (c < 0x20) o += (size_t)snprintf(buf + o, n - o, "\\u%04x", c);
+        else buf[o++] = (char)c;
+    }
+    buf[o] = 0;
+    return buf;
 }

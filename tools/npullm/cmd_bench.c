@@ -62,10 +62,15 @@ int npl_cmd_bench(int argc, char **argv) {
     int pp[16] = {512}, n_pp = 1;
     long long n_gen = 128, reps = 3, threads = 0, ctx = 0, depth = 0, ubatch = 512;
     int pg[2] = {0, 0};
+    static const cli_opt OPTS[] = {
+        {"-m", "--model", 1}, {"-p", "--n-prompt", 1}, {"-n", "--n-gen", 1}, {"-d", "--n-depth", 1},
+        {"--pg", "-pg", 1}, {"-r", "--repetitions", 1}, {"-t", "--threads", 1}, {"-c", "--ctx-size", 1},
+        {"-ub", "--ubatch-size", 1}, {"-o", "--output", 1}, {NULL, NULL, 0}};
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(USAGE, stdout); return 0; }
-        if (!(v = cli_value("bench", argc, argv, &i))) return 2;
+        const char *a;
+        int k = cli_next("bench", OPTS, argc, argv, &i, &a, &v);
+        if (k == CLI_HELP) { fputs(USAGE, stdout); return 0; }
+        if (k != CLI_FLAG) return 2;
         if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "-p")) {
             if (!strcmp(v, "0")) n_pp = 0;
@@ -85,9 +90,9 @@ int npl_cmd_bench(int argc, char **argv) {
                 return 2;
             }
             fmt = v;
-        } else { fprintf(stderr, "npullm bench: unknown flag %s\n%s", a, USAGE); return 2; }
+        }
     }
-    if (!model) { fprintf(stderr, "%s", USAGE); return 2; }
+    if (!model) return cli_missing("bench", "-m MODEL");
     int need = (int)n_gen + 1;
     for (int i = 0; i < n_pp; i++) if (pp[i] > need) need = pp[i];
     if (pg[0] + pg[1] > need) need = pg[0] + pg[1];
@@ -110,9 +115,14 @@ int npl_cmd_bench(int argc, char **argv) {
     for (int i = 0; i < need; i++) tok[i] = (int32_t)((i * 7919 + 13) % hp->n_vocab); /* fixed pseudo-random ids */
     double *tps = malloc(sizeof(double) * (size_t)reps), *cpu = malloc(sizeof(double) * (size_t)reps);
     int first = 1, rc = 0;
+    /* what ran, not what was asked: -t absent means one thread per core */
+    const int n_threads = npl_runner_n_threads(r);
+    const char *isa = npl_runner_isa(r), *cpu_model = cli_cpu_model();
+    if (ctx) cli_warn_ctx("bench", "-c", (int)ctx, hp->n_ctx_train);
     if (!strcmp(fmt, "md")) {
+        printf("CPU: %s\n\n", cpu_model);
         printf("| model | arch | isa | threads | test | t/s | cpu s/run |\n|---|---|---|---|---|---|---|\n");
-    } else if (!strcmp(fmt, "csv")) printf("model,arch,isa,threads,test,n,tps_mean,tps_std,cpu_s\n");
+    } else if (!strcmp(fmt, "csv")) printf("model,arch,isa,threads,cpu,test,n,tps_mean,tps_std,cpu_s\n");
     else printf("[\n");
     mem_info m_first = m_open;
     int n_tests = n_pp + (n_gen > 0) + (pg[0] > 0);
@@ -146,14 +156,18 @@ int npl_cmd_bench(int argc, char **argv) {
         if (depth) snprintf(test + strlen(test), sizeof(test) - strlen(test), " @ d%lld", depth);
         const char *name = strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
         if (!strcmp(fmt, "md"))
-            printf("| %s | %s | %s | %d | %s | %.2f ± %.2f | %.3f |\n", name, hp->arch_name, npl_runner_isa(r),
-                   threads ? (int)threads : 0, test, mean, sd, cm);
+            printf("| %s | %s | %s | %d | %s | %.2f ± %.2f | %.3f |\n", name, hp->arch_name, isa, n_threads, test, mean,
+                   sd, cm);
         else if (!strcmp(fmt, "csv"))
-            printf("%s,%s,%s,%d,%s,%d,%.3f,%.3f,%.4f\n", name, hp->arch_name, npl_runner_isa(r), (int)threads, test, n,
+            printf("%s,%s,%s,%d,\"%s\",%s,%d,%.3f,%.3f,%.4f\n", name, hp->arch_name, isa, n_threads, cpu_model, test, n,
                    mean, sd, cm);
-        else
-            printf("%s  {\"model\": \"%s\", \"test\": \"%s\", \"n\": %d, \"tps_mean\": %.3f, \"tps_std\": %.3f, "
-                   "\"cpu_s\": %.4f}", t ? ",\n" : "", name, test, n, mean, sd, cm);
+        else {
+            char jn[512], jc[300];
+            printf("%s  {\"model\": \"%s\", \"arch\": \"%s\", \"isa\": \"%s\", \"threads\": %d, \"cpu\": \"%s\", "
+                   "\"test\": \"%s\", \"n\": %d, \"tps_mean\": %.3f, \"tps_std\": %.3f, \"cpu_s\": %.4f}",
+                   t ? ",\n" : "", cli_json_esc(name, jn, sizeof jn), hp->arch_name, isa, n_threads,
+                   cli_json_esc(cpu_model, jc, sizeof jc), test, n, mean, sd, cm);
+        }
     }
     npl_runner_close(r);
     mem_info m_close = read_mem();

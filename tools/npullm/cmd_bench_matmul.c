@@ -311,6 +311,15 @@ static void print_load(void) {
     printf("machine load (1/5/15 min, running/total): %s", line);
 }
 
+/* How a time compares with a reference time, in words that match the numbers:
+ * "1.30x faster" only when it is shorter, "1.30x slower" when longer. */
+static const char *speed_phrase(double ms, double ref_ms, char *buf, size_t n) {
+    if (ms < ref_ms * 0.995) snprintf(buf, n, "%.2fx faster", ref_ms / ms);
+    else if (ms > ref_ms * 1.005) snprintf(buf, n, "%.2fx slower", ms / ref_ms);
+    else snprintf(buf, n, "as fast (within 0.5%%)");
+    return buf;
+}
+
 static uint64_t rng = 0x853c49e6748fea9bull;
 static float urand(void) {
     rng ^= rng << 13;
@@ -322,10 +331,14 @@ static float urand(void) {
 int npl_cmd_bench_matmul(int argc, char **argv) {
     long long m = 512, k = 2048, n = 2048, warmup = 3, iters = 10, threads = 0;
     const char *prec_list = "fp32,fp16,int8,int16", *family = "auto", *v;
+    static const cli_opt OPTS[] = {
+        {"--m", NULL, 1}, {"--k", NULL, 1}, {"--n", NULL, 1}, {"--warmup", NULL, 1}, {"--iters", NULL, 1},
+        {"--threads", "-t", 1}, {"--precisions", NULL, 1}, {"--kernel-family", NULL, 1}, {NULL, NULL, 0}};
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(USAGE, stdout); return 0; }
-        if (!(v = cli_value("bench-matmul", argc, argv, &i))) return 2;
+        const char *a;
+        int kind = cli_next("bench-matmul", OPTS, argc, argv, &i, &a, &v);
+        if (kind == CLI_HELP) { fputs(USAGE, stdout); return 0; }
+        if (kind != CLI_FLAG) return 2;
         if (!strcmp(a, "--m")) { if (cli_int("bench-matmul", a, v, 1, 1 << 16, &m)) return 2; }
         else if (!strcmp(a, "--k")) { if (cli_int("bench-matmul", a, v, 1, 1 << 16, &k)) return 2; }
         else if (!strcmp(a, "--n")) { if (cli_int("bench-matmul", a, v, 1, 1 << 16, &n)) return 2; }
@@ -334,7 +347,6 @@ int npl_cmd_bench_matmul(int argc, char **argv) {
         else if (!strcmp(a, "--threads")) { if (cli_int("bench-matmul", a, v, 0, 1024, &threads)) return 2; }
         else if (!strcmp(a, "--precisions")) prec_list = v;
         else if (!strcmp(a, "--kernel-family")) family = v;
-        else { fprintf(stderr, "npullm bench-matmul: unknown flag %s\n%s", a, USAGE); return 2; }
     }
     if (m * k > (1LL << 28) || k * n > (1LL << 28) || m * n > (1LL << 28)) {
         fprintf(stderr, "npullm bench-matmul: matrices over 2^28 elements are not supported\n");
@@ -379,7 +391,6 @@ int npl_cmd_bench_matmul(int argc, char **argv) {
     print_load();
     runner *S = calloc((size_t)np, sizeof *S), *A = calloc((size_t)np, sizeof *A), cpu;
     result *rs = calloc((size_t)np, sizeof *rs), *ra = calloc((size_t)np, sizeof *ra), rcpu;
-    double best_mean = 0, cpu_mean = 0;
     int best = -1;
     if (!S || !A || !rs || !ra) { fprintf(stderr, "npullm bench-matmul: out of memory\n"); return 1; }
     for (int i = 0; i < np; i++) {
@@ -402,9 +413,7 @@ int npl_cmd_bench_matmul(int argc, char **argv) {
         const double keep_sum = S[best].exec_sum;
         cpu_ok = !interleave(pair, 2, &s);
         S[best].exec_sum = keep_sum;
-        best_mean = S[best].r.mean;
-        cpu_mean = cpu.r.mean;
-        S[best].r.mean = keep.mean, S[best].r.sd = keep.sd; /* table (a) keeps its first measurement */
+        S[best].r.mean = keep.mean, S[best].r.sd = keep.sd; /* the tables keep its first measurement */
     } else if (cpu_ok) {
         runner *one[1] = {&cpu};
         cpu_ok = !interleave(one, 1, &s);
@@ -447,10 +456,13 @@ int npl_cmd_bench_matmul(int argc, char **argv) {
         printf("%-9s %-10s %12s %11.4f %12.4f %10s %10.3f %8.3f±%-7.3f %12.6f %12.6f   <- CPU backend npl_cpu_matmul (%s)\n",
                "fp32", "cpu", "-", (double)k * n * 4 / (1 << 20), (double)m * k * 4 / (1 << 20), "-", rcpu.first,
                rcpu.mean, rcpu.sd, rcpu.max_err, rcpu.mean_err, rcpu.kernel);
-        if (best >= 0 && best_mean > 0)
-            printf("\nhead to head (interleaved): vnpu %s (%s, static) %.3f ms vs CPU backend f32 (%s) %.3f ms: "
-                   "%.2fx faster\n", prec[best].name, rs[best].kernel, best_mean, rcpu.kernel, cpu_mean,
-                   cpu_mean / best_mean);
+        if (best >= 0 && rs[best].mean > 0 && rcpu.mean > 0) {
+            /* the two exec times printed in the tables above, nothing else */
+            char ph[48];
+            printf("\nbest vnpu precision against the CPU backend: vnpu %s (%s, static) %.3f ms vs CPU backend f32 "
+                   "(%s) %.3f ms: vnpu is %s\n", prec[best].name, rs[best].kernel, rs[best].mean, rcpu.kernel,
+                   rcpu.mean, speed_phrase(rs[best].mean, rcpu.mean, ph, sizeof ph));
+        }
     }
     print_load();
     for (int i = 0; i < np; i++) free(prec[i].w), free(prec[i].scales);

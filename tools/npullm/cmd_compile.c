@@ -77,14 +77,20 @@ int npl_cmd_compile(int argc, char **argv) {
     const char *model = NULL, *out = NULL, *v;
     npl_compile_params p = npl_compile_default_params();
     long long x;
+    static const cli_opt OPTS[] = {
+        {"-m", "--model", 1}, {"-o", "--output", 1}, {"--chunk", NULL, 1}, {"--ctx", "-c|--ctx-size", 1},
+        {"-t", "--threads", 1}, {"--act", NULL, 1}, {"--tolerance", NULL, 1}, {"--weights", NULL, 1},
+        {"--output-weights", NULL, 1}, {"--keep-intermediate", NULL, 0}, {"--force", NULL, 0},
+        {"--no-check", NULL, 0}, {NULL, NULL, 0}};
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(USAGE, stdout); return 0; }
-        if (!strcmp(a, "--keep-intermediate")) { p.keep_intermediate = 1; continue; }
-        if (!strcmp(a, "--force")) { p.force = 1; continue; }
-        if (!strcmp(a, "--no-check")) { p.check = 0; continue; }
-        if (!(v = cli_value("compile", argc, argv, &i))) return 2;
-        if (!strcmp(a, "-m")) model = v;
+        const char *a;
+        int k = cli_next("compile", OPTS, argc, argv, &i, &a, &v);
+        if (k == CLI_HELP) { fputs(USAGE, stdout); return 0; }
+        if (k != CLI_FLAG) return 2;
+        if (!strcmp(a, "--keep-intermediate")) p.keep_intermediate = 1;
+        else if (!strcmp(a, "--force")) p.force = 1;
+        else if (!strcmp(a, "--no-check")) p.check = 0;
+        else if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "-o")) out = v;
         else if (!strcmp(a, "--chunk")) { if (cli_int("compile", a, v, 1, 1 << 16, &x)) return 2; p.chunk = (int)x; }
         else if (!strcmp(a, "--ctx")) { if (cli_int("compile", a, v, 1, 1 << 20, &x)) return 2; p.n_ctx = (int)x; }
@@ -114,9 +120,10 @@ int npl_cmd_compile(int argc, char **argv) {
             else if (!strcmp(v, "q8_0")) p.output_weights = NPL_TYPE_Q8_0;
             else if (!strcmp(v, "keep")) p.output_weights = -1;
             else { fprintf(stderr, "npullm compile: --output-weights: '%s' is not q4_0, q5_0, q8_0 or keep\n", v); return 2; }
-        } else { fprintf(stderr, "npullm compile: unknown flag %s\n%s", a, USAGE); return 2; }
+        }
     }
-    if (!model || !out) { fprintf(stderr, "%s", USAGE); return 2; }
+    if (!model) return cli_missing("compile", "-m MODEL.gguf");
+    if (!out) return cli_missing("compile", "-o PKG");
     p.log = stderr;
     p.stall_at = getenv("NPL_TEST_COMPILE_STALL"); /* tests: hold a stage until a signal comes */
     /* static: the signal thread may still use it while the process exits */

@@ -23,10 +23,15 @@ static const char *USAGE =
 int npl_cmd_eval_logits(int argc, char **argv) {
     const char *model = NULL, *ids_path = NULL, *out_path = NULL, *v;
     long long ctx = 512, threads = 0, batch = 64, isa = -1;
+    static const cli_opt OPTS[] = {
+        {"-m", "--model", 1}, {"--ids", NULL, 1}, {"--out", NULL, 1}, {"--ctx", "-c|--ctx-size", 1},
+        {"-t", "--threads", 1}, {"-b", "--batch-size|-ub|--ubatch-size", 1}, {"--isa", NULL, 1}, {"--arith", NULL, 1},
+        {NULL, NULL, 0}};
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(USAGE, stdout); return 0; }
-        if (!(v = cli_value("eval-logits", argc, argv, &i))) return 2;
+        const char *a;
+        int k = cli_next("eval-logits", OPTS, argc, argv, &i, &a, &v);
+        if (k == CLI_HELP) { fputs(USAGE, stdout); return 0; }
+        if (k != CLI_FLAG) return 2;
         if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "--ids")) ids_path = v;
         else if (!strcmp(a, "--out")) out_path = v;
@@ -43,9 +48,10 @@ int npl_cmd_eval_logits(int argc, char **argv) {
                 return 2;
             }
         }
-        else { fprintf(stderr, "npullm eval-logits: unknown flag %s\n%s", a, USAGE); return 2; }
     }
-    if (!model || !ids_path || !out_path) { fprintf(stderr, "%s", USAGE); return 2; }
+    if (!model) return cli_missing("eval-logits", "-m MODEL");
+    if (!ids_path) return cli_missing("eval-logits", "--ids IDS_FILE");
+    if (!out_path) return cli_missing("eval-logits", "--out LOGITS_FILE");
     char *text = cli_read_file("eval-logits", ids_path, NULL);
     if (!text) return 1;
     int n = 0, cap = 1024;
@@ -71,6 +77,7 @@ int npl_cmd_eval_logits(int argc, char **argv) {
     npl_runner *r = npl_runner_open(model, &rp, err, sizeof(err));
     if (!r) { fprintf(stderr, "npullm eval-logits: %s\n", err); free(ids); return 1; }
     int n_vocab = npl_runner_hparams(r)->n_vocab, rc = 1;
+    cli_warn_ctx("eval-logits", "--ctx", (int)ctx, npl_runner_hparams(r)->n_ctx_train);
     char tmp[4096];
     snprintf(tmp, sizeof(tmp), "%s.tmp", out_path);
     FILE *fp = fopen(tmp, "wb");

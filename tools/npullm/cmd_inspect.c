@@ -25,8 +25,7 @@ int npl_cmd_inspect(int argc, char **argv) {
             return 0;
         }
         if (argv[i][0] == '-' && argv[i][1] && strcmp(argv[i], "--")) {
-            fprintf(stderr, "npullm inspect: unknown option '%s'\n", argv[i]);
-            usage(stderr);
+            fprintf(stderr, "npullm inspect: unknown flag %s (npullm inspect --help lists the flags)\n", argv[i]);
             return 2;
         }
         if (!strcmp(argv[i], "--") && i + 1 < argc) i++;
@@ -37,7 +36,7 @@ int npl_cmd_inspect(int argc, char **argv) {
         file = argv[i];
     }
     if (!file) {
-        usage(stderr);
+        fprintf(stderr, "npullm inspect: FILE is required (npullm inspect --help)\n");
         return 2;
     }
     char err[512];

@@ -19,20 +19,24 @@ static const char *USAGE =
 int npl_cmd_perplexity(int argc, char **argv) {
     const char *model = NULL, *file = NULL, *dump = NULL, *v;
     long long ctx = 512, threads = 0, batch = 64, max_chunks = 0;
+    static const cli_opt OPTS[] = {
+        {"-m", "--model", 1}, {"-f", "--file", 1}, {"--dump", NULL, 1}, {"--ctx", "-c|--ctx-size", 1},
+        {"-t", "--threads", 1}, {"-b", "--batch-size|-ub|--ubatch-size", 1}, {"--chunks", NULL, 1}, {NULL, NULL, 0}};
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(USAGE, stdout); return 0; }
-        if (!(v = cli_value("perplexity", argc, argv, &i))) return 2;
+        const char *a;
+        int k = cli_next("perplexity", OPTS, argc, argv, &i, &a, &v);
+        if (k == CLI_HELP) { fputs(USAGE, stdout); return 0; }
+        if (k != CLI_FLAG) return 2;
         if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "-f")) file = v;
         else if (!strcmp(a, "--dump")) dump = v;
-        else if (!strcmp(a, "--ctx") || !strcmp(a, "-c")) { if (cli_int("perplexity", a, v, 4, 1 << 20, &ctx)) return 2; }
+        else if (!strcmp(a, "--ctx")) { if (cli_int("perplexity", a, v, 4, 1 << 20, &ctx)) return 2; }
         else if (!strcmp(a, "-t")) { if (cli_int("perplexity", a, v, 1, 256, &threads)) return 2; }
         else if (!strcmp(a, "-b")) { if (cli_int("perplexity", a, v, 1, 4096, &batch)) return 2; }
         else if (!strcmp(a, "--chunks")) { if (cli_int("perplexity", a, v, 1, 1 << 20, &max_chunks)) return 2; }
-        else { fprintf(stderr, "npullm perplexity: unknown flag %s\n%s", a, USAGE); return 2; }
     }
-    if (!model || !file) { fprintf(stderr, "%s", USAGE); return 2; }
+    if (!model) return cli_missing("perplexity", "-m MODEL");
+    if (!file) return cli_missing("perplexity", "-f TEXT");
     size_t len;
     char *text = cli_read_file("perplexity", file, &len);
     if (!text) return 1;
@@ -46,6 +50,7 @@ int npl_cmd_perplexity(int argc, char **argv) {
     int32_t *ids = NULL;
     FILE *df = NULL;
     if (!t) { fprintf(stderr, "npullm perplexity: %s\n", err); goto done; }
+    cli_warn_ctx("perplexity", "--ctx", (int)ctx, npl_runner_hparams(r)->n_ctx_train);
     int add_bos = npl_tokenizer_add_bos(t);
     int64_t n = npl_tokenize(t, text, len, add_bos, 0, NULL, 0);
     ids = n > 0 ? malloc(sizeof(int32_t) * (size_t)n) : NULL;

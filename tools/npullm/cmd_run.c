@@ -8,23 +8,26 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "npullm.h"
+#include "run_flags.h"
 
 static const char *USAGE =
     "usage: npullm run -m MODEL [-p TEXT | -f FILE] [options]\n"
-    "  -m MODEL              a .gguf file, a compiled package, or an MNN-style config.json\n"
+    "  -m, --model MODEL     a .gguf file, a compiled package, or an MNN-style config.json\n"
     "                        (default: $NPULLM_MODEL, else the Gemma 3 270M from scripts/setup.sh)\n"
-    "  -p TEXT / -f FILE     the prompt; without one, an interactive chat starts\n"
-    "  -n N                  max new tokens (default 512)\n"
-    "  -c N                  context length (default: the model's, capped at 4096)\n"
-    "  -t N                  threads (default: one per core)\n"
+    "  -p, --prompt TEXT / -f, --file FILE   the prompt; without one, an interactive chat starts\n"
+    "  -n, --n-predict N     max new tokens (default 512; -1: until EOS or the context is full)\n"
+    "  -c, --ctx-size N      context length (default and 0: the model's, capped at 4096)\n"
+    "  -t, --threads N       threads (default and -1: one per core)\n"
     "  --temp F --top-k N --top-p F --min-p F --repeat-penalty F --repeat-last-n N\n"
-    "  --frequency-penalty F --presence-penalty F --seed N   sampling (llama.cpp defaults)\n"
+    "  --frequency-penalty F --presence-penalty F   sampling (llama.cpp defaults)\n"
+    "  -s, --seed N          sampling seed (default and -1: random)\n"
     "  --chat-template NAME  gemma, chatml, llama3, llama2 (default: detected)\n"
-    "  --system TEXT         system prompt\n"
+    "  --system, -sys, --system-prompt TEXT   system prompt\n"
     "  --raw                 no chat template: complete the text as is\n"
-    "  --stop TEXT           stop when this text is generated\n"
+    "  --stop, -r, --reverse-prompt TEXT      stop when this text is generated\n"
     "  --chunk N[,N]         chunk limits for prefill, e.g. 128,1 (padded chunks)\n"
-    "  --no-stats            do not print statistics\n";
+    "  --no-stats            do not print statistics\n"
+    "A flag given here wins over the same setting in a config.json.\n";
 
 static npl_engine *active;
 
@@ -48,64 +51,22 @@ static void print_stats(npl_engine *e) {
             s.prompt_tokens, s.prefill_tps, s.decode_tokens, s.decode_tps, s.ttft_seconds, s.n_past);
 }
 
-/* Parses the flags shared by run-like commands into p; returns index of an
- * unknown flag (>0), 0 when done, -1 on a bad value. */
-int cli_engine_flags(const char *cmd, int argc, char **argv, npl_engine_params *p, const char **model,
-                     const char **prompt, const char **file, int *raw, int *stats) {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        long long iv;
-        double fv;
-        if (!strcmp(a, "--raw")) { *raw = 1; continue; }
-        if (!strcmp(a, "--no-stats")) { *stats = 0; continue; }
-        if (!(v = cli_value(cmd, argc, argv, &i))) return -1;
-        if (!strcmp(a, "-m")) *model = v;
-        else if (!strcmp(a, "-p")) *prompt = v;
-        else if (!strcmp(a, "-f")) *file = v;
-        else if (!strcmp(a, "-n")) { if (cli_int(cmd, a, v, 0, 1 << 24, &iv)) return -1; p->max_new_tokens = (int)iv; }
-        else if (!strcmp(a, "-c")) { if (cli_int(cmd, a, v, 1, 1 << 24, &iv)) return -1; p->n_ctx = (int)iv; }
-        else if (!strcmp(a, "-t")) { if (cli_int(cmd, a, v, 1, 256, &iv)) return -1; p->n_threads = (int)iv; }
-        else if (!strcmp(a, "--temp")) { if (cli_float(cmd, a, v, 0, 100, &fv)) return -1; p->temperature = (float)fv; }
-        else if (!strcmp(a, "--top-k")) { if (cli_int(cmd, a, v, 0, 1 << 24, &iv)) return -1; p->top_k = (int)iv; }
-        else if (!strcmp(a, "--top-p")) { if (cli_float(cmd, a, v, 0, 1, &fv)) return -1; p->top_p = (float)fv; }
-        else if (!strcmp(a, "--min-p")) { if (cli_float(cmd, a, v, 0, 1, &fv)) return -1; p->min_p = (float)fv; }
-        else if (!strcmp(a, "--repeat-penalty")) { if (cli_float(cmd, a, v, 0.01, 100, &fv)) return -1; p->repeat_penalty = (float)fv; }
-        else if (!strcmp(a, "--repeat-last-n")) { if (cli_int(cmd, a, v, -1, 1 << 24, &iv)) return -1; p->repeat_last_n = (int)iv; }
-        else if (!strcmp(a, "--frequency-penalty")) { if (cli_float(cmd, a, v, -10, 10, &fv)) return -1; p->frequency_penalty = (float)fv; }
-        else if (!strcmp(a, "--presence-penalty")) { if (cli_float(cmd, a, v, -10, 10, &fv)) return -1; p->presence_penalty = (float)fv; }
-        else if (!strcmp(a, "--seed")) { if (cli_int(cmd, a, v, 0, 0xFFFFFFFFll, &iv)) return -1; p->seed = (uint32_t)iv; }
-        else if (!strcmp(a, "--chat-template")) p->chat_template = v;
-        else if (!strcmp(a, "--system")) p->system_prompt = v;
-        else if (!strcmp(a, "--stop")) p->stop = v;
-        else if (!strcmp(a, "--chunk")) {
-            int n = cli_int_list(cmd, a, v, p->chunk_limits, NPL_MAX_CHUNK_LIMITS);
-            if (n < 0) return -1;
-            p->n_chunk_limits = n;
-        } else return i - 1;
-    }
-    return 0;
-}
-
 int npl_cmd_run(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { fputs(USAGE, stdout); return 0; }
-    npl_engine_params p = npl_engine_default_params();
-    const char *model = NULL, *prompt = NULL, *file = NULL;
-    int raw = 0, stats = 1;
-    int bad = cli_engine_flags("run", argc, argv, &p, &model, &prompt, &file, &raw, &stats);
+    npl_engine_params p;
+    run_args ra;
+    int bad = run_flags_resolve(argc, argv, USAGE, &p, &ra);
     if (bad) {
-        if (bad > 0) fprintf(stderr, "npullm run: unknown flag %s\n%s", argv[bad], USAGE);
-        return 2;
+        run_flags_free(&ra);
+        return bad < 0 ? 0 : bad;
     }
-    if (!model && !(model = cli_default_model())) {
-        fprintf(stderr, "npullm run: no -m MODEL and no default model (run scripts/setup.sh or set NPULLM_MODEL)\n");
-        return 2;
-    }
+    const char *prompt = ra.prompt, *file = ra.file;
+    int stats = ra.stats;
     char *text = NULL;
-    if (file && !(text = cli_read_file("run", file, NULL))) return 1;
-    if (raw) p.use_template = 0;
+    if (file && !(text = cli_read_file("run", file, NULL))) { run_flags_free(&ra); return 1; }
     char err[512];
-    npl_engine *e = npl_engine_open(model, &p, err, sizeof(err));
+    /* the config (if any) is merged into p already: open what it names */
+    npl_engine *e = npl_engine_open(ra.model_path, &p, err, sizeof(err));
+    run_flags_free(&ra);
     if (!e) { fprintf(stderr, "npullm run: %s\n", err); free(text); return 1; }
     active = e;
     struct sigaction sa;
@@ -116,6 +77,12 @@ int npl_cmd_run(int argc, char **argv) {
     if (prompt || text) {
         npl_status st = npl_engine_chat(e, text ? text : prompt, print_piece, NULL);
         printf("\n");
+        npl_stats s;
+        npl_engine_stats(e, &s);
+        if (st == NPL_CONTEXT_FULL && ra.until_full && s.decode_tokens > 0) {
+            st = NPL_DONE; /* -n -1 asked for exactly this end */
+            if (stats) fprintf(stderr, "[context full]");
+        }
         if (st != NPL_DONE) {
             fprintf(stderr, "npullm run: %s\n", npl_engine_last_error(e));
             rc = st == NPL_CANCELLED ? 130 : 1;

@@ -15,19 +15,24 @@ static const char *USAGE =
 int npl_cmd_tokenize(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *file = NULL, *v;
     int ids_only = 0, parse_special = 1, add_special = 1;
+    static const cli_opt OPTS[] = {
+        {"-m", "--model", 1}, {"-p", "--prompt", 1}, {"-f", "--file", 1}, {"--ids", NULL, 0},
+        {"--no-parse-special", NULL, 0}, {"--no-bos", NULL, 0}, {NULL, NULL, 0}};
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(USAGE, stdout); return 0; }
-        if (!strcmp(a, "--ids")) { ids_only = 1; continue; }
-        if (!strcmp(a, "--no-parse-special")) { parse_special = 0; continue; }
-        if (!strcmp(a, "--no-bos")) { add_special = 0; continue; }
-        if (!(v = cli_value("tokenize", argc, argv, &i))) return 2;
-        if (!strcmp(a, "-m")) model = v;
+        const char *a;
+        int k = cli_next("tokenize", OPTS, argc, argv, &i, &a, &v);
+        if (k == CLI_HELP) { fputs(USAGE, stdout); return 0; }
+        if (k != CLI_FLAG) return 2;
+        if (!strcmp(a, "--ids")) ids_only = 1;
+        else if (!strcmp(a, "--no-parse-special")) parse_special = 0;
+        else if (!strcmp(a, "--no-bos")) add_special = 0;
+        else if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "-p")) prompt = v;
         else if (!strcmp(a, "-f")) file = v;
-        else { fprintf(stderr, "npullm tokenize: unknown flag %s\n%s", a, USAGE); return 2; }
     }
-    if (!model || (!prompt && !file)) { fprintf(stderr, "%s", USAGE); return 2; }
+    if (!model) return cli_missing("tokenize", "-m MODEL");
+    if (prompt && file) { fprintf(stderr, "npullm tokenize: -p and -f both give the text; use one\n"); return 2; }
+    if (!prompt && !file) return cli_missing("tokenize", "-p TEXT or -f FILE");
     size_t len = prompt ? strlen(prompt) : 0;
     char *text = NULL;
     if (file && !(text = cli_read_file("tokenize", file, &len))) return 1;

@@ -2,7 +2,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli_util.h"
 #include "commands.h"
+#include "cpu/kernels/vec_dot.h"
+#include "npullm.h"
 
 typedef struct {
     const char *name;
@@ -21,8 +24,24 @@ static const npl_command commands[] = {
     {"eval-logits", npl_cmd_eval_logits, "teacher-forced logits of token ids, for comparison with llama.cpp"},
 };
 
+/* The version, the kernel families this build has and what this CPU runs. */
+static int version(void) {
+    printf("npullm %s (library %s)\n", NPL_VERSION_STRING, npl_version());
+#if defined(__x86_64__) || defined(__i386__)
+    const int n_built = NPL_ISA_AMX + 1;
+#else
+    const int n_built = 1; /* the x86 kernels are compiled for x86 only */
+#endif
+    printf("kernel families built:");
+    for (int i = 0; i < n_built; i++) printf("%s %d %s", i ? "," : "", i, npl_isa_name((npl_isa)i));
+    npl_isa best = npl_cpu_best_isa();
+    printf("\ncpu: %s (runs family %d %s)\n", cli_cpu_model(), (int)best, npl_isa_name(best));
+    return 0;
+}
+
 static void usage(FILE *out) {
-    fprintf(out, "usage: npullm COMMAND [options]   (npullm COMMAND --help for details)\n\ncommands:\n");
+    fprintf(out, "usage: npullm COMMAND [options]   (npullm COMMAND --help for details)\n"
+                 "       npullm --version\n\ncommands:\n");
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         fprintf(out, "  %-14s %s\n", commands[i].name, commands[i].summary);
 }
@@ -36,9 +55,9 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
+    if (!strcmp(argv[1], "--version")) return version();
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "npullm: unknown command '%s'\n", argv[1]);
-    usage(stderr);
+    fprintf(stderr, "npullm: unknown command '%s' (npullm --help lists the commands)\n", argv[1]);
     return 2;
 }
