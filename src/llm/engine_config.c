@@ -1,5 +1,6 @@
 /* MNN-style config.json (see engine_config.h), parsed with cJSON. */
 #include "llm/engine_config.h"
+#include "core/quote.h"
 #include "core/status.h"
 #include "format/gguf.h"
 #include "llm/sampler.h"
@@ -68,10 +69,11 @@ static int check_finite(const cJSON *root, const char *text, const char *path, c
     const cJSON *it;
     cJSON_ArrayForEach(it, root) {
         if (!cJSON_IsNumber(it) || isfinite(it->valuedouble)) continue;
-        char lit[48], what[80];
+        char lit[48], what[80], key[300];
         literal_of(text, it->string, lit, sizeof lit);
         snprintf(what, sizeof what, "%s: out of range", lit);
-        return bad(err, errlen, path, it->string, what);
+        npl_quote(key, sizeof key, it->string, strlen(it->string));
+        return bad(err, errlen, path, key, what);
     }
     return 0;
 }
@@ -82,16 +84,18 @@ static int check_finite(const cJSON *root, const char *text, const char *path, c
 static int check_backend(const cJSON *root, const char *path, const char *model_path, char *err, size_t errlen) {
     const cJSON *bt = cJSON_GetObjectItemCaseSensitive(root, "backend_type");
     if (bt && !cJSON_IsString(bt)) return bad(err, errlen, path, "backend_type", "must be a string");
+    char q[300];
     if (bt && strcmp(bt->valuestring, "cpu")) {
-        char what[256];
-        snprintf(what, sizeof what, "'%.40s' is not supported (supported: \"cpu\"; for an accelerator, "
-                 "compile a package with npullm compile)", bt->valuestring);
+        char what[400];
+        npl_quote(q, sizeof q, bt->valuestring, strlen(bt->valuestring));
+        snprintf(what, sizeof what, "'%s' is not supported (supported: \"cpu\"; for an accelerator, "
+                 "compile a package with npullm compile)", q);
         return bad(err, errlen, path, "backend_type", what);
     }
     const cJSON *pr = cJSON_GetObjectItemCaseSensitive(root, "precision");
     if (!pr) return 0;
     if (!cJSON_IsString(pr)) return bad(err, errlen, path, "precision", "must be a string");
-    char gerr[256], what[320], compiled[32] = "";
+    char gerr[256], what[520], compiled[32] = "";
     npl_gguf *g = npl_gguf_open(model_path, NULL, gerr, sizeof gerr);
     npl_gguf_str ps;
     if (g && npl_gguf_get_str(g, "npullm.package.precision", &ps) == 0)
@@ -99,15 +103,16 @@ static int check_backend(const cJSON *root, const char *path, const char *model_
     npl_gguf_close(g);
     if (!g) return 0; /* the model's own error comes when it is opened */
     const char *v = pr->valuestring;
+    npl_quote(q, sizeof q, v, strlen(v));
     if (*compiled) {
         if (!strcmp(v, compiled)) return 0;
-        snprintf(what, sizeof what, "'%.40s' is not supported: the package was compiled for \"%s\" and runs only "
-                 "that (supported: \"%s\"; compile again with --act for another)", v, compiled, compiled);
+        snprintf(what, sizeof what, "'%s' is not supported: the package was compiled for \"%s\" and runs only "
+                 "that (supported: \"%s\"; compile again with --act for another)", q, compiled, compiled);
         return bad(err, errlen, path, "precision", what);
     }
     if (!strcmp(v, "normal") || !strcmp(v, "high") || !strcmp(v, "f32")) return 0;
-    snprintf(what, sizeof what, "'%.40s' is not supported on the CPU path, which computes in f32 (supported: "
-             "\"normal\", \"high\", \"f32\"; a package compiled with --act runs f16, bf16 or int16)", v);
+    snprintf(what, sizeof what, "'%s' is not supported on the CPU path, which computes in f32 (supported: "
+             "\"normal\", \"high\", \"f32\"; a package compiled with --act runs f16, bf16 or int16)", q);
     return bad(err, errlen, path, "precision", what);
 }
 

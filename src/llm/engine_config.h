@@ -10,7 +10,11 @@
 
 int npl_engine_config_is_json(const char *path);
 /* Overrides fields of *p from the file and writes the model path. Strings
- * it sets are stored in owned[0] (freed by the caller). 0 or -1 with err. */
+ * it sets are stored in owned[0] (freed by the caller). 0 or -1 with err:
+ * "PATH: KEY: what", the key as the file spells it. Values that would not
+ * take effect are errors: backend_type other than "cpu", a precision the
+ * model does not run, system_prompt with use_template false, a number cJSON
+ * can only hold as infinity. */
 int npl_engine_config_load(const char *path, npl_engine_params *p, char *model_path, size_t model_len,
                            char **owned, char *err, size_t errlen);
 

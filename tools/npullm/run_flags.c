@@ -49,8 +49,9 @@ static int apply(const char *a, const char *v, npl_engine_params *p, run_args *r
     else if (!strcmp(a, "-p")) ra->prompt = v;
     else if (!strcmp(a, "-f")) ra->file = v;
     else if (!strcmp(a, "-n")) {
-        /* llama.cpp: -1 = no limit (here: until EOS or the context is full) */
-        if (cli_int(cmd, a, v, -1, 1 << 24, &iv)) return -1;
+        /* llama.cpp: -1 = no limit, -2 = until the context is full; here both
+         * end at EOS or a full context */
+        if (cli_int(cmd, a, v, -2, 1 << 24, &iv)) return -1;
         ra->until_full = iv < 0;
         p->max_new_tokens = iv < 0 ? INT_MAX : (int)iv;
     } else if (!strcmp(a, "-c")) {
