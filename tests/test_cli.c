@@ -177,7 +177,7 @@ static void test_aliases(void) {
     static char a[1 << 16];
     CHECK_EQ_INT(run("run", "-m", model, "-p", "hi", "-n", "24", "--temp", "1.5", "--seed", "-1", "--no-stats", NULL), 0);
     snprintf(a, sizeof a, "%s", out);
-    usleep(2000);
+    usleep(1100000); /* the clock seed has a one-second part */
     CHECK_EQ_INT(run("run", "-m", model, "-p", "hi", "-n", "24", "--temp", "1.5", "--seed", "-1", "--no-stats", NULL), 0);
     CHECK(strcmp(a, out) != 0);
     /* other subcommands */
@@ -247,6 +247,9 @@ static void test_conflicts(void) {
     CHECK(strstr(err, "warning") && strstr(err, "5000") && strstr(err, "trained context of 4096"));
     CHECK_EQ_INT(run("run", "-m", model, "-p", "hi", "-n", "1", "-c", "4096", "--temp", "0", "--no-stats", NULL), 0);
     CHECK(strstr(err, "warning") == NULL);
+    const char *cw = write_config("cw.json", "{\"llm_model\": \"%s\", \"max_context_length\": 5000}", model);
+    CHECK_EQ_INT(run("run", "-m", cw, "-p", "hi", "-n", "1", "--temp", "0", "--no-stats", NULL), 0);
+    CHECK(strstr(err, "cw.json: max_context_length 5000 is above the model's trained context of 4096") != NULL);
     /* config backend_type / precision that do not take effect */
     const char *c = write_config("bt.json", "{\"llm_model\": \"%s\", \"backend_type\": \"opencl\"}", model);
     CHECK_EQ_INT(run("run", "-m", c, "-p", "hi", "-n", "1", NULL), 1);

@@ -222,7 +222,9 @@ int run_flags_resolve(int argc, char **argv, const char *usage, npl_engine_param
         rc = 2;
         goto done;
     }
-    rc = check_model(p, ra, ra->has_ctx || !cfg ? "-c" : "max_context_length of the config");
+    char from[4300];
+    snprintf(from, sizeof from, "%s%s", ra->has_ctx || !cfg ? "-c" : cfg, ra->has_ctx || !cfg ? "" : ": max_context_length");
+    rc = check_model(p, ra, from);
 done:
     free(names);
     free(vals);
