@@ -168,10 +168,10 @@ static void config_cases(void) {
     config_case("llm_model a number", "{\"llm_model\": 42}", 17, "llm_model: must be a non-empty string");
     config_case("llm_model empty", "{\"llm_model\": \"\"}", 17, "llm_model: must be a non-empty string");
     config_with("thread_num a string", "\"thread_num\": \"4\"", "thread_num: must be an integer");
-    config_with("thread_num 1e30", "\"thread_num\": 1e30", "thread_num: out of range");
-    config_with("thread_num 2.5", "\"thread_num\": 2.5", "thread_num: must be an integer");
-    config_with("max_new_tokens -1", "\"max_new_tokens\": -1", "max_new_tokens: out of range");
-    config_with("max_context_length 2^40", "\"max_context_length\": 1099511627776", "max_context_length: out of range");
+    config_with("thread_num 1e30", "\"thread_num\": 1e30", "thread_num: 1e+30 out of range [0, 256]");
+    config_with("thread_num 2.5", "\"thread_num\": 2.5", "thread_num: 2.5 is not an integer");
+    config_with("max_new_tokens -1", "\"max_new_tokens\": -1", "max_new_tokens: -1 out of range [0, 16777216]");
+    config_with("max_context_length 2^40", "\"max_context_length\": 1099511627776", "max_context_length: 1099511627776 out of range [1, 16777216]");
     config_with("max_context_length null", "\"max_context_length\": null", "max_context_length: must be an integer");
     config_with("use_template a string", "\"use_template\": \"yes\"", "use_template: must be true or false");
     config_with("system_prompt a number", "\"system_prompt\": 7", "system_prompt: must be a string");
