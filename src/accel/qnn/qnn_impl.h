@@ -1,0 +1,130 @@
+/* Internals of the QNN HTP adapter (libnpullm_qnn.so): the npullm accelerator
+ * ABI (include/npullm_accel.h) on Qualcomm's QNN HTP backend.
+ *
+ * Object model: an ABI backend owns the dlopen'ed libQnnHtp.so, a QNN log
+ * and a QNN backend; an ABI device is a QNN device carrying the target SoC;
+ * an ABI context is a QNN context. ABI tensors are context-wide records;
+ * QNN tensors are per graph, so each graph creates the QNN tensor of a
+ * record the first time one of its nodes uses it (STATIC weights used by two
+ * graphs are created in both — weight sharing in the binary is issue 16's). */
+#ifndef NPL_QNN_IMPL_H
+#define NPL_QNN_IMPL_H
+#include <stdint.h>
+
+#include "accel/qnn/qnn_api.h"
+#include "npullm_accel.h"
+
+/* One Snapdragon SoC QNN knows: name, QNN soc model id, HTP architecture. */
+typedef struct {
+    const char *name;
+    uint32_t soc_id;
+    uint32_t arch;
+} qnn_soc;
+const qnn_soc *qnn_soc_find(const char *name);
+/* The table (n entries), for listings and tests. */
+const qnn_soc *qnn_soc_table(uint32_t *n);
+
+struct npl_accel_backend {
+    void *lib, *syslib;
+    const QnnInterface_t *prov;
+    const QnnIface_t *q;
+    Qnn_Handle_t log, be;
+    char lib_dir[512];
+    char err[2048];
+};
+
+struct npl_accel_device {
+    npl_accel_backend *be;
+    Qnn_Handle_t dev;
+    const qnn_soc *soc; /* NULL: the library's default target */
+};
+
+typedef struct {
+    char *name;
+    npl_accel_kind kind;
+    npl_accel_dtype dtype;
+    uint32_t rank, dims[NPL_ACCEL_MAX_RANK];
+    npl_accel_quant quant; /* arrays owned */
+    void *data;            /* STATIC: QNN-ready bytes (INT16 stored as uint16) */
+    uint64_t bytes;        /* ABI byte size */
+    struct npl_accel_graph *graph; /* owner of a non-STATIC tensor */
+} qnn_tensor;
+
+typedef struct npl_accel_graph {
+    npl_accel_context *ctx;
+    char *name;
+    Qnn_Handle_t g;
+    int finalized;
+    uint32_t n_nodes;
+    Qnn_Tensor_t *qt;   /* per context tensor id: QNN tensor of this graph (version 0 = none) */
+    uint32_t *qdims;    /* dims storage for qt, NPL_ACCEL_MAX_RANK per id */
+    Qnn_ScaleOffset_t **qso; /* per id: axis scale/offsets given to QNN */
+    uint32_t cap;
+    void *keep; /* blocks QNN reads until finalize (param tensors, fillers) */
+    uint64_t finalize_ns, exec_ns_total, exec_ns_last, exec_ns_min, exec_ns_max, executions;
+} qnn_graph;
+
+struct npl_accel_context {
+    npl_accel_backend *be;
+    npl_accel_device *dev;
+    Qnn_Handle_t ctx;
+    int from_binary;
+    qnn_tensor *t;
+    uint32_t n_t, cap_t;
+    qnn_graph **g;
+    uint32_t n_g, cap_g;
+};
+
+/* qnn_lib.c: loading, logs and errors. */
+npl_accel_status qnn_load(npl_accel_backend *be, const char *dir);
+void qnn_unload(npl_accel_backend *be);
+/* Records "what: QNN error N (message)[; log lines]" as the backend's error
+ * and returns the ABI status for that QNN code. */
+npl_accel_status qnn_fail_q(npl_accel_backend *be, Qnn_ErrorHandle_t e, npl_accel_status st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+npl_accel_status qnn_fail(npl_accel_backend *be, npl_accel_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Forgets the log lines collected so far (called before each QNN call that may fail). */
+void qnn_log_reset(void);
+/* libQnnSystem binary info: graph count and entries (NULL on failure, message set). */
+const void *qnn_binary_info(npl_accel_backend *be, const void *bin, uint64_t size, uint32_t *n_graphs,
+                            const char **soc_version);
+const QnnSystemContext_GraphInfo_t *qnn_binary_graph(const void *info, uint32_t i);
+
+/* qnn_tensor.c: types and tensors. */
+uint32_t qnn_dtype(npl_accel_dtype dt); /* 0 if the ABI type has no QNN mapping */
+int qnn_dtype_to_abi(uint32_t qdt, npl_accel_dtype *out);
+uint64_t qnn_elem_bytes(npl_accel_dtype dt);
+/* The QNN tensor of context tensor `id` in graph g, creating it on first use. */
+npl_accel_status qnn_graph_tensor(qnn_graph *g, npl_accel_tensor_id id, Qnn_Tensor_t **out);
+/* A QNN STATIC tensor of the graph for a node parameter or filler data. */
+npl_accel_status qnn_static_tensor(qnn_graph *g, const char *name, uint32_t qdt, uint32_t rank, const uint32_t *dims,
+                                   const void *data, uint32_t bytes, Qnn_Tensor_t *out);
+
+/* qnn_ops.c: lowering of one ABI node into QNN nodes. */
+npl_accel_status qnn_lower_node(qnn_graph *g, const npl_accel_node_desc *n);
+void qnn_keep_free(qnn_graph *g);
+
+/* qnn_plugin.c: objects shared with qnn_exec.c. */
+uint64_t qnn_now_ns(void);
+uint64_t qnn_n_elems(uint32_t rank, const uint32_t *dims);
+npl_accel_status qnn_context_new(npl_accel_backend *be, npl_accel_device *dev, npl_accel_context **out);
+npl_accel_status qnn_context_free(npl_accel_context *c);
+qnn_graph *qnn_find_graph(npl_accel_context *c, const char *name);
+npl_accel_status qnn_add_graph(npl_accel_context *c, const char *name, qnn_graph **out);
+void qnn_graph_free(qnn_graph *g);
+void qnn_tensor_release(qnn_tensor *t);
+
+/* qnn_exec.c: execute, profiles and context binaries (ABI methods). */
+npl_accel_status qnn_graph_execute(npl_accel_graph *g, const npl_accel_buffer *in, uint32_t n_in,
+                                   const npl_accel_buffer *out, uint32_t n_out);
+npl_accel_status qnn_graph_retrieve(npl_accel_context *c, const char *name, npl_accel_graph **out);
+npl_accel_status qnn_graph_get_profile(npl_accel_graph *g, npl_accel_profile *out);
+npl_accel_status qnn_context_get_binary_size(npl_accel_context *c, uint64_t *size);
+npl_accel_status qnn_context_get_binary(npl_accel_context *c, void *buf, uint64_t buf_size, uint64_t *written);
+npl_accel_status qnn_context_create_from_binary(npl_accel_backend *be, npl_accel_device *dev, const npl_accel_option *opts,
+                                                uint32_t n_opts, const void *bin, uint64_t size, npl_accel_context **out);
+npl_accel_status qnn_binary_info_get(npl_accel_backend *be, const void *bin, uint64_t size, npl_accel_binary_info **out);
+void qnn_binary_info_free(npl_accel_backend *be, npl_accel_binary_info *info);
+npl_accel_status qnn_context_tensor_data(npl_accel_context *c, const char *name, void **data, uint64_t *size);
+#endif

@@ -1,0 +1,157 @@
+/* ABI tensors -> QNN tensors: data types, quantization encodings, and the
+ * per-graph QNN tensor of each context tensor.
+ *
+ * Types: F32, F16 as themselves; INT8 = QNN signed fixed point 8; UINT8 =
+ * unsigned fixed point 8; INT16 = QNN's unsigned fixed point 16 with the
+ * offset moved by -32768 and each value's sign bit flipped at the boundary
+ * (q + 32768), because the HTP computes 16-bit activations as uint16 (the
+ * probe's verified path) and the two describe the same reals:
+ * (q + o) * s == ((q + 32768) + (o - 32768)) * s. INT32 = QNN INT_32 (indices,
+ * positions). BF16 and the GGML block types have no HTP form: they are
+ * refused at tensor creation (the compiler converts weights first). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "accel/qnn/qnn_impl.h"
+
+uint32_t qnn_dtype(npl_accel_dtype dt) {
+    switch (dt) {
+    case NPL_ACCEL_DT_F32: return QNN_DATATYPE_FLOAT_32;
+    case NPL_ACCEL_DT_F16: return QNN_DATATYPE_FLOAT_16;
+    case NPL_ACCEL_DT_INT8: return QNN_DATATYPE_SFIXED_POINT_8;
+    case NPL_ACCEL_DT_UINT8: return QNN_DATATYPE_UFIXED_POINT_8;
+    case NPL_ACCEL_DT_INT16: return QNN_DATATYPE_UFIXED_POINT_16;
+    case NPL_ACCEL_DT_INT32: return QNN_DATATYPE_INT_32;
+    default: return 0;
+    }
+}
+
+int qnn_dtype_to_abi(uint32_t qdt, npl_accel_dtype *out) {
+    switch (qdt) {
+    case QNN_DATATYPE_FLOAT_32: *out = NPL_ACCEL_DT_F32; return 1;
+    case QNN_DATATYPE_FLOAT_16: *out = NPL_ACCEL_DT_F16; return 1;
+    case QNN_DATATYPE_SFIXED_POINT_8: *out = NPL_ACCEL_DT_INT8; return 1;
+    case QNN_DATATYPE_UFIXED_POINT_8: *out = NPL_ACCEL_DT_UINT8; return 1;
+    case QNN_DATATYPE_UFIXED_POINT_16: *out = NPL_ACCEL_DT_INT16; return 1;
+    case QNN_DATATYPE_INT_32: *out = NPL_ACCEL_DT_INT32; return 1;
+    default: return 0;
+    }
+}
+
+uint64_t qnn_elem_bytes(npl_accel_dtype dt) {
+    switch (dt) {
+    case NPL_ACCEL_DT_F32: case NPL_ACCEL_DT_INT32: return 4;
+    case NPL_ACCEL_DT_F16: case NPL_ACCEL_DT_INT16: return 2;
+    case NPL_ACCEL_DT_INT8: case NPL_ACCEL_DT_UINT8: return 1;
+    default: return 0;
+    }
+}
+
+static npl_accel_status grow(qnn_graph *g, uint32_t need) {
+    if (need <= g->cap) return NPL_ACCEL_OK;
+    uint32_t cap = g->cap ? g->cap : 16;
+    while (cap < need) cap *= 2;
+    Qnn_Tensor_t *qt = realloc(g->qt, sizeof *qt * cap);
+    if (qt) g->qt = qt;
+    uint32_t *qd = realloc(g->qdims, sizeof *qd * NPL_ACCEL_MAX_RANK * cap);
+    if (qd) g->qdims = qd;
+    Qnn_ScaleOffset_t **qs = realloc(g->qso, sizeof *qs * cap);
+    if (qs) g->qso = qs;
+    if (!qt || !qd || !qs) return qnn_fail(g->ctx->be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
+    /* dims pointers moved with qdims */
+    for (uint32_t i = 0; i < g->cap; i++)
+        if (g->qt[i].version) g->qt[i].v2.dimensions = g->qdims + (size_t)i * NPL_ACCEL_MAX_RANK;
+    memset(g->qt + g->cap, 0, sizeof *qt * (cap - g->cap));
+    memset(g->qso + g->cap, 0, sizeof *qs * (cap - g->cap));
+    g->cap = cap;
+    return NPL_ACCEL_OK;
+}
+
+static const uint32_t qnn_kind[NPL_ACCEL_KIND_COUNT] = {
+    [NPL_ACCEL_APP_WRITE] = QNN_TENSOR_TYPE_APP_WRITE, [NPL_ACCEL_APP_READ] = QNN_TENSOR_TYPE_APP_READ,
+    [NPL_ACCEL_NATIVE] = QNN_TENSOR_TYPE_NATIVE,       [NPL_ACCEL_STATIC] = QNN_TENSOR_TYPE_STATIC,
+    [NPL_ACCEL_APP_READWRITE] = QNN_TENSOR_TYPE_APP_READWRITE,
+};
+
+npl_accel_status qnn_graph_tensor(qnn_graph *g, npl_accel_tensor_id id, Qnn_Tensor_t **out) {
+    npl_accel_context *c = g->ctx;
+    npl_accel_backend *be = c->be;
+    if (id >= c->n_t) return qnn_fail(be, NPL_ACCEL_ERR_NOT_FOUND, "qnn-htp: graph '%s': no tensor of id %u", g->name, id);
+    const qnn_tensor *t = &c->t[id];
+    if (t->kind != NPL_ACCEL_STATIC && t->graph != g)
+        return qnn_fail(be, NPL_ACCEL_ERR_INVALID_HANDLE, "qnn-htp: graph '%s': tensor '%s' belongs to graph '%s'", g->name,
+                        t->name, t->graph ? t->graph->name : "?");
+    npl_accel_status st = grow(g, id + 1);
+    if (st) return st;
+    Qnn_Tensor_t *q = &g->qt[id];
+    if (q->version) {
+        *out = q;
+        return NPL_ACCEL_OK;
+    }
+    Qnn_Tensor_t x;
+    memset(&x, 0, sizeof x);
+    x.version = QNN_TENSOR_VERSION_2;
+    x.v2.name = t->name;
+    x.v2.type = qnn_kind[t->kind];
+    x.v2.dataType = qnn_dtype(t->dtype);
+    x.v2.rank = t->rank;
+    uint32_t *dims = g->qdims + (size_t)id * NPL_ACCEL_MAX_RANK;
+    memcpy(dims, t->dims, sizeof(uint32_t) * t->rank);
+    x.v2.dimensions = dims;
+    x.v2.memType = QNN_TENSORMEMTYPE_RAW;
+    Qnn_QuantizeParams_t *qp = &x.v2.quantizeParams;
+    qp->encodingDefinition = QNN_DEFINITION_UNDEFINED;
+    qp->quantizationEncoding = QNN_QUANTIZATION_ENCODING_UNDEFINED;
+    int32_t shift = t->dtype == NPL_ACCEL_DT_INT16 ? -32768 : 0;
+    if (t->quant.encoding == NPL_ACCEL_QUANT_PER_TENSOR) {
+        qp->encodingDefinition = QNN_DEFINITION_DEFINED;
+        qp->quantizationEncoding = QNN_QUANTIZATION_ENCODING_SCALE_OFFSET;
+        qp->scaleOffset.scale = t->quant.scales[0];
+        qp->scaleOffset.offset = (t->quant.offsets ? t->quant.offsets[0] : 0) + shift;
+    } else if (t->quant.encoding == NPL_ACCEL_QUANT_PER_AXIS) {
+        Qnn_ScaleOffset_t *so = malloc(sizeof *so * t->quant.n_scales);
+        if (!so) return qnn_fail(be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
+        for (uint32_t i = 0; i < t->quant.n_scales; i++) {
+            so[i].scale = t->quant.scales[i];
+            so[i].offset = (t->quant.offsets ? t->quant.offsets[i] : 0) + shift;
+        }
+        g->qso[id] = so;
+        qp->encodingDefinition = QNN_DEFINITION_DEFINED;
+        qp->quantizationEncoding = QNN_QUANTIZATION_ENCODING_AXIS_SCALE_OFFSET;
+        qp->axisScaleOffset.axis = t->quant.axis;
+        qp->axisScaleOffset.numScaleOffsets = t->quant.n_scales;
+        qp->axisScaleOffset.scaleOffset = so;
+    }
+    if (t->kind == NPL_ACCEL_STATIC) {
+        x.v2.clientBuf.data = t->data;
+        x.v2.clientBuf.dataSize = (uint32_t)t->bytes;
+    }
+    qnn_log_reset();
+    Qnn_ErrorHandle_t e = be->q->tensorCreateGraphTensor(g->g, &x);
+    if (e != QNN_SUCCESS)
+        return qnn_fail_q(be, e, NPL_ACCEL_ERR_TYPE_MISMATCH, "graph '%s': creating tensor '%s'", g->name, t->name);
+    *q = x;
+    *out = q;
+    return NPL_ACCEL_OK;
+}
+
+npl_accel_status qnn_static_tensor(qnn_graph *g, const char *name, uint32_t qdt, uint32_t rank, const uint32_t *dims,
+                                   const void *data, uint32_t bytes, Qnn_Tensor_t *out) {
+    memset(out, 0, sizeof *out);
+    out->version = QNN_TENSOR_VERSION_2;
+    out->v2.name = name;
+    out->v2.type = QNN_TENSOR_TYPE_STATIC;
+    out->v2.dataType = qdt;
+    out->v2.rank = rank;
+    out->v2.dimensions = (uint32_t *)dims;
+    out->v2.memType = QNN_TENSORMEMTYPE_RAW;
+    out->v2.quantizeParams.encodingDefinition = QNN_DEFINITION_UNDEFINED;
+    out->v2.quantizeParams.quantizationEncoding = QNN_QUANTIZATION_ENCODING_UNDEFINED;
+    out->v2.clientBuf.data = (void *)data;
+    out->v2.clientBuf.dataSize = bytes;
+    qnn_log_reset();
+    Qnn_ErrorHandle_t e = g->ctx->be->q->tensorCreateGraphTensor(g->g, out);
+    if (e != QNN_SUCCESS)
+        return qnn_fail_q(g->ctx->be, e, NPL_ACCEL_ERR_INTERNAL, "graph '%s': creating tensor '%s'", g->name, name);
+    return NPL_ACCEL_OK;
+}
