@@ -16,7 +16,7 @@
 
 #define QNN_SKIP 77
 
-static const npl_accel_api *qnn_test_api(void) {
+static inline const npl_accel_api *qnn_test_api(void) {
     char lib[1024];
     struct stat st;
     snprintf(lib, sizeof lib, "%s/libQnnHtp.so", NPL_QNN_LIB_DIR);
@@ -45,7 +45,7 @@ typedef struct {
     npl_accel_device *dev;
 } qnn_rig;
 
-static qnn_rig qnn_rig_open(const char *soc) {
+static inline qnn_rig qnn_rig_open(const char *soc) {
     qnn_rig r = {qnn_test_api(), NULL, NULL};
     char err[512] = "";
     if (r.api->backend_create(NULL, 0, &r.be, err, sizeof err)) {
@@ -60,19 +60,19 @@ static qnn_rig qnn_rig_open(const char *soc) {
     return r;
 }
 
-static void qnn_rig_close(qnn_rig *r) {
+static inline void qnn_rig_close(qnn_rig *r) {
     r->api->device_free(r->dev);
     r->api->backend_free(r->be);
 }
 
 /* per-tensor quant parameters kept by the caller */
-static npl_accel_quant qnn_pt(const float *scale, const int32_t *offset) {
+static inline npl_accel_quant qnn_pt(const float *scale, const int32_t *offset) {
     npl_accel_quant q = {NPL_ACCEL_QUANT_PER_TENSOR, 0, 0, 1, scale, offset};
     return q;
 }
 
 /* values of a tensor's bytes as floats (F32, F16, INT8, UINT8, INT16 per tensor) */
-static double qnn_val(const npl_accel_tensor_desc *d, const void *p, size_t i) {
+static inline double qnn_val(const npl_accel_tensor_desc *d, const void *p, size_t i) {
     switch (d->dtype) {
     case NPL_ACCEL_DT_F32: return ((const float *)p)[i];
     case NPL_ACCEL_DT_F16: return npl_f16_to_f32(((const uint16_t *)p)[i]);
@@ -86,7 +86,7 @@ static double qnn_val(const npl_accel_tensor_desc *d, const void *p, size_t i) {
 }
 
 /* writes v into element i (quantized with rounding and clamping) */
-static void qnn_set(const npl_accel_tensor_desc *d, void *p, size_t i, double v) {
+static inline void qnn_set(const npl_accel_tensor_desc *d, void *p, size_t i, double v) {
     if (d->dtype == NPL_ACCEL_DT_F32) { ((float *)p)[i] = (float)v; return; }
     if (d->dtype == NPL_ACCEL_DT_F16) { ((uint16_t *)p)[i] = npl_f32_to_f16((float)v); return; }
     double lo = d->dtype == NPL_ACCEL_DT_INT8 ? -128 : d->dtype == NPL_ACCEL_DT_UINT8 ? 0 : -32768;
@@ -98,13 +98,13 @@ static void qnn_set(const npl_accel_tensor_desc *d, void *p, size_t i, double v)
     else ((int16_t *)p)[i] = (int16_t)q;
 }
 
-static size_t qnn_elems(const npl_accel_tensor_desc *d) {
+static inline size_t qnn_elems(const npl_accel_tensor_desc *d) {
     size_t n = 1;
     for (uint32_t i = 0; i < d->rank; i++) n *= d->dims[i];
     return n;
 }
 
-static size_t qnn_bytes(const npl_accel_tensor_desc *d) {
+static inline size_t qnn_bytes(const npl_accel_tensor_desc *d) {
     size_t es = d->dtype == NPL_ACCEL_DT_F32 || d->dtype == NPL_ACCEL_DT_INT32 ? 4
                 : d->dtype == NPL_ACCEL_DT_F16 || d->dtype == NPL_ACCEL_DT_INT16 ? 2 : 1;
     return qnn_elems(d) * es;

@@ -264,7 +264,6 @@ typedef Qnn_ErrorHandle_t (*QnnSystemInterfaceGetProvidersFn_t)(const QnnSystemI
  * the public V1/V2 one; these offsets were decoded by the probe. */
 enum {
     QNN_BININFO_V3 = 3,
-    QNN_BININFO_SOC_OFF = 48,      /* const char *socVersion (the V1 record starts at +8) */
     QNN_BININFO_NGRAPHS_OFF = 96,  /* uint32_t */
     QNN_BININFO_GRAPHS_OFF = 104,  /* graph entries */
     QNN_BININFO_GRAPH_STRIDE = 88, /* per graph: uint32 version, then name, n_in, inputs, n_out, outputs */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "accel/qnn/qnn_impl.h"
 
@@ -212,18 +213,18 @@ npl_accel_status qnn_context_create_from_binary(npl_accel_backend *be, npl_accel
     if (!be || !out || (!bin && size)) return NPL_ACCEL_ERR_INVALID_ARG;
     if (n_opts) return FAIL(be, NPL_ACCEL_ERR_INVALID_ARG, "unknown context option '%s'", opts[0].key ? opts[0].key : "(null)");
     uint32_t n_graphs = 0;
-    const char *soc = NULL;
-    const void *info = qnn_binary_info(be, bin, size, &n_graphs, &soc);
+    const void *info = qnn_binary_info(be, bin, size, &n_graphs);
     if (!info) return be->err[0] && strstr(be->err, "version") ? NPL_ACCEL_ERR_BINARY_VERSION : NPL_ACCEL_ERR_BINARY_CORRUPT;
-    /* socVersion reads like "soc_type=SM8650;arch=75;...": a binary for another target is refused by name. */
-    if (soc && dev && dev->soc) {
-        char want[64];
-        snprintf(want, sizeof want, "soc_type=%s;", dev->soc->name);
-        if (strncmp(soc, "soc_type=", 9) == 0 && strncmp(soc, want, strlen(want)) != 0) {
-            const char *e = strchr(soc, ';');
-            return FAIL(be, NPL_ACCEL_ERR_HW_UNSUPPORTED, "the binary is for %.*s, the device is %s",
-                        e ? (int)(e - soc - 9) : 16, soc + 9, dev->soc->name);
-        }
+    /* The HTP records its target in the binary as text ("soc_type=SM8650;arch=75;..."),
+     * not in the system info (its socVersion is empty in v2.51): a binary for
+     * another SoC is refused by that record, before QNN sees it. */
+    const char *rec = size > 9 ? memmem(bin, size, "soc_type=", 9) : NULL;
+    if (rec && dev && dev->soc) {
+        size_t left = size - (size_t)(rec - (const char *)bin) - 9, len = 0;
+        while (len < left && len < 32 && rec[9 + len] != ';') len++;
+        if (len != strlen(dev->soc->name) || strncasecmp(rec + 9, dev->soc->name, len))
+            return FAIL(be, NPL_ACCEL_ERR_HW_UNSUPPORTED, "the binary is for %.*s, the device is %s", (int)len, rec + 9,
+                        dev->soc->name);
     }
     npl_accel_context *c;
     npl_accel_status st = qnn_context_new(be, dev, &c);
@@ -272,7 +273,7 @@ npl_accel_status qnn_binary_info_get(npl_accel_backend *be, const void *bin, uin
     if (!be || !out || (!bin && size)) return NPL_ACCEL_ERR_INVALID_ARG;
     *out = NULL;
     uint32_t ng = 0, nt = 0;
-    const void *info = qnn_binary_info(be, bin, size, &ng, NULL);
+    const void *info = qnn_binary_info(be, bin, size, &ng);
     if (!info) return NPL_ACCEL_ERR_BINARY_CORRUPT;
     for (uint32_t i = 0; i < ng; i++) nt += qnn_binary_graph(info, i)->numGraphInputs + qnn_binary_graph(info, i)->numGraphOutputs;
     /* One block; names point into the QNN system context's record, which

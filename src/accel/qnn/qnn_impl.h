@@ -87,8 +87,7 @@ npl_accel_status qnn_fail(npl_accel_backend *be, npl_accel_status st, const char
 /* Forgets the log lines collected so far (called before each QNN call that may fail). */
 void qnn_log_reset(void);
 /* libQnnSystem binary info: graph count and entries (NULL on failure, message set). */
-const void *qnn_binary_info(npl_accel_backend *be, const void *bin, uint64_t size, uint32_t *n_graphs,
-                            const char **soc_version);
+const void *qnn_binary_info(npl_accel_backend *be, const void *bin, uint64_t size, uint32_t *n_graphs);
 const QnnSystemContext_GraphInfo_t *qnn_binary_graph(const void *info, uint32_t i);
 
 /* qnn_tensor.c: types and tensors. */

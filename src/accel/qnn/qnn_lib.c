@@ -140,8 +140,7 @@ void qnn_unload(npl_accel_backend *be) {
     be->be = be->log = NULL;
 }
 
-const void *qnn_binary_info(npl_accel_backend *be, const void *bin, uint64_t size, uint32_t *n_graphs,
-                            const char **soc_version) {
+const void *qnn_binary_info(npl_accel_backend *be, const void *bin, uint64_t size, uint32_t *n_graphs) {
     if (!be->syslib && !(be->syslib = open_lib(be, be->lib_dir, "libQnnSystem.so"))) return NULL;
     QnnSystemInterfaceGetProvidersFn_t gp =
         (QnnSystemInterfaceGetProvidersFn_t)dlsym(be->syslib, "QnnSystemInterface_getProviders");
@@ -173,7 +172,6 @@ const void *qnn_binary_info(npl_accel_backend *be, const void *bin, uint64_t siz
         return NULL;
     }
     memcpy(n_graphs, (const char *)info + QNN_BININFO_NGRAPHS_OFF, 4);
-    if (soc_version) memcpy(soc_version, (const char *)info + QNN_BININFO_SOC_OFF, sizeof *soc_version);
     return info;
 }
 
