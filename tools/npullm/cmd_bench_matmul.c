@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "accel/vnpu/vnpu_api.h"
+#include "bench_matmul_qnn.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "core/dtype.h"
@@ -21,6 +22,7 @@
 static const char *USAGE =
     "usage: npullm bench-matmul [--m M] [--k K] [--n N] [--warmup W] [--iters I]\n"
     "                           [--precisions fp32,fp16,bf16,int8,int16] [--threads T] [--kernel-family F]\n"
+    "       npullm bench-matmul --accel qnn-htp [--soc NAME] ... (--accel qnn-htp --help)\n"
     "  defaults: m 512, k 2048, n 2048, warmup 3, iters 10, precisions fp32,fp16,int8,int16,\n"
     "  threads 0 (one per core), kernel family auto (amx | avx512 | avx2 | generic)\n";
 
@@ -331,9 +333,11 @@ static float urand(void) {
 int npl_cmd_bench_matmul(int argc, char **argv) {
     long long m = 512, k = 2048, n = 2048, warmup = 3, iters = 10, threads = 0;
     const char *prec_list = "fp32,fp16,int8,int16", *family = "auto", *v;
+    for (int i = 1; i + 1 < argc; i++) /* --accel qnn-htp: Qualcomm QNN HTP, its own flags */
+        if (!strcmp(argv[i], "--accel") && !strcmp(argv[i + 1], "qnn-htp")) return npl_cmd_bench_matmul_qnn(argc, argv);
     static const cli_opt OPTS[] = {
         {"--m", NULL, 1}, {"--k", NULL, 1}, {"--n", NULL, 1}, {"--warmup", NULL, 1}, {"--iters", NULL, 1},
-        {"--threads", "-t", 1}, {"--precisions", NULL, 1}, {"--kernel-family", NULL, 1}, {NULL, NULL, 0}};
+        {"--threads", "-t", 1}, {"--precisions", NULL, 1}, {"--kernel-family", NULL, 1}, {"--accel", NULL, 1}, {NULL, NULL, 0}};
     for (int i = 1; i < argc; i++) {
         const char *a;
         int kind = cli_next("bench-matmul", OPTS, argc, argv, &i, &a, &v);
@@ -347,6 +351,7 @@ int npl_cmd_bench_matmul(int argc, char **argv) {
         else if (!strcmp(a, "--threads")) { if (cli_int("bench-matmul", a, v, 0, 1024, &threads)) return 2; }
         else if (!strcmp(a, "--precisions")) prec_list = v;
         else if (!strcmp(a, "--kernel-family")) family = v;
+        else if (!strcmp(a, "--accel")) { if (strcmp(v, "vnpu")) { fprintf(stderr, "npullm bench-matmul: --accel: '%s' is not vnpu or qnn-htp\n", v); return 2; } }
     }
     if (m * k > (1LL << 28) || k * n > (1LL << 28) || m * n > (1LL << 28)) {
         fprintf(stderr, "npullm bench-matmul: matrices over 2^28 elements are not supported\n");
