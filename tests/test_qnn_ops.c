@@ -73,7 +73,7 @@ static void quant_w(tspec *w, float *scale, int wt, int K, int N) {
 }
 
 enum { M = 8, K = 64, N = 32 };
-static uint16_t hx[M * K], hw[N * K], hb[N], hout[M * N];
+static uint16_t hx[M * K], hw[N * K], hb[N], hout[M * K]; /* hout: up to [8, 64] */
 static int8_t qw[N * K];
 static uint8_t ux[M * K], uout[M * N];
 static int16_t sx[M * K], sout[M * N];
