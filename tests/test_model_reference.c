@@ -1,5 +1,7 @@
 /* Forward passes against llama.cpp. For the real Gemma 3 270M Q4_K_M model
- * and the nine random models in tests/data/models, every prompt recorded by
+ * and the eleven random models in tests/data/models (nine plain ones, one
+ * llama with Llama 3.1-style rope_freqs.weight, one qwen3 with yarn RoPE
+ * scaling), every prompt recorded by
  * tests/data/llamacpp/record_reference.py is fed through the runner
  * (positions from 0, so each prompt overwrites the previous one's KV rows),
  * once per kernel family this CPU has (generic, AVX2, AVX-512, AMX), and
@@ -9,8 +11,9 @@
  *   - the argmax at every position and our logit for llama.cpp's argmax there
  *     (largest and mean difference).
  * Negative controls show the judge rejects wrong models: a nudged logit,
- * swapped top-2, another model's logits, a prompt without its BOS token and
- * positions scaled as a wrong RoPE frequency would. */
+ * swapped top-2, another model's logits, a prompt without its BOS token,
+ * positions scaled as a wrong RoPE frequency would, and the RoPE-scaling
+ * models' weights without their factors / yarn (the plain files). */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -312,6 +315,27 @@ static void check_judge(const char *data) {
     cJSON_Delete(doc);
 }
 
+/* The same weights without the RoPE scaling the figures were recorded with
+ * (model_path is the plain file) must be rejected. */
+static void check_without_scaling(const char *model_path, const char *json_path) {
+    cJSON *doc = load_json(json_path);
+    npl_runner_params p = npl_runner_default_params();
+    p.n_ctx = 256;
+    p.n_threads = 2;
+    char err[512];
+    npl_runner *r = doc ? npl_runner_open(model_path, &p, err, sizeof(err)) : NULL;
+    CHECK(r != NULL);
+    if (r) {
+        verdict v = {0};
+        run_model(r, doc, &NONE, &TOL_F32, &v);
+        print_verdict("unscaled", r, doc, &v, &TOL_F32);
+        CHECK(v.prompts > 0);
+        CHECK(!passes(&v, &TOL_F32));
+        npl_runner_close(r);
+    }
+    cJSON_Delete(doc);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *data = getenv("NPL_TEST_DATA");
@@ -327,6 +351,16 @@ int main(void) {
             snprintf(mpath, sizeof(mpath), "%s/models/rand-%s-%s.gguf", data, archs[a], types[q]);
             check_model(mpath, jpath, q == 0 ? &TOL_F32 : &TOL_QUANT, 1);
         }
+    /* RoPE scaling: rope_freqs.weight (llama, normal RoPE) and yarn (qwen3, NEOX) */
+    static const char *rope_models[][2] = {{"rand-llama-ropefreqs-f32", "rand-llama-f32"},
+                                           {"rand-qwen3-yarn-f32", "rand-qwen3-f32"}};
+    for (int m = 0; m < 2; m++) {
+        snprintf(jpath, sizeof(jpath), "%s/llamacpp/%s.json", data, rope_models[m][0]);
+        snprintf(mpath, sizeof(mpath), "%s/models/%s.gguf", data, rope_models[m][0]);
+        check_model(mpath, jpath, &TOL_F32, 1);
+        snprintf(mpath, sizeof(mpath), "%s/models/%s.gguf", data, rope_models[m][1]);
+        check_without_scaling(mpath, jpath);
+    }
     check_judge(data);
     /* random models: RoPE at twice the frequency, and without BOS */
     static const mutation rand_muts[] = {{0, 2.0}, {1, 1.0}};

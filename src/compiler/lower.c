@@ -319,12 +319,20 @@ static int lower_op(lw *l, int id) {
         if (src_tensor(l, nd->src[0], &in[0]) || out_tensor(l, id, NPL_ACCEL_DT_F32, &o)) return -1; /* residual */
         return node(l, "Scale", &p, 1, in, 1, o, id);
     }
-    case NPL_OP_ROPE: {
-        npl_accel_param p[4] = {pint("n_rot", nd->ip[0]), pint("neox", nd->ip[1]), pflt("base", nd->fp[0]),
+    case NPL_OP_ROPE: { /* freq factors (3rd input) and yarn carried over: the CPU op's arithmetic */
+        npl_accel_param p[8] = {pint("n_rot", nd->ip[0]), pint("neox", nd->ip[1]), pflt("base", nd->fp[0]),
                                 pflt("freq_scale", nd->fp[1])};
-        if (src_tensor(l, nd->src[0], &in[0]) || src_tensor(l, nd->src[1], &in[1]) || out_tensor(l, id, act, &o))
-            return -1;
-        return node(l, "Rope", p, 4, in, 2, o, id);
+        uint32_t np = 4;
+        if (nd->ip[2]) {
+            p[np++] = pflt("ext_factor", nd->fp[2]);
+            p[np++] = pflt("attn_factor", nd->fp[3]);
+            p[np++] = pint("corr_low", nd->ip[3]);
+            p[np++] = pint("corr_high", nd->ip[4]);
+        }
+        for (int s = 0; s < nd->n_src; s++)
+            if (src_tensor(l, nd->src[s], &in[s])) return -1;
+        if (out_tensor(l, id, act, &o)) return -1;
+        return node(l, "Rope", p, np, in, (uint32_t)nd->n_src, o, id);
     }
     case NPL_OP_ATTENTION: {
         npl_accel_param p[3] = {pflt("scale", nd->fp[0]), pint("window", nd->ip[0]), pflt("softcap", nd->fp[1])};

@@ -204,12 +204,25 @@ int npl_scale(npl_graph *g, int x, float s) {
     return id;
 }
 int npl_apply_rope(npl_graph *g, int x, int pos, int n_rot, int neox, float base, float freq_scale) {
-    int id = op2(g, NPL_OP_ROPE, x, pos);
+    return npl_apply_rope_ext(g, x, pos, -1, n_rot, neox, base, freq_scale, NULL);
+}
+int npl_apply_rope_ext(npl_graph *g, int x, int pos, int freq_factors, int n_rot, int neox, float base,
+                       float freq_scale, const npl_rope_yarn *yarn) {
+    int s[3] = {x, pos, freq_factors};
+    int id = push(g, NPL_OP_ROPE, NPL_TYPE_F32, freq_factors >= 0 ? 3 : 2, s);
     if (id >= 0) {
-        g->nodes[id].ip[0] = n_rot;
-        g->nodes[id].ip[1] = neox;
-        g->nodes[id].fp[0] = base;
-        g->nodes[id].fp[1] = freq_scale;
+        npl_node *nd = &g->nodes[id];
+        nd->ip[0] = n_rot;
+        nd->ip[1] = neox;
+        nd->fp[0] = base;
+        nd->fp[1] = freq_scale;
+        if (yarn) {
+            nd->ip[2] = 1;
+            nd->ip[3] = yarn->corr_lo;
+            nd->ip[4] = yarn->corr_hi;
+            nd->fp[2] = yarn->ext_factor;
+            nd->fp[3] = yarn->attn_factor;
+        }
     }
     return id;
 }

@@ -90,6 +90,18 @@ int npl_mul(npl_graph *g, int a, int b);
 int npl_scale(npl_graph *g, int x, float s);
 /* ip: n_rot, neox; fp: base, freq_scale */
 int npl_apply_rope(npl_graph *g, int x, int pos, int n_rot, int neox, float base, float freq_scale);
+/* RoPE with llama.cpp's extensions (ggml_rope_ext). freq_factors: -1 or an f32
+ * [n_rot/2] node dividing pair i's angle (Llama 3's rope_freqs.weight).
+ * yarn: NULL, or ext_factor (yarn's interpolation/extrapolation mix, 0 =
+ * none), attn_factor (cos/sin magnitude) and the correction dims; stored as
+ * ip[2] = 1, ip[3..4] = corr dims, fp[2] = ext_factor, fp[3] = attn_factor
+ * (ip[2] = 0: plain RoPE, as graphs written before these existed). */
+typedef struct {
+    float ext_factor, attn_factor;
+    int corr_lo, corr_hi;
+} npl_rope_yarn;
+int npl_apply_rope_ext(npl_graph *g, int x, int pos, int freq_factors, int n_rot, int neox, float base,
+                       float freq_scale, const npl_rope_yarn *yarn);
 /* q [hd, n_head, seq], k/v [hd, n_kv, seq], caches [hd*n_kv, n_ctx] f16; ip: window; fp: scale, softcap */
 int npl_attention(npl_graph *g, int q, int k, int v, int kcache, int vcache, int pos,
                   float scale, int window, float softcap);

@@ -14,7 +14,7 @@
     X(ADD, "add", 2, 2)             /* a + b, b broadcast over rows when b has one row */ \
     X(MUL, "mul", 2, 2)             /* a * b, same broadcast */                           \
     X(SCALE, "scale", 1, 1)         /* x * f[0] */                                        \
-    X(ROPE, "rope", 2, 2)           /* x[hd, heads, seq], pos i32[seq] */                 \
+    X(ROPE, "rope", 2, 3)           /* x[hd, heads, seq], pos i32[seq] (, factors[n_rot/2]) */\
     X(ATTENTION, "attention", 6, 6) /* q, k, v, kcache, vcache, pos -> [hd*heads, seq] */ \
     X(SWIGLU, "swiglu", 2, 2)       /* silu(g) * u */                                     \
     X(GEGLU, "geglu", 2, 2)         /* gelu_tanh(g) * u */                                \

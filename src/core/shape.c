@@ -57,6 +57,8 @@ static int shape_binary(const npl_node *nd, const npl_shape *src, npl_shape *out
 static int shape_rope(const npl_node *nd, const npl_shape *src, npl_shape *out, char *err, size_t n) {
     if (src[1].ne[0] != src[0].ne[2]) FAIL("pos has %lld entries for %lld positions", (long long)src[1].ne[0], (long long)src[0].ne[2]);
     if (nd->ip[0] <= 0 || nd->ip[0] > src[0].ne[0] || (nd->ip[0] & 1)) FAIL("n_rot %d invalid for head size %lld", nd->ip[0], (long long)src[0].ne[0]);
+    if (nd->n_src == 3 && (src[2].ne[0] != nd->ip[0] / 2 || npl_shape_nelements(&src[2]) != src[2].ne[0]))
+        FAIL("frequency factors have %lld entries for n_rot %d (expected n_rot/2)", (long long)npl_shape_nelements(&src[2]), nd->ip[0]);
     *out = src[0];
     return 0;
 }

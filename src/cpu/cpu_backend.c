@@ -138,7 +138,19 @@ ELEMENTWISE(softcap, softcap_row)
 ELEMENTWISE(swiglu, swiglu_row)
 ELEMENTWISE(geglu, geglu_row)
 
-/* ---- rope: x [hd, heads, seq] ---- */
+/* ---- rope: x [hd, heads, seq] (, freq factors f32 [n_rot/2]) ---- */
+static npl_rope_args rope_args(const npl_exec_ctx *c) {
+    const npl_node *nd = c->node;
+    npl_rope_args a = {.n_rot = nd->ip[0], .neox = nd->ip[1], .base = nd->fp[0], .freq_scale = nd->fp[1],
+                       .freq_factors = nd->n_src == 3 ? (const float *)c->src[2].data : NULL, .attn_factor = 1.0f};
+    if (nd->ip[2]) { /* yarn / magnitude (npl_apply_rope_ext) */
+        a.ext_factor = nd->fp[2];
+        a.attn_factor = nd->fp[3];
+        a.corr_lo = (float)nd->ip[3];
+        a.corr_hi = (float)nd->ip[4];
+    }
+    return a;
+}
 static void rope_row(const npl_exec_ctx *c, int64_t s) {
     const npl_tensor *x = &c->src[0];
     int64_t hd = x->shape.ne[0], heads = x->shape.ne[1];
@@ -147,15 +159,16 @@ static void rope_row(const npl_exec_ctx *c, int64_t s) {
     memcpy(dst, src, (size_t)(hd * heads) * sizeof(float));
     int32_t pos = ((const int32_t *)c->src[1].data)[s];
     if (pos < 0) return; /* padding row */
+    const npl_rope_args a = rope_args(c);
     if (atomic_load_explicit(&llamacpp_arith, memory_order_relaxed))
-        npl_rope_llamacpp(dst, (int)heads, (int)hd, c->node->ip[0], pos, c->node->fp[0], c->node->fp[1],
-                          c->node->ip[1]);
+        npl_rope_llamacpp_ext(dst, (int)heads, (int)hd, pos, &a);
     else
-        npl_rope(dst, (int)heads, (int)hd, c->node->ip[0], pos, c->node->fp[0], c->node->fp[1], c->node->ip[1]);
+        npl_rope_ext(dst, (int)heads, (int)hd, pos, &a);
 }
 static int exec_rope(npl_exec_ctx *c) {
-    if (c->src[0].type != NPL_TYPE_F32 || c->src[1].type != NPL_TYPE_I32) {
-        snprintf(c->err, c->errlen, "rope: expects f32 x and i32 positions");
+    if (c->src[0].type != NPL_TYPE_F32 || c->src[1].type != NPL_TYPE_I32 ||
+        (c->node->n_src == 3 && c->src[2].type != NPL_TYPE_F32)) {
+        snprintf(c->err, c->errlen, "rope: expects f32 x, i32 positions and f32 frequency factors");
         return -1;
     }
     for_rows(c, c->src[0].shape.ne[2], rope_row);

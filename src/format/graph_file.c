@@ -155,7 +155,7 @@ int npl_graph_append_like(npl_graph *g, const npl_node *like, const int *s, cons
     case NPL_OP_RMS_NORM: id = npl_rms_norm(g, s[0], like->n_src == 2 ? s[1] : -1, like->fp[0]); break;
     case NPL_OP_SCALE: id = npl_scale(g, s[0], like->fp[0]); break;
     case NPL_OP_SOFTCAP: id = npl_softcap(g, s[0], like->fp[0]); break;
-    case NPL_OP_ROPE: id = npl_apply_rope(g, s[0], s[1], 2, 0, 1, 1); break;
+    case NPL_OP_ROPE: id = npl_apply_rope_ext(g, s[0], s[1], like->n_src == 3 ? s[2] : -1, 2, 0, 1, 1, NULL); break;
     case NPL_OP_ATTENTION: id = npl_attention(g, s[0], s[1], s[2], s[3], s[4], s[5], like->fp[0], 0, 0); break;
     case NPL_OP_RESHAPE: {
         int64_t rne[4] = {1, 1, 1, 1};

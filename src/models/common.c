@@ -1,5 +1,6 @@
 /* Building blocks shared by the architecture builders: checked weight lookup,
  * attention, feed-forward and the output tail. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,6 +49,25 @@ int npl_mb_weight(npl_mb *b, int n_dims, int64_t ne0, int64_t ne1, int optional,
     return id;
 }
 
+/* yarn's correction dims, as ggml_rope_yarn_corr_dims computes them (in
+ * float): the pairs whose wavelength spans beta_fast resp. beta_slow turns
+ * over the original context. */
+static float yarn_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base) {
+    return n_dims * logf(n_ctx_orig / (n_rot * 2 * (float)M_PI)) / (2 * logf(base));
+}
+
+/* The yarn / magnitude parameters of a RoPE with this base, or NULL when
+ * RoPE is plain (no yarn, magnitude 1). llama.cpp passes the same ext_factor
+ * and attn_factor to every layer, the sliding-window ones included. */
+static const npl_rope_yarn *rope_yarn(const npl_hparams *hp, float base, npl_rope_yarn *y) {
+    if (hp->rope_ext_factor == 0.0f && hp->rope_attn_factor == 1.0f) return NULL;
+    const float lo = floorf(yarn_corr_dim(hp->n_rot, hp->rope_n_ctx_orig, hp->rope_beta_fast, base));
+    const float hi = ceilf(yarn_corr_dim(hp->n_rot, hp->rope_n_ctx_orig, hp->rope_beta_slow, base));
+    *y = (npl_rope_yarn){.ext_factor = hp->rope_ext_factor, .attn_factor = hp->rope_attn_factor,
+                         .corr_lo = lo > 0 ? (int)lo : 0, .corr_hi = hi < hp->n_rot - 1 ? (int)hi : hp->n_rot - 1};
+    return y;
+}
+
 int npl_mb_attention(npl_mb *b, int il, int x, const npl_mb_attn *a) {
     const npl_hparams *hp = b->hp;
     npl_graph *g = b->g;
@@ -64,8 +84,10 @@ int npl_mb_attention(npl_mb *b, int il, int x, const npl_mb_attn *a) {
     v = npl_reshape(g, v, 3, ks);
     if (a->q_norm >= 0) q = npl_rms_norm(g, q, a->q_norm, hp->norm_eps);
     if (a->k_norm >= 0) k = npl_rms_norm(g, k, a->k_norm, hp->norm_eps);
-    q = npl_apply_rope(g, q, b->pos, hp->n_rot, hp->rope_neox, a->rope_base, a->rope_freq_scale);
-    k = npl_apply_rope(g, k, b->pos, hp->n_rot, hp->rope_neox, a->rope_base, a->rope_freq_scale);
+    npl_rope_yarn yarn;
+    const npl_rope_yarn *y = rope_yarn(hp, a->rope_base, &yarn);
+    q = npl_apply_rope_ext(g, q, b->pos, b->rope_freqs, hp->n_rot, hp->rope_neox, a->rope_base, a->rope_freq_scale, y);
+    k = npl_apply_rope_ext(g, k, b->pos, b->rope_freqs, hp->n_rot, hp->rope_neox, a->rope_base, a->rope_freq_scale, y);
     char name[32];
     int64_t cs[2] = {hd * hp->n_head_kv, b->n_ctx};
     snprintf(name, sizeof(name), "kcache.%d", il);
@@ -105,7 +127,7 @@ int npl_model_build(const npl_gguf *f, const npl_hparams *hp, int n_ctx, npl_mod
         snprintf(err, errlen, "context length %d must be positive", n_ctx);
         return -1;
     }
-    npl_mb b = {.f = f, .hp = hp, .err = err, .errlen = errlen, .n_ctx = n_ctx};
+    npl_mb b = {.f = f, .hp = hp, .err = err, .errlen = errlen, .n_ctx = n_ctx, .rope_freqs = -1};
     b.g = npl_graph_new();
     if (!b.g) return npl_err_memory(err, errlen), -1;
     int64_t seq = NPL_DIM_SEQ;
@@ -115,6 +137,22 @@ int npl_model_build(const npl_gguf *f, const npl_hparams *hp, int n_ctx, npl_mod
     out->tokens = b.tokens;
     out->pos = b.pos;
     out->n_ctx = n_ctx;
+    /* Llama 3.x stores its RoPE frequency factors as rope_freqs.weight; llama.cpp
+     * reads it for llama only (and refuses files with tensors it does not use) */
+    if (hp->arch == NPL_ARCH_LLAMA)
+        b.rope_freqs = npl_mb_weight(&b, 1, hp->n_rot / 2, 1, 1, "rope_freqs.weight", 0);
+    if (b.rope_freqs >= 0) { /* divisors of the angles: 0, negative or NaN would poison every logit */
+        const unsigned char *ff = npl_gguf_find_tensor(f, "rope_freqs.weight")->data;
+        for (int i = 0; i < hp->n_rot / 2 && !b.failed; i++) {
+            float v;
+            memcpy(&v, ff + 4 * (size_t)i, sizeof v);
+            if (!(v > 0) || !isfinite(v))
+                mb_fail(&b, "%s: tensor rope_freqs.weight: entry %d is %g (must be positive and finite)",
+                        npl_gguf_path(f), i, (double)v);
+        }
+    } else if (hp->arch != NPL_ARCH_LLAMA && npl_gguf_find_tensor(f, "rope_freqs.weight"))
+        mb_fail(&b, "%s: tensor rope_freqs.weight: not supported for %s (llama.cpp reads it for llama only)",
+                npl_gguf_path(f), hp->arch_name);
     int rc;
     switch (hp->arch) {
     case NPL_ARCH_LLAMA:

@@ -72,6 +72,81 @@ static float get_float(reader *r, const char *suffix, float def, int required) {
     return v;
 }
 
+/* rope.scaling.* as llama.cpp reads them for these architectures
+ * (llama-model.cpp load_hparams, llama-context.cpp): the type (default
+ * "linear"), the factor (or the older rope.scale_linear; 0 = none), the
+ * magnitude rope.scaling.attn_factor and yarn's original context length.
+ * Types it has but we do not implement are refused, and so are the yarn_*
+ * tuning keys llama.cpp ignores for these architectures unless they hold the
+ * value it uses anyway: a file that means something else is not run silently. */
+static void read_rope_scaling(reader *r, npl_hparams *hp) {
+    char key[128];
+    snprintf(key, sizeof(key), "%s.rope.scaling.type", r->arch);
+    npl_gguf_str t = {"linear", 6};
+    int rc = npl_gguf_get_str(r->f, key, &t);
+    if (rc == -2 || (rc == 0 && !t.ptr)) {
+        fail(r, key, "not a string");
+        return;
+    }
+    static const struct {
+        const char *name;
+        npl_rope_scaling type;
+    } types[] = {{"none", NPL_ROPE_SCALING_NONE}, {"linear", NPL_ROPE_SCALING_LINEAR}, {"yarn", NPL_ROPE_SCALING_YARN}};
+    int found = 0;
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+        if (t.len == strlen(types[i].name) && !memcmp(t.ptr, types[i].name, t.len)) {
+            hp->rope_scaling = types[i].type;
+            found = 1;
+        }
+    if (!found) {
+        char what[160];
+        snprintf(what, sizeof(what), "'%.*s' is not supported (supported: none, linear, yarn)",
+                 (int)(t.len > 32 ? 32 : t.len), t.ptr);
+        fail(r, key, what);
+        return;
+    }
+    snprintf(key, sizeof(key), "%s.rope.scaling.factor", r->arch);
+    int has_factor = npl_gguf_find_key(r->f, key) >= 0;
+    float factor = get_float(r, has_factor ? "rope.scaling.factor" : "rope.scale_linear", 0.0f, 0);
+    if (!has_factor) snprintf(key, sizeof(key), "%s.rope.scale_linear", r->arch);
+    if (!r->failed && factor < 0) fail(r, key, "must not be negative");
+    hp->rope_freq_scale = factor == 0.0f || hp->rope_scaling == NPL_ROPE_SCALING_NONE ? 1.0f : 1.0f / factor;
+    float attn_key = get_float(r, "rope.scaling.attn_factor", 1.0f, 0);
+    snprintf(key, sizeof(key), "%s.rope.scaling.attn_factor", r->arch);
+    if (!r->failed && !(attn_key > 0)) fail(r, key, "must be positive");
+    hp->rope_n_ctx_orig = get_int(r, "rope.scaling.original_context_length", hp->n_ctx_train, 0, 1 << 24);
+    if (hp->rope_n_ctx_orig == 0) hp->rope_n_ctx_orig = hp->n_ctx_train;
+    hp->rope_ext_factor = hp->rope_scaling == NPL_ROPE_SCALING_YARN ? 1.0f : 0.0f;
+    hp->rope_beta_fast = 32.0f;
+    hp->rope_beta_slow = 1.0f;
+    hp->rope_attn_factor = 1.0f;
+    if (hp->rope_ext_factor != 0) {
+        /* llama.cpp's yarn magnitude, cancelled by the 1 + 0.1 ln(factor) its rope kernel applies */
+        const float f = 1.0f / hp->rope_freq_scale;
+        hp->rope_attn_factor = (f <= 1.0f ? 1.0f : 0.1f * logf(f) + 1.0f) * (1.0f / (1.0f + 0.1f * logf(f)));
+    }
+    hp->rope_attn_factor *= attn_key;
+    const struct {
+        const char *suffix;
+        float used;
+    } ignored[] = {{"rope.scaling.yarn_ext_factor", hp->rope_ext_factor},
+                   {"rope.scaling.yarn_attn_factor", 1.0f},
+                   {"rope.scaling.yarn_beta_fast", hp->rope_beta_fast},
+                   {"rope.scaling.yarn_beta_slow", hp->rope_beta_slow},
+                   {"rope.scaling.yarn_log_multiplier", 0.0f},
+                   {"rope.scaling.alpha", 0.0f}};
+    for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]) && !r->failed; i++) {
+        float v = get_float(r, ignored[i].suffix, ignored[i].used, 0);
+        if (!r->failed && v != ignored[i].used) {
+            char what[160];
+            snprintf(key, sizeof(key), "%s.%s", r->arch, ignored[i].suffix);
+            snprintf(what, sizeof(what), "%g is not supported (llama.cpp ignores this key for %s and uses %g)", v,
+                     r->arch, ignored[i].used);
+            fail(r, key, what);
+        }
+    }
+}
+
 int npl_hparams_load(const npl_gguf *f, npl_hparams *hp, char *err, size_t errlen) {
     memset(hp, 0, sizeof(*hp));
     npl_gguf_str a;
@@ -130,18 +205,17 @@ int npl_hparams_load(const npl_gguf *f, npl_hparams *hp, char *err, size_t errle
     if (!r.failed && (hp->n_rot & 1)) fail(&r, key, "must be even");
     hp->norm_eps = get_float(&r, "attention.layer_norm_rms_epsilon", 1e-5f, 1);
     hp->rope_base = get_float(&r, "rope.freq_base", 10000.0f, 0);
-    float scaling = get_float(&r, "rope.scaling.factor", 1.0f, 0);
-    hp->rope_freq_scale = scaling > 0 ? 1.0f / scaling : 1.0f;
+    read_rope_scaling(&r, hp);
     hp->final_softcap = get_float(&r, "final_logit_softcapping", 0.0f, 0);
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
     hp->embd_scale = 1.0f;
     hp->rope_neox = hp->arch != NPL_ARCH_LLAMA;
     hp->rope_base_swa = hp->rope_base;
     if (hp->arch == NPL_ARCH_GEMMA3) {
-        /* as llama.cpp: 5 local layers to 1 global, local RoPE base fixed at 10k */
+        /* as llama.cpp: 5 local layers to 1 global, local RoPE base rope.freq_base_swa (10k) */
         hp->n_swa = get_int(&r, "attention.sliding_window", 0, 0, BIG);
         hp->swa_pattern = 6;
-        hp->rope_base_swa = 10000.0f;
+        hp->rope_base_swa = get_float(&r, "rope.freq_base_swa", 10000.0f, 0);
         hp->embd_scale = sqrtf((float)hp->n_embd);
         if (hp->n_layer == 62) hp->attn_scale = 1.0f / sqrtf((float)hp->n_embd / hp->n_head); /* 27B */
     }
@@ -149,6 +223,8 @@ int npl_hparams_load(const npl_gguf *f, npl_hparams *hp, char *err, size_t errle
     if (!(hp->norm_eps > 0)) fail(&r, key, "must be positive");
     snprintf(key, sizeof(key), "%s.rope.freq_base", hp->arch_name);
     if (!(hp->rope_base > 0)) fail(&r, key, "must be positive");
+    snprintf(key, sizeof(key), "%s.rope.freq_base_swa", hp->arch_name);
+    if (!(hp->rope_base_swa > 0)) fail(&r, key, "must be positive");
     if (r.failed) return -1;
     const npl_gguf_tensor *emb = npl_gguf_find_tensor(f, "token_embd.weight");
     if (!emb) {

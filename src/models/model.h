@@ -14,6 +14,9 @@
 
 typedef enum { NPL_ARCH_LLAMA, NPL_ARCH_QWEN2, NPL_ARCH_QWEN3, NPL_ARCH_GEMMA3, NPL_ARCH_COUNT } npl_arch;
 
+/* rope.scaling.type values implemented (llama.cpp's names): "none", "linear", "yarn" */
+typedef enum { NPL_ROPE_SCALING_NONE, NPL_ROPE_SCALING_LINEAR, NPL_ROPE_SCALING_YARN } npl_rope_scaling;
+
 typedef struct {
     npl_arch arch;
     char arch_name[32];
@@ -21,6 +24,13 @@ typedef struct {
     float norm_eps;
     float rope_base, rope_base_swa, rope_freq_scale;
     int rope_neox;
+    /* RoPE scaling as llama.cpp derives it from rope.scaling.* (llama-context.cpp):
+     * ext_factor 1 for yarn (0 otherwise), attn_factor the cos/sin magnitude
+     * (yarn's, times rope.scaling.attn_factor), beta_fast/slow and n_ctx_orig
+     * (rope.scaling.original_context_length) give yarn's correction dims. */
+    npl_rope_scaling rope_scaling;
+    float rope_ext_factor, rope_attn_factor, rope_beta_fast, rope_beta_slow;
+    int rope_n_ctx_orig;
     int n_swa;           /* sliding window (0 = none) */
     int swa_pattern;     /* every swa_pattern-th layer is global (gemma3: 6) */
     float attn_scale;    /* multiplies q.k */
@@ -50,6 +60,7 @@ typedef struct {
     const npl_hparams *hp;
     npl_graph *g;
     int tokens, pos, n_ctx;
+    int rope_freqs; /* rope_freqs.weight (Llama 3's per-pair RoPE divisors) or -1 */
     char *err;
     size_t errlen;
     int failed;

@@ -36,9 +36,22 @@ Usage:
       [--n-layer 2] [--n-embd 128] [--n-head 4] [--n-head-kv 2] \\
       [--head-dim D] [--n-ff 256] [--n-vocab 1024] [--ctx 4096] [--seed 1] \\
       [--tie|--no-tie] [--logit-std 6.0] [--check]
+      [--rope-freqs [--rope-freqs-factor 8] [--rope-freqs-orig-ctx 8192]]
+      [--rope-scaling {none,linear,yarn} --rope-scaling-factor F
+       [--rope-orig-ctx N]]
   tests/tools/make_random_gguf.py --all OUTDIR [--check]
       writes OUTDIR/rand-{llama,qwen2,qwen3}-{f32,q8_0,q4_0}.gguf with the
       default sizes (0.3-2.3 MB per file) and seed 1.
+
+--rope-freqs writes rope_freqs.weight (llama only), the per-pair RoPE
+frequency divisors of Llama 3.1/3.2, with the formula of llama.cpp's
+convert_hf_to_gguf.py (LlamaModel, rope_type "llama3": low_freq_factor 1,
+high_freq_factor 4, original_max_position_embeddings = --rope-freqs-orig-ctx):
+1 for short wavelengths, the factor for long ones, a smooth ramp between.
+--rope-scaling writes rope.scaling.type / .factor (and, with --rope-orig-ctx,
+rope.scaling.original_context_length).  Neither draws random numbers, so the
+weights are those of the same model without them; without these options the
+output is byte-identical to what earlier versions wrote.
 
 --check loads every written file with llama.cpp (llama-cpp-python), evaluates
 a short English text, and prints the number of tokens, whether all logits are
@@ -270,8 +283,31 @@ DEFAULTS = dict(n_layer=2, n_embd=128, n_head=4, n_head_kv=2, head_dim=None,
                 n_ff=256, n_vocab=1024, ctx=4096, seed=1, logit_std=6.0)
 
 
+def llama3_rope_factors(head_dim, base, factor=8.0, orig_ctx=8192,
+                        low_freq_factor=1.0, high_freq_factor=4.0):
+    """rope_freqs.weight as convert_hf_to_gguf.py computes it for rope_type llama3."""
+    import math
+    low_wavelen = orig_ctx / low_freq_factor
+    high_wavelen = orig_ctx / high_freq_factor
+    freqs = 1.0 / (base ** (np.arange(0, head_dim, 2, dtype=np.float32) / head_dim))
+    out = []
+    for freq in freqs:
+        wavelen = 2 * math.pi / freq
+        if wavelen < high_wavelen:
+            out.append(1)
+        elif wavelen > low_wavelen:
+            out.append(factor)
+        else:
+            smooth = (orig_ctx / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
 def build(path, arch, wtype, n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff,
-          n_vocab, ctx, seed, tie=None, logit_std=6.0, eps=1e-6, quiet=False):
+          n_vocab, ctx, seed, tie=None, logit_std=6.0, eps=1e-6, quiet=False,
+          rope_freqs=None, rope_scaling=None):
+    """rope_freqs: None or dict(factor, orig_ctx) (llama only);
+    rope_scaling: None or dict(type, factor, orig_ctx or None)."""
     qtype, ftype = TYPES[wtype]
     if arch not in ARCHS:
         raise ValueError("arch must be one of %s" % (ARCHS,))
@@ -313,8 +349,14 @@ def build(path, arch, wtype, n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff,
     w.add_head_count(n_head)
     w.add_head_count_kv(n_head_kv)
     w.add_layer_norm_rms_eps(eps)
-    w.add_rope_freq_base(10000.0 if arch == "llama" else 1000000.0)
+    rope_base = 10000.0 if arch == "llama" else 1000000.0
+    w.add_rope_freq_base(rope_base)
     w.add_rope_dimension_count(head_dim)
+    if rope_scaling is not None:
+        w.add_rope_scaling_type(gguf.RopeScalingType(rope_scaling["type"]))
+        w.add_rope_scaling_factor(rope_scaling["factor"])
+        if rope_scaling.get("orig_ctx"):
+            w.add_rope_scaling_orig_ctx_len(rope_scaling["orig_ctx"])
     if arch == "qwen3" or head_dim * n_head != n_embd:
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
@@ -360,6 +402,12 @@ def build(path, arch, wtype, n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff,
     # stays aligned with the input token's own embedding and the model just
     # predicts its input with certainty.
     s_emb = 1.0 / np.sqrt(n_embd) if tie else 1.0
+    if rope_freqs is not None:
+        if arch != "llama":
+            raise ValueError("rope_freqs.weight is read by llama.cpp for llama only")
+        # first, as convert_hf_to_gguf writes it; no random draws
+        vec("rope_freqs.weight", llama3_rope_factors(head_dim, rope_base, rope_freqs["factor"],
+                                                     rope_freqs["orig_ctx"]))
     mat("token_embd.weight", n_vocab, n_embd, s_emb)
     for i in range(n_layer):
         p = "blk.%d." % i
@@ -397,6 +445,20 @@ def build(path, arch, wtype, n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff,
     return path
 
 
+# The RoPE-scaling models (--rope-extras OUTDIR), the default sizes and seed:
+# the same weights as rand-llama-f32 / rand-qwen3-f32 with
+#   * rope_freqs.weight of Llama 3.1's formula with an original context of 64,
+#     so most of the 16 pairs are divided by 8 (a long original context
+#     would only touch pairs that barely turn over a short prompt);
+#   * yarn, factor 4, original context 256 (correction dims 0..7).
+ROPE_EXTRAS = (
+    ("rand-llama-ropefreqs-f32", "llama", "f32",
+     dict(rope_freqs=dict(factor=8.0, orig_ctx=64))),
+    ("rand-qwen3-yarn-f32", "qwen3", "f32",
+     dict(rope_scaling=dict(type="yarn", factor=4.0, orig_ctx=256))),
+)
+
+
 # ---------------------------------------------------------------------------
 # llama.cpp check
 
@@ -430,6 +492,8 @@ def main():
     ap.add_argument("-o", "--out")
     ap.add_argument("--all", metavar="OUTDIR",
                     help="write rand-{arch}-{type}.gguf for every arch and type")
+    ap.add_argument("--rope-extras", metavar="OUTDIR",
+                    help="write the RoPE-scaling test models (ROPE_EXTRAS) to OUTDIR")
     for k in ("n_layer", "n_embd", "n_head", "n_head_kv", "head_dim", "n_ff", "n_vocab",
               "ctx", "seed"):
         ap.add_argument("--" + k.replace("_", "-"), type=int, default=DEFAULTS[k])
@@ -440,23 +504,40 @@ def main():
     g.add_argument("--no-tie", dest="tie", action="store_false")
     ap.add_argument("--check", action="store_true",
                     help="load with llama.cpp and print logit entropy")
+    ap.add_argument("--rope-freqs", action="store_true",
+                    help="write Llama 3.1-style rope_freqs.weight (llama only)")
+    ap.add_argument("--rope-freqs-factor", type=float, default=8.0)
+    ap.add_argument("--rope-freqs-orig-ctx", type=int, default=8192)
+    ap.add_argument("--rope-scaling", choices=("none", "linear", "yarn"),
+                    help="write rope.scaling.type (and --rope-scaling-factor)")
+    ap.add_argument("--rope-scaling-factor", type=float, default=4.0)
+    ap.add_argument("--rope-orig-ctx", type=int,
+                    help="rope.scaling.original_context_length")
     a = ap.parse_args()
+    rope_freqs = dict(factor=a.rope_freqs_factor, orig_ctx=a.rope_freqs_orig_ctx) if a.rope_freqs else None
+    rope_scaling = None
+    if a.rope_scaling:
+        rope_scaling = dict(type=a.rope_scaling, factor=a.rope_scaling_factor, orig_ctx=a.rope_orig_ctx)
 
     jobs = []
-    if a.all:
+    if a.rope_extras:
+        os.makedirs(a.rope_extras, exist_ok=True)
+        for name, arch, t, kw in ROPE_EXTRAS:
+            jobs.append((os.path.join(a.rope_extras, name + ".gguf"), arch, t, kw))
+    elif a.all:
         os.makedirs(a.all, exist_ok=True)
         for arch in ARCHS:
             for t in ("f32", "q8_0", "q4_0"):
-                jobs.append((os.path.join(a.all, "rand-%s-%s.gguf" % (arch, t)), arch, t))
+                jobs.append((os.path.join(a.all, "rand-%s-%s.gguf" % (arch, t)), arch, t, {}))
     else:
         if not a.out:
-            ap.error("-o/--out or --all is required")
-        jobs.append((a.out, a.arch, a.wtype))
+            ap.error("-o/--out, --all or --rope-extras is required")
+        jobs.append((a.out, a.arch, a.wtype, dict(rope_freqs=rope_freqs, rope_scaling=rope_scaling)))
 
     bad = 0
-    for path, arch, t in jobs:
+    for path, arch, t, kw in jobs:
         build(path, arch, t, a.n_layer, a.n_embd, a.n_head, a.n_head_kv, a.head_dim,
-              a.n_ff, a.n_vocab, a.ctx, a.seed, tie=a.tie, logit_std=a.logit_std)
+              a.n_ff, a.n_vocab, a.ctx, a.seed, tie=a.tie, logit_std=a.logit_std, **kw)
         if a.check:
             try:
                 r = check_with_llamacpp(path)

@@ -24,7 +24,7 @@
 #include "core/quote.h"
 
 #define HDR 128
-#define FORMAT_VERSION 2u /* 2: GGML block weights kept as blocks (VNPU_PK_GGML) */
+#define FORMAT_VERSION 3u /* 2: GGML block weights kept as blocks (VNPU_PK_GGML); 3: Rope attn_factor (fp[3], 1 by default) */
 #define MAX_TENSOR_BYTES ((size_t)1 << 40) /* as tensor_create */
 #define ENDIAN_TAG 0x01020304u
 #define CKSUM_AT 56

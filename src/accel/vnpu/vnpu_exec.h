@@ -16,8 +16,7 @@
 typedef struct {
     const int32_t *pos;
     int64_t rows;
-    float base, freq_scale;
-    int n_rot;
+    npl_rope_args a; /* the step's RoPE (vnpu_rope_args) */
     float *cs; /* [rows][n_rot]: cos of pair i at i, sin at n_rot/2 + i */
     int slot;  /* which of the graph's rope_buf holds cs */
 } vnpu_rope_table;
@@ -89,6 +88,9 @@ npl_accel_status vnpu_rows_exec(vnpu_xc *x, uint32_t first, uint32_t count);
 size_t vnpu_rows_scratch(const vnpu_graph *g, const vnpu_node *n);
 /* The cos/sin table of a Rope step for this run (made on first use). */
 const float *vnpu_rope_table_get(vnpu_xc *x, const vnpu_node *n);
+/* A Rope step's params as the CPU kernels take them (ff: its freq_factors
+ * input or NULL). */
+npl_rope_args vnpu_rope_args(const vnpu_node *n, int n_rot, const float *ff);
 
 /* Non-MatMul ops that are not row-local (vnpu_ops_exec.c). */
 npl_accel_status vnpu_exec_op(vnpu_xc *x);

@@ -11,8 +11,12 @@
  *                 transpose_in0 (0 only), transpose_in1.
  *   FullyConnected x [M, K], w [N, K], bias [N]? -> [M, N] (MatMul, transpose_in1=1)
  *   RmsNorm       x [.., D], gamma [D]? -> x shape. Param epsilon (1e-6).
- *   Rope          x [S, H, D], positions INT32 [S] -> x shape. Params n_rot (D),
- *                 neox (0), base (10000), freq_scale (1). Position -1: row unchanged.
+ *   Rope          x [S, H, D], positions INT32 [S], freq_factors F32 [n_rot/2]? -> x
+ *                 shape. Params n_rot (D), neox (0), base (10000), freq_scale (1),
+ *                 ext_factor (0), attn_factor (1), corr_low, corr_high (0): llama.cpp's
+ *                 ggml_rope_ext (factors divide pair i's angle; yarn mixes the scaled
+ *                 and unscaled angles over [corr_low, corr_high] when ext_factor != 0;
+ *                 cos/sin times attn_factor). Position -1: row unchanged.
  *   Attention     q [S, Hq, D], k [S, Hkv, D], v [S, Hkv, D], k_cache, v_cache
  *                 (APP_READWRITE F16 [C, Hkv, D]), positions INT32 [S] -> [S, Hq, D],
  *                 D <= NPL_ATTN_MAX_HD (1024).
@@ -39,7 +43,7 @@ static const vnpu_op_info op_infos[VNPU_OP_COUNT] = {
     [VNPU_OP_MATMUL] = {"MatMul", 2, 3, 1, 0},
     [VNPU_OP_FULLY_CONNECTED] = {"FullyConnected", 2, 3, 1, 0},
     [VNPU_OP_RMS_NORM] = {"RmsNorm", 1, 2, 1, 0},
-    [VNPU_OP_ROPE] = {"Rope", 2, 2, 1, 0},
+    [VNPU_OP_ROPE] = {"Rope", 2, 3, 1, 0},
     [VNPU_OP_ATTENTION] = {"Attention", 6, 6, 1, 0},
     [VNPU_OP_ADD] = {"Add", 2, 2, 1, 0},
     [VNPU_OP_MUL] = {"Mul", 2, 2, 1, 0},
@@ -80,6 +84,8 @@ static const pspec pspecs[] = {
     {VNPU_OP_RMS_NORM, "epsilon", P_FLOAT, 0},
     {VNPU_OP_ROPE, "n_rot", P_INT, 0},              {VNPU_OP_ROPE, "neox", P_INT, 1},
     {VNPU_OP_ROPE, "base", P_FLOAT, 0},             {VNPU_OP_ROPE, "freq_scale", P_FLOAT, 1},
+    {VNPU_OP_ROPE, "ext_factor", P_FLOAT, 2},       {VNPU_OP_ROPE, "attn_factor", P_FLOAT, 3},
+    {VNPU_OP_ROPE, "corr_low", P_INT, 2},           {VNPU_OP_ROPE, "corr_high", P_INT, 3},
     {VNPU_OP_ATTENTION, "window", P_INT, 0},        {VNPU_OP_ATTENTION, "scale", P_FLOAT, 0},
     {VNPU_OP_ATTENTION, "softcap", P_FLOAT, 1},
     {VNPU_OP_SCALE, "scale", P_FLOAT, 0},
@@ -92,7 +98,7 @@ static const pspec pspecs[] = {
 static void set_defaults(vnpu_node *n) {
     switch (n->op) {
     case VNPU_OP_RMS_NORM: n->fp[0] = 1e-6f; break;
-    case VNPU_OP_ROPE: n->ip[0] = -1; n->fp[0] = 10000.0f; n->fp[1] = 1.0f; break;
+    case VNPU_OP_ROPE: n->ip[0] = -1; n->fp[0] = 10000.0f; n->fp[1] = 1.0f; n->fp[3] = 1.0f; break;
     case VNPU_OP_SCALE: case VNPU_OP_SOFTMAX: n->fp[0] = 1.0f; break;
     case VNPU_OP_TRANSPOSE: n->ip[0] = -1; break;
     default: break;
@@ -308,6 +314,13 @@ static npl_accel_status check_rope(const chk *c) {
     int64_t nr = c->n->ip[0] < 0 ? x->dims[2] : c->n->ip[0];
     if (nr <= 0 || nr % 2 || nr > x->dims[2] || !(c->n->fp[0] > 0))
         return vnpu_fail(c->be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: n_rot must be even and <= D, base > 0", c->where);
+    if (c->n->n_in == 3) {
+        const vnpu_tensor *ff = IN(c, 2);
+        if (ff->dtype != NPL_ACCEL_DT_F32) return type_err(c, ff, "f32 frequency factors");
+        if (ff->rank != 1 || ff->dims[0] != nr / 2) return shape_err(c, ff, "[n_rot/2]");
+    }
+    if (c->n->fp[2] != 0 && !(c->n->fp[1] > 0))
+        return vnpu_fail(c->be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: yarn (ext_factor != 0) needs freq_scale > 0", c->where);
     return want_out_like(c, x);
 }
 

@@ -42,10 +42,10 @@ static npl_accel_status op_rope(vnpu_xc *x) {
     const int64_t s = t->dims[0], h = t->dims[1], d = t->dims[2];
     const int32_t *pos = vnpu_xc_addr(x, x->n->in[1]);
     const int n_rot = x->n->ip[0] < 0 ? (int)d : (int)x->n->ip[0];
+    const npl_rope_args ra = vnpu_rope_args(x->n, n_rot, x->n->n_in == 3 ? vnpu_xc_addr(x, x->n->in[2]) : NULL);
     if (y != a) memcpy(y, a, (size_t)t->nelem * 4);
     for (int64_t i = 0; i < s; i++)
-        if (pos[i] >= 0)
-            npl_rope(y + i * h * d, (int)h, (int)d, n_rot, pos[i], x->n->fp[0], x->n->fp[1], (int)x->n->ip[1]);
+        if (pos[i] >= 0) npl_rope_ext(y + i * h * d, (int)h, (int)d, pos[i], &ra);
     vnpu_xc_out_done(x, y);
     return NPL_ACCEL_OK;
 }

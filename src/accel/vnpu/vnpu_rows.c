@@ -371,16 +371,19 @@ static void rope_fill_row(void *arg, int ith, int64_t r) {
     const vnpu_rope_table *t = ((rope_fill *)arg)->t;
     (void)ith;
     if (t->pos[r] < 0) return;
-    /* npl_rope's theta: double, reduced to [-pi, pi] before the float sin/cos */
-    const double two_pi = 6.283185307179586, step = pow((double)t->base, -2.0 / t->n_rot);
-    double freq = (double)t->pos[r] * t->freq_scale;
-    const int half = t->n_rot / 2;
-    float *cs = t->cs + r * t->n_rot;
-    for (int i = 0; i < half; i++, freq *= step) {
-        const double th = freq - two_pi * nearbyint(freq / two_pi);
-        cs[i] = cosf((float)th);
-        cs[half + i] = sinf((float)th);
-    }
+    npl_rope_cos_sin(&t->a, t->pos[r], t->cs + r * t->a.n_rot); /* npl_rope_ext's angles */
+}
+
+npl_rope_args vnpu_rope_args(const vnpu_node *n, int n_rot, const float *ff) {
+    return (npl_rope_args){.n_rot = n_rot, .neox = (int)n->ip[1], .base = n->fp[0], .freq_scale = n->fp[1],
+                           .freq_factors = ff, .ext_factor = n->fp[2], .attn_factor = n->fp[3],
+                           .corr_lo = (float)n->ip[2], .corr_hi = (float)n->ip[3]};
+}
+
+static int same_rope(const npl_rope_args *a, const npl_rope_args *b) {
+    return a->n_rot == b->n_rot && a->base == b->base && a->freq_scale == b->freq_scale &&
+           a->freq_factors == b->freq_factors && a->ext_factor == b->ext_factor && a->attn_factor == b->attn_factor &&
+           a->corr_lo == b->corr_lo && a->corr_hi == b->corr_hi; /* neox only places the pairs */
 }
 
 _Static_assert(sizeof(((vnpu_graph *)0)->rope_buf) / sizeof(float *) == VNPU_ROPE_TABLES, "one buffer per table");
@@ -391,10 +394,10 @@ const float *vnpu_rope_table_get(vnpu_xc *x, const vnpu_node *n) {
     const int32_t *pos = x->g->addr[n->in[1]];
     const int n_rot = n->ip[0] < 0 ? (int)t->dims[2] : (int)n->ip[0];
     const int64_t rows = t->dims[0];
+    const npl_rope_args a = vnpu_rope_args(n, n_rot, n->n_in == 3 ? x->g->addr[n->in[2]] : NULL);
     for (int i = 0; i < run->n_rope; i++) {
         const vnpu_rope_table *r = &run->rope[i];
-        if (r->pos == pos && r->rows == rows && r->base == n->fp[0] && r->freq_scale == n->fp[1] && r->n_rot == n_rot)
-            return r->cs;
+        if (r->pos == pos && r->rows == rows && same_rope(&r->a, &a)) return r->cs;
     }
     /* until the first eviction the tables fill slots 0, 1, ... in order */
     int slot = run->n_rope;
@@ -411,7 +414,7 @@ const float *vnpu_rope_table_get(vnpu_xc *x, const vnpu_node *n) {
         g->rope_buf[slot] = b, g->rope_cap[slot] = need;
     }
     vnpu_rope_table *r = &run->rope[run->n_rope];
-    *r = (vnpu_rope_table){pos, rows, n->fp[0], n->fp[1], n_rot, g->rope_buf[slot], slot};
+    *r = (vnpu_rope_table){pos, rows, a, g->rope_buf[slot], slot};
     run->n_rope++;
     vnpu_par_for(x->be, rows, rope_fill_row, &(rope_fill){r});
     return r->cs;

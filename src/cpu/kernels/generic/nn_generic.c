@@ -233,35 +233,81 @@ static inline void rotate_pair(float *x, int n_heads, int hd, int i0, int i1, fl
     }
 }
 
-void npl_rope(float *x, int n_heads, int hd, int n_rot, int32_t pos, float base, float freq_scale,
-              int neox) {
-    /* theta in double and reduced to [-pi, pi] before the float sin/cos, so
-     * large positions (8k and more) keep full precision. */
+/* Pair i's cos and sin. fr = pos * freq_scale * step^i and ex = pos * step^i
+ * (step = base^(-2/n_rot)) come from the callers' double recurrences; theta
+ * is reduced to [-pi, pi] before the float sin/cos, so large positions (8k
+ * and more) keep full precision. Without factors and yarn this is the plain
+ * RoPE's arithmetic exactly. */
+static inline void rope_pair(const npl_rope_args *a, int i, double fr, double ex, float *c, float *s) {
     const double two_pi = 6.283185307179586;
-    const double step = pow((double)base, -2.0 / n_rot);
-    double freq = (double)pos * freq_scale;
-    const int half = n_rot / 2;
-    for (int i = 0; i < half; i++, freq *= step) {
-        const double th = freq - two_pi * nearbyint(freq / two_pi);
-        const float c = cosf((float)th), s = sinf((float)th);
-        rotate_pair(x, n_heads, hd, neox ? i : 2 * i, neox ? i + half : 2 * i + 1, c, s);
+    double th = fr;
+    float ms = a->attn_factor;
+    if (a->freq_factors) {
+        th /= a->freq_factors[i];
+        ex /= a->freq_factors[i];
+    }
+    if (a->ext_factor != 0.0f) { /* yarn, as ggml's rope_yarn */
+        const double y = (i - a->corr_lo) / fmax(0.001, (double)a->corr_hi - a->corr_lo);
+        const double mix = (1.0 - fmin(1.0, fmax(0.0, y))) * a->ext_factor;
+        th = th * (1.0 - mix) + ex * mix;
+        ms *= 1.0f + 0.1f * logf(1.0f / a->freq_scale);
+    }
+    th -= two_pi * nearbyint(th / two_pi);
+    *c = cosf((float)th);
+    *s = sinf((float)th);
+    if (ms != 1.0f) *c *= ms, *s *= ms;
+}
+
+void npl_rope_ext(float *x, int n_heads, int hd, int32_t pos, const npl_rope_args *a) {
+    const double step = pow((double)a->base, -2.0 / a->n_rot);
+    double fr = (double)pos * a->freq_scale, ex = (double)pos;
+    const int half = a->n_rot / 2;
+    for (int i = 0; i < half; i++, fr *= step, ex *= step) {
+        float c, s;
+        rope_pair(a, i, fr, ex, &c, &s);
+        rotate_pair(x, n_heads, hd, a->neox ? i : 2 * i, a->neox ? i + half : 2 * i + 1, c, s);
     }
 }
 
-/* llama.cpp's RoPE (ggml_rope_cache_init): theta kept in float and multiplied
- * by powf(base, -2/n_rot) pair after pair, so its angles drift from the exact
- * ones by float roundings (about 1e-4 rad at position 500). Only for
- * verification runs against llama.cpp (npl_cpu_set_llamacpp_arith). */
+void npl_rope_cos_sin(const npl_rope_args *a, int32_t pos, float *cs) {
+    const double step = pow((double)a->base, -2.0 / a->n_rot);
+    double fr = (double)pos * a->freq_scale, ex = (double)pos;
+    const int half = a->n_rot / 2;
+    for (int i = 0; i < half; i++, fr *= step, ex *= step) rope_pair(a, i, fr, ex, &cs[i], &cs[half + i]);
+}
+
+void npl_rope(float *x, int n_heads, int hd, int n_rot, int32_t pos, float base, float freq_scale,
+              int neox) {
+    const npl_rope_args a = {.n_rot = n_rot, .neox = neox, .base = base, .freq_scale = freq_scale, .attn_factor = 1.0f};
+    npl_rope_ext(x, n_heads, hd, pos, &a);
+}
+
+/* llama.cpp's RoPE (ggml_rope_cache_init, rope_yarn): theta kept in float and
+ * multiplied by powf(base, -2/n_rot) pair after pair, so its angles drift
+ * from the exact ones by float roundings (about 1e-4 rad at position 500).
+ * Only for verification runs against llama.cpp (npl_cpu_set_llamacpp_arith). */
+void npl_rope_llamacpp_ext(float *x, int n_heads, int hd, int32_t pos, const npl_rope_args *a) {
+    const float theta_scale = powf(a->base, -2.0f / (float)a->n_rot);
+    float theta = (float)pos;
+    const int half = a->n_rot / 2;
+    for (int i = 0; i < half; i++, theta *= theta_scale) {
+        const float te = a->freq_factors ? theta / a->freq_factors[i] : theta, ti = a->freq_scale * te;
+        float th = ti, ms = a->attn_factor;
+        if (a->ext_factor != 0.0f) {
+            const float y = ((float)i - a->corr_lo) / fmaxf(0.001f, a->corr_hi - a->corr_lo);
+            const float mix = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * a->ext_factor;
+            th = ti * (1.0f - mix) + te * mix;
+            ms *= 1.0f + 0.1f * logf(1.0f / a->freq_scale);
+        }
+        const float c = cosf(th) * ms, s = sinf(th) * ms;
+        rotate_pair(x, n_heads, hd, a->neox ? i : 2 * i, a->neox ? i + half : 2 * i + 1, c, s);
+    }
+}
+
 void npl_rope_llamacpp(float *x, int n_heads, int hd, int n_rot, int32_t pos, float base, float freq_scale,
                        int neox) {
-    const float theta_scale = powf(base, -2.0f / (float)n_rot);
-    float theta = (float)pos;
-    const int half = n_rot / 2;
-    for (int i = 0; i < half; i++, theta *= theta_scale) {
-        const float th = freq_scale * theta;
-        const float c = cosf(th), s = sinf(th);
-        rotate_pair(x, n_heads, hd, neox ? i : 2 * i, neox ? i + half : 2 * i + 1, c, s);
-    }
+    const npl_rope_args a = {.n_rot = n_rot, .neox = neox, .base = base, .freq_scale = freq_scale, .attn_factor = 1.0f};
+    npl_rope_llamacpp_ext(x, n_heads, hd, pos, &a);
 }
 
 /* llama.cpp's GEGLU (ggml_vec_geglu_f32 with GGML_GELU_FP16, its CPU
