@@ -40,9 +40,17 @@ static const char k_re_qwen2[] =
     "| ?[^" WS PL PN "]+[\\r\\n]*|[" WS "]*[\\r\\n]+|[" WS "]+(?![^" WS "])|[" WS "]+";
 static const char k_re_gpt2[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?[" PL "]+| ?[" PN "]+| ?[^" WS PL PN "]+|[" WS "]+(?![^" WS "])";
+/* llama.cpp's starcoder family splits "\p{N}" first (every number its own
+ * word), then applies the gpt2 regex inside each piece. One regex does the
+ * same: a number alone comes first, " ?\p{N}+" is gone, and a whitespace
+ * run before a number is kept whole (a piece ends there, as at the end of
+ * the text). */
+static const char k_re_starcoder[] =
+    "[" PN "]|'s|'t|'re|'ve|'m|'ll|'d| ?[" PL "]+| ?[^" WS PL PN "]+|[" WS "]+(?![^" WS PN "])";
 
 int npl_bpe_init(npl_tokenizer *t, char *msg, size_t msglen) {
-    const char *re = t->pre == NPL_PRE_LLAMA3 ? k_re_llama3 : t->pre == NPL_PRE_QWEN2 ? k_re_qwen2 : k_re_gpt2;
+    const char *re = t->pre == NPL_PRE_LLAMA3 ? k_re_llama3 : t->pre == NPL_PRE_QWEN2 ? k_re_qwen2
+                   : t->pre == NPL_PRE_STARCODER ? k_re_starcoder : k_re_gpt2;
     int ec;
     PCRE2_SIZE eo;
     pcre2_code *code = pcre2_compile((PCRE2_SPTR)re, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &ec, &eo, NULL);

@@ -388,6 +388,25 @@ static const char *const k_pre_llama3[] = {
 static const char *const k_pre_qwen2[] = {
     "qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "stablelm2", "hunyuan", "solar-open", NULL };
 static const char *const k_pre_gpt2[] = { "gpt-2", "mpt", "olmo", "jais", "trillion", "granite-docling", NULL };
+/* llama.cpp's STARCODER, REFACT, COMMAND_R, SMOLLM, CODESHELL, EXAONE,
+ * MINERVA and MELLUM2: "\p{N}" then the gpt2 regex */
+static const char *const k_pre_starcoder[] = {
+    "starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b", "mellum2", NULL };
+/* pre-tokenizers whose llama.cpp entry also turns clean_spaces off */
+static const char *const k_pre_starcoder_no_clean[] = { "command-r", "smollm", NULL };
+
+/* "a, b, c" of every name above, for the unknown-name error */
+static void known_pre_names(char *buf, size_t n) {
+    const char *const *lists[] = { k_pre_llama3, k_pre_qwen2, k_pre_gpt2, k_pre_starcoder };
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++)
+        for (int k = 0; lists[l][k]; k++) {
+            int w = snprintf(buf + at, n - at, "%s%s", at ? ", " : "", lists[l][k]);
+            if (w < 0 || (size_t)w >= n - at) return;
+            at += (size_t)w;
+        }
+}
 /* pre-tokenizers of the qwen2 / gpt2 regex whose llama.cpp entry also
  * turns clean_spaces off */
 static const char *const k_pre_no_clean[] = {
@@ -433,8 +452,14 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
             if (is_one_of(pre.ptr, pre.len, k_pre_no_clean)) t->clean_spaces = 0;
         } else if (is_one_of(pre.ptr, pre.len, k_pre_gpt2)) {
             t->pre = NPL_PRE_GPT2;
+        } else if (is_one_of(pre.ptr, pre.len, k_pre_starcoder)) {
+            t->pre = NPL_PRE_STARCODER;
+            if (is_one_of(pre.ptr, pre.len, k_pre_starcoder_no_clean)) t->clean_spaces = 0;
         } else {
-            fail(err, errlen, g, "tokenizer.ggml.pre", "unsupported pre-tokenizer \"%.*s\"", (int)(pre.len > 64 ? 64 : pre.len), pre.ptr);
+            char known[600];
+            known_pre_names(known, sizeof(known));
+            fail(err, errlen, g, "tokenizer.ggml.pre", "unsupported pre-tokenizer \"%.*s\" (known: %s)",
+                 (int)(pre.len > 64 ? 64 : pre.len), pre.ptr, known);
             goto fail;
         }
     } else {
