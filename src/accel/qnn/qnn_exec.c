@@ -153,14 +153,8 @@ static npl_accel_status adopt(npl_accel_context *c, qnn_graph *g, const Qnn_Tens
     if (!v->name || !qnn_dtype_to_abi(v->dataType, &dt) || v->rank < 1 || v->rank > NPL_ACCEL_MAX_RANK)
         return FAIL(be, NPL_ACCEL_ERR_UNSUPPORTED, "graph '%s': tensor '%s' of QNN type 0x%x, rank %u has no ABI form", g->name,
                     v->name ? v->name : "?", v->dataType, v->rank);
-    if (c->n_t == c->cap_t) {
-        uint32_t cap = c->cap_t ? c->cap_t * 2 : 32;
-        qnn_tensor *t = realloc(c->t, sizeof *t * cap);
-        if (!t) return FAIL(be, NPL_ACCEL_ERR_NO_MEMORY, "out of memory");
-        c->t = t, c->cap_t = cap;
-    }
-    qnn_tensor *t = &c->t[c->n_t];
-    memset(t, 0, sizeof *t);
+    qnn_tensor *t = qnn_context_append_tensor(c);
+    if (!t) return FAIL(be, NPL_ACCEL_ERR_NO_MEMORY, "out of memory");
     t->kind = kind, t->dtype = dt, t->rank = v->rank, t->graph = g;
     memcpy(t->dims, v->dimensions, sizeof(uint32_t) * v->rank);
     t->bytes = qnn_n_elems(t->rank, t->dims) * qnn_elem_bytes(dt);

@@ -113,6 +113,7 @@ qnn_graph *qnn_find_graph(npl_accel_context *c, const char *name);
 npl_accel_status qnn_add_graph(npl_accel_context *c, const char *name, qnn_graph **out);
 void qnn_graph_free(qnn_graph *g);
 void qnn_tensor_release(qnn_tensor *t);
+qnn_tensor *qnn_context_append_tensor(npl_accel_context *c);
 
 /* qnn_exec.c: execute, profiles and context binaries (ABI methods). */
 npl_accel_status qnn_graph_execute(npl_accel_graph *g, const npl_accel_buffer *in, uint32_t n_in,

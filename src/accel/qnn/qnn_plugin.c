@@ -289,6 +289,19 @@ static int same_desc(const qnn_tensor *t, const npl_accel_tensor_desc *d) {
     return !memcmp(t->data, d->data, t->bytes);
 }
 
+/* A zeroed record at the end of the context's tensor list (not counted in
+ * n_t until the caller fills it), or NULL when out of memory. */
+qnn_tensor *qnn_context_append_tensor(npl_accel_context *c) {
+    if (c->n_t == c->cap_t) {
+        uint32_t cap = c->cap_t ? c->cap_t * 2 : 32;
+        qnn_tensor *t = realloc(c->t, sizeof *t * cap);
+        if (!t) return NULL;
+        c->t = t, c->cap_t = cap;
+    }
+    memset(&c->t[c->n_t], 0, sizeof c->t[c->n_t]);
+    return &c->t[c->n_t];
+}
+
 static npl_accel_status new_tensor(npl_accel_context *c, qnn_graph *g, const npl_accel_tensor_desc *d,
                                    npl_accel_tensor_id *out) {
     npl_accel_backend *be = c->be;
@@ -302,14 +315,8 @@ static npl_accel_status new_tensor(npl_accel_context *c, qnn_graph *g, const npl
             }
             return FAIL(be, NPL_ACCEL_ERR_DUPLICATE_NAME, "tensor '%s' already exists in the context", d->name);
         }
-    if (c->n_t == c->cap_t) {
-        uint32_t cap = c->cap_t ? c->cap_t * 2 : 32;
-        qnn_tensor *t = realloc(c->t, sizeof *t * cap);
-        if (!t) return FAIL(be, NPL_ACCEL_ERR_NO_MEMORY, "out of memory");
-        c->t = t, c->cap_t = cap;
-    }
-    qnn_tensor *t = &c->t[c->n_t];
-    memset(t, 0, sizeof *t);
+    qnn_tensor *t = qnn_context_append_tensor(c);
+    if (!t) return FAIL(be, NPL_ACCEL_ERR_NO_MEMORY, "out of memory");
     t->kind = d->kind, t->dtype = d->dtype, t->rank = d->rank;
     memcpy(t->dims, d->dims, sizeof t->dims);
     t->bytes = qnn_n_elems(d->rank, d->dims) * qnn_elem_bytes(d->dtype);
