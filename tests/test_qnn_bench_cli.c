@@ -7,8 +7,12 @@
 #include "test_qnn_common.h"
 
 static int run(const char *args, char *out, size_t cap) {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s bench-matmul --accel qnn-htp %s 2>&1", getenv("NPL_CLI"), args);
+    char cmd[2048];
+    /* The CLI is its own process: under ASan it needs the QNN suppressions the
+     * test binary has built in (test_qnn_common.h) from a file. */
+    snprintf(cmd, sizeof cmd,
+             "LSAN_OPTIONS=\"${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=%s/lsan_qnn.supp\" %s bench-matmul --accel qnn-htp %s 2>&1",
+             getenv("NPL_TEST_DATA") ? getenv("NPL_TEST_DATA") : "data", getenv("NPL_CLI"), args);
     FILE *p = popen(cmd, "r");
     size_t n = 0;
     if (!p) return -1;
