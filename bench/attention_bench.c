@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "cpu/kernels/nn_kernels.h"
-#include "cpu/kernels/x86/amx/attn_amx.h"
+#include "kernels/nn_kernels.h"
+#include "kernels/x86/amx/attn_amx.h"
 
 static double cpu_s(void) {
     struct timespec t;

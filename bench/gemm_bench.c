@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "core/dtype.h"
-#include "cpu/kernels/gemm.h"
-#include "cpu/kernels/vec_dot.h"
+#include "kernels/dtype.h"
+#include "kernels/gemm.h"
+#include "kernels/vec_dot.h"
 
 static double cpu_now(void) {
     struct timespec t;

@@ -26,11 +26,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/dtype.h"
-#include "core/threadpool.h"
+#include "kernels/dtype.h"
+#include "kernels/threadpool.h"
 #include "cpu/cpu_backend.h"
-#include "cpu/kernels/gemv.h"
-#include "cpu/kernels/vec_dot.h"
+#include "kernels/gemv.h"
+#include "kernels/vec_dot.h"
 
 static double now_s(clockid_t c) {
     struct timespec t;

@@ -8,7 +8,7 @@
 # Builds the library and the tests with clang -fsanitize=thread (Debug, -O1,
 # warnings not fatal) into build-tsan/ and runs each test under TSan:
 # test_engine has two engines generating on two threads at once, and every
-# op test goes through the thread pool (src/core/threadpool.c). A data race
+# op test goes through the thread pool (src/kernels/threadpool.c). A data race
 # or other TSan report fails the test (halt_on_error=1, exitcode 66) and
 # prints the two stacks. One verdict line per test; exits 1 if any failed.
 # Logs: build-tsan/tsan-TEST.log.

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/dtype.h"
-#include "core/quant_blocks.h"
+#include "kernels/dtype.h"
+#include "kernels/quant_blocks.h"
 #include "npullm_accel.h"
 
 enum { NET_D = 64, NET_H = 4, NET_HKV = 2, NET_HD = 16, NET_F = 128, NET_V = 50, NET_C = 160 };

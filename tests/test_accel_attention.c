@@ -13,8 +13,8 @@
 #include "accel/vnpu/vnpu_api.h"
 #include "accel_test_util.h"
 #include "check.h"
-#include "core/dtype.h"
-#include "cpu/kernels/nn_kernels.h"
+#include "kernels/dtype.h"
+#include "kernels/nn_kernels.h"
 #include "npullm_accel.h"
 
 enum { S = 45, C = 224, PRE = 100 };

@@ -15,8 +15,8 @@
 
 #include "accel/vnpu/vnpu_api.h"
 #include "check.h"
-#include "core/dtype.h"
-#include "core/quant_blocks.h"
+#include "kernels/dtype.h"
+#include "kernels/quant_blocks.h"
 #include "npullm_accel.h"
 
 static uint64_t rng_state;

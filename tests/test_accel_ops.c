@@ -12,8 +12,8 @@
 #include "accel/vnpu/vnpu_api.h"
 #include "accel_test_util.h"
 #include "check.h"
-#include "core/dtype.h"
-#include "core/quant_blocks.h"
+#include "kernels/dtype.h"
+#include "kernels/quant_blocks.h"
 #include "npullm_accel.h"
 
 static const npl_accel_api *api;

@@ -18,7 +18,7 @@
 #include "accel/vnpu/vnpu_api.h"
 #include "accel_test_util.h"
 #include "check.h"
-#include "core/dtype.h"
+#include "kernels/dtype.h"
 #include "npullm_accel.h"
 
 enum { S = 37, H = 4, D = 128, W = H * D };

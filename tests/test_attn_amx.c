@@ -1,4 +1,4 @@
-/* The AMX family's attention kernel (cpu/kernels/x86/amx/attn_amx.c) against
+/* The AMX family's attention kernel (kernels/x86/amx/attn_amx.c) against
  * a double precision reference, and its batch invariance: 128 queries in one
  * call, in calls of 16 and one at a time (decode) give the same bits, on
  * one thread and on a pool of 3. Cache rows no query attends hold NaN, so a
@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "core/dtype.h"
-#include "core/threadpool.h"
-#include "cpu/kernels/x86/amx/attn_amx.h"
+#include "kernels/dtype.h"
+#include "kernels/threadpool.h"
+#include "kernels/x86/amx/attn_amx.h"
 
 enum { NQ = 128 };
 

@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "core/quant.h"
-#include "cpu/kernels/nn_kernels.h"
+#include "kernels/quant.h"
+#include "kernels/nn_kernels.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static float rnd(float lo, float hi) {

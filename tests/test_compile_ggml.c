@@ -19,7 +19,7 @@
 #include "check.h"
 #include "package_compare.h"
 #include "compiler/compiler.h"
-#include "core/dtype.h"
+#include "kernels/dtype.h"
 #include "format/gguf.h"
 #include "format/graph_file.h"
 #include "llm/runner.h"

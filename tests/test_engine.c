@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "cpu/kernels/vec_dot.h"
+#include "kernels/vec_dot.h"
 #include "llm/engine_impl.h"
 #include "npullm.h"
 

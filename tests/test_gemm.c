@@ -1,4 +1,4 @@
-/* The prefill GEMM (cpu/kernels/gemm.h) for every weight type that has one
+/* The prefill GEMM (kernels/gemm.h) for every weight type that has one
  * and every ISA this CPU has, against the vec_dot path on the same quantized
  * inputs (only the f32 summation order differs) and against a
  * double-precision dot of the dequantized rows; then npl_cpu_matmul with
@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "check.h"
-#include "core/dtype.h"
+#include "kernels/dtype.h"
 #include "cpu/cpu_backend.h"
-#include "cpu/kernels/gemm.h"
-#include "cpu/kernels/vec_dot.h"
+#include "kernels/gemm.h"
+#include "kernels/vec_dot.h"
 
 static uint64_t rng_next(uint64_t *s) {
     *s ^= *s << 13;

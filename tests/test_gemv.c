@@ -1,4 +1,4 @@
-/* The GEMV (cpu/kernels/gemv.h) for every weight type that has one, with 1
+/* The GEMV (kernels/gemv.h) for every weight type that has one, with 1
  * to 15 activation rows: against a double-precision dot of the dequantized
  * rows, and, where the CPU has AMX, bit for bit against the AMX GEMM's
  * result for the same activation rows inside a batch of 17 (what makes
@@ -10,11 +10,11 @@
 #include <string.h>
 
 #include "check.h"
-#include "core/dtype.h"
+#include "kernels/dtype.h"
 #include "cpu/cpu_backend.h"
-#include "cpu/kernels/gemm.h"
-#include "cpu/kernels/gemv.h"
-#include "cpu/kernels/vec_dot.h"
+#include "kernels/gemm.h"
+#include "kernels/gemv.h"
+#include "kernels/vec_dot.h"
 
 static uint64_t rng_next(uint64_t *s) {
     *s ^= *s << 13;

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "core/dtype.h"
+#include "kernels/dtype.h"
 #include "format/gguf.h"
 
 static char tmpdir[256];

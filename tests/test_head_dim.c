@@ -20,7 +20,7 @@
 
 #include "check.h"
 #include "compiler/compiler.h"
-#include "core/dtype.h"
+#include "kernels/dtype.h"
 #include "cpu/cpu_backend.h"
 #include "format/gguf.h"
 #include "llm/runner.h"

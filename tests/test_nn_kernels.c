@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "cpu/kernels/nn_kernels.h"
+#include "kernels/nn_kernels.h"
 
 /* ---- helpers ---- */
 

@@ -11,7 +11,7 @@
 
 #include "accel_test_util.h"
 #include "check.h"
-#include "core/dtype.h"
+#include "kernels/dtype.h"
 #include "npullm_accel.h"
 
 #define QNN_SKIP 77

@@ -20,7 +20,7 @@
 
 #include "check.h"
 #include "compiler/compiler.h"
-#include "cpu/kernels/nn_kernels.h"
+#include "kernels/nn_kernels.h"
 #include "format/gguf.h"
 #include "format/graph_file.h"
 #include "llm/runner.h"

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "core/dtype.h"
-#include "core/quant_blocks.h"
-#include "cpu/kernels/vec_dot.h"
+#include "kernels/dtype.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/vec_dot.h"
 
 static uint64_t rng_next(uint64_t *s) {
     *s ^= *s << 13;

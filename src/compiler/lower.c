@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/quant_blocks.h"
+#include "kernels/quant_blocks.h"
 #include "core/shape.h"
 
 #define NONE UINT32_MAX

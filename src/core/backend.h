@@ -8,7 +8,7 @@
 
 #include "core/graph.h"
 #include "core/shape.h"
-#include "core/threadpool.h"
+#include "kernels/threadpool.h"
 
 /* A concrete, contiguous tensor during execution. */
 typedef struct {

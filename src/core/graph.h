@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/dtype.h"
+#include "kernels/dtype.h"
 #include "core/ops.h"
 
 #define NPL_MAX_DIMS 4

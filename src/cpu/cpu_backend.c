@@ -1,5 +1,5 @@
 /* CPU executions of every op (see ops.h for their meaning). Each splits its
- * rows over the thread pool; the heavy lifting is in src/cpu/kernels. */
+ * rows over the thread pool; the heavy lifting is in src/kernels. */
 #include "cpu/cpu_backend.h"
 
 #include <math.h>
@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cpu/kernels/x86/amx/attn_amx.h"
+#include "kernels/x86/amx/attn_amx.h"
 
 static int64_t n_rows(const npl_tensor *t) { return t->shape.ne[1] * t->shape.ne[2] * t->shape.ne[3]; }
 static const npl_cpu_ctx *cpu(const npl_exec_ctx *c) { return c->backend_ctx; }
@@ -192,7 +192,7 @@ static void attn_worker(void *arg, int ith, int nth) {
     else if (j->llamacpp) npl_attention_llamacpp(&j->a, ith, nth);
     else cpu(j->c)->nn->attention(&j->a, ith, nth);
 }
-/* The AMX family's attention (cpu/kernels/x86/amx/attn_amx.c) where its tiles take the shapes */
+/* The AMX family's attention (kernels/x86/amx/attn_amx.c) where its tiles take the shapes */
 static int amx_attention(const npl_exec_ctx *c) {
 #if defined(__x86_64__)
     return cpu(c)->isa >= NPL_ISA_AMX && npl_attn_amx_fits((int)c->src[0].shape.ne[1], (int)c->src[1].shape.ne[1],

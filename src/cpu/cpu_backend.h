@@ -2,8 +2,8 @@
 #ifndef NPL_CPU_BACKEND_H
 #define NPL_CPU_BACKEND_H
 #include "core/backend.h"
-#include "cpu/kernels/nn_kernels.h"
-#include "cpu/kernels/vec_dot.h"
+#include "kernels/nn_kernels.h"
+#include "kernels/vec_dot.h"
 
 typedef struct {
     npl_isa isa;

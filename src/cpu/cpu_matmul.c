@@ -2,17 +2,17 @@
  * on the fly to the weight type's dot partner (Q8_0, Q8_K, ...) and every
  * output is one vec_dot of a weight row with an activation row. With many
  * activation rows (prefill) and a GEMM for the weight type, the quantized
- * rows are packed once and a register-tiled GEMM (cpu/kernels/gemm.h) takes
+ * rows are packed once and a register-tiled GEMM (kernels/gemm.h) takes
  * blocks of weight rows instead; with one row (decode) and a GEMV for the
- * type, 16 weight rows are taken at once (cpu/kernels/gemv.h). */
+ * type, 16 weight rows are taken at once (kernels/gemv.h). */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/checked.h"
 #include "cpu/cpu_backend.h"
-#include "cpu/kernels/gemm.h"
-#include "cpu/kernels/gemv.h"
+#include "kernels/gemm.h"
+#include "kernels/gemv.h"
 
 enum {
     ROW_BLOCK = 16,      /* weight rows kept hot while sweeping activations */

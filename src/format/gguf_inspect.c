@@ -6,7 +6,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "core/dtype.h"
+#include "kernels/dtype.h"
 
 #define MAX_STR_SHOWN 80  /* characters of a string value before "..." */
 #define MAX_ARR_SHOWN 8   /* array elements before "..." */

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "core/checked.h"
-#include "core/dtype.h"
+#include "kernels/dtype.h"
 #include "core/status.h"
 
 /* Values are read with memcpy straight from the file, which is little-endian. */

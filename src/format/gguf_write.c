@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "core/checked.h"
-#include "core/dtype.h"
+#include "kernels/dtype.h"
 
 typedef struct {
     char *key;

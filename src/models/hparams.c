@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cpu/kernels/nn_kernels.h"
+#include "kernels/nn_kernels.h"
 #include "models/model.h"
 
 static const struct {
@@ -184,7 +184,7 @@ int npl_hparams_load(const npl_gguf *f, npl_hparams *hp, char *err, size_t errle
         return -1;
     }
     /* the head size: attention.key_length, else n_embd / n_head; the
-     * attention kernels take up to NPL_ATTN_MAX_HD (cpu/kernels/nn_kernels.h) */
+     * attention kernels take up to NPL_ATTN_MAX_HD (kernels/nn_kernels.h) */
     int def_hd = hp->n_embd % hp->n_head == 0 ? hp->n_embd / hp->n_head : -1;
     hp->head_dim = get_int(&r, "attention.key_length", def_hd, 2, BIG);
     char key[128];

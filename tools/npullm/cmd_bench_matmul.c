@@ -14,8 +14,8 @@
 #include "bench_matmul_qnn.h"
 #include "cli_util.h"
 #include "commands.h"
-#include "core/dtype.h"
-#include "core/threadpool.h"
+#include "kernels/dtype.h"
+#include "kernels/threadpool.h"
 #include "cpu/cpu_backend.h"
 #include "npullm_accel.h"
 

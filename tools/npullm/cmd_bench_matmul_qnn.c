@@ -19,7 +19,7 @@
 
 #include "bench_matmul_qnn.h"
 #include "cli_util.h"
-#include "core/dtype.h"
+#include "kernels/dtype.h"
 #include "npullm_accel.h"
 
 static const char *USAGE =

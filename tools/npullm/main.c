@@ -4,7 +4,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "cpu/kernels/vec_dot.h"
+#include "kernels/vec_dot.h"
 #include "npullm.h"
 
 typedef struct {

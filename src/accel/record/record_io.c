@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "accel/record/record_impl.h"
-#include "core/dtype.h"
+#include "kernels/dtype.h"
 #include "format/gguf.h"
 
 void rec_tensor_free(rec_tensor *t) {

@@ -19,8 +19,8 @@
 
 #include "accel/vnpu/vnpu_api.h"
 #include "accel/vnpu/vnpu_mm.h"
-#include "core/threadpool.h"
-#include "cpu/kernels/nn_kernels.h"
+#include "kernels/threadpool.h"
+#include "kernels/nn_kernels.h"
 #include "npullm_accel.h"
 
 #define VNPU_MAX_IN 16

@@ -9,7 +9,7 @@
 #include "accel/vnpu/vnpu.h"
 #include "accel/vnpu/vnpu_convert.h"
 #include "core/checked.h"
-#include "cpu/kernels/vec_dot.h"
+#include "kernels/vec_dot.h"
 
 /* ---- small shared helpers ---- */
 

@@ -1,13 +1,13 @@
 /* vnpu Attention step: this chunk's K/V rows into the f16 cache, then
  * causal (optionally sliding-window, soft-capped) attention over the cache
- * with the shared kernel of cpu/kernels/nn_kernels.h.
+ * with the shared kernel of kernels/nn_kernels.h.
  *
  * K/V rows that arrive in f16 are copied into the cache as they are (the
  * f32 round trip gives the same bits); q is converted to f32 once, and the
  * output converted back, in parallel over rows.
  *
  * The AMX family takes the AMX family's one attention kernel
- * (cpu/kernels/x86/amx/attn_amx.c) at every query count, as the CPU backend
+ * (kernels/x86/amx/attn_amx.c) at every query count, as the CPU backend
  * does on AMX machines, so a package with f32 activations computes the CPU
  * path's bits; other families take the shared kernels. */
 #include <math.h>
@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "accel/vnpu/vnpu_exec.h"
-#include "core/dtype.h"
-#include "cpu/kernels/x86/amx/attn_amx.h"
+#include "kernels/dtype.h"
+#include "kernels/x86/amx/attn_amx.h"
 
 #define T(i) vnpu_xc_t(x, x->n->in[i])
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "accel/vnpu/vnpu_convert.h"
-#include "core/dtype.h"
+#include "kernels/dtype.h"
 
 /* Index along the quant axis of flat element i (row-major dims). */
 static int64_t axis_index(const vnpu_tensor *t, int64_t i) {

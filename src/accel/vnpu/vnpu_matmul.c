@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "accel/vnpu/vnpu.h"
-#include "core/dtype.h"
+#include "kernels/dtype.h"
 
 static int64_t round_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 

@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/dtype.h"
-#include "cpu/kernels/gemm.h"
+#include "kernels/dtype.h"
+#include "kernels/gemm.h"
 
 typedef enum { VNPU_FAM_GENERIC = 0, VNPU_FAM_AVX2, VNPU_FAM_AVX512, VNPU_FAM_AMX, VNPU_FAM_COUNT } vnpu_family;
 

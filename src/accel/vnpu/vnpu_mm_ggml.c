@@ -25,7 +25,7 @@
 #include "accel/vnpu/vnpu.h"
 #include "accel/vnpu/vnpu_exec.h"
 #include "cpu/cpu_backend.h"
-#include "cpu/kernels/gemm.h"
+#include "kernels/gemm.h"
 
 static void ggml_tensors(const vnpu_pack *p, int part, const float *x, int64_t m, float *y, npl_tensor *w,
                          npl_tensor *xt, npl_tensor *yt) {

@@ -1,5 +1,5 @@
 /* vnpu kernels of the non-MatMul ops, in f32 over the shared row kernels
- * of cpu/kernels/nn_kernels.h (norms, gating, softmax, RoPE), run over whole
+ * of kernels/nn_kernels.h (norms, gating, softmax, RoPE), run over whole
  * tensors: the row-local ones normally run in row groups (vnpu_rows.c) and
  * come here only when a step cannot (or to measure its scratch). Each op
  * takes its buffers first and returns early in measuring mode (see
@@ -9,7 +9,7 @@
 
 #include "accel/vnpu/vnpu_convert.h"
 #include "accel/vnpu/vnpu_exec.h"
-#include "core/dtype.h"
+#include "kernels/dtype.h"
 
 #define T(i) vnpu_xc_t(x, x->n->in[i])
 #define OUT vnpu_xc_t(x, x->n->out[0])

@@ -9,8 +9,8 @@
 #include "accel/vnpu/vnpu.h"
 #include "accel/vnpu/vnpu_convert.h"
 #include "core/checked.h"
-#include "core/dtype.h"
-#include "core/quant_blocks.h"
+#include "kernels/dtype.h"
+#include "kernels/quant_blocks.h"
 
 uint32_t vnpu_pack_fmt(int family, uint32_t dt) {
     switch (dt) {

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "accel/vnpu/vnpu_mm.h"
-#include "cpu/kernels/x86/amx/amx_tiles.h"
+#include "kernels/x86/amx/amx_tiles.h"
 
 #define B VNPU_BLOCK
 

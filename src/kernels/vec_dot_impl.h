@@ -1,0 +1,14 @@
+/* Internal: how the per-ISA kernel files hand their entries to the table
+ * builder in cpu_features.c. Each fill function overrides only the entries
+ * its ISA implements, on top of a table already filled by the lower ISA. */
+#ifndef NPL_VEC_DOT_IMPL_H
+#define NPL_VEC_DOT_IMPL_H
+#include "kernels/vec_dot.h"
+
+void npl_kernels_fill_generic(npl_kernels *k);
+void npl_kernels_fill_avx2(npl_kernels *k);
+void npl_kernels_fill_avx512(npl_kernels *k, int has_bf16);
+/* four-row kernels, indexed by weight type */
+void npl_dot4_fill_avx512(npl_vec_dot4_fn *d4);
+
+#endif

@@ -1,0 +1,324 @@
+/* AVX2 GEMM for prefill, for x86 without AVX-512 (no VNNI: maddubs + madd
+ * make the dot of 4 bytes).
+ *
+ * It computes what the AVX2 vec_dot kernels (vec_dot_avx2.c,
+ * vec_dot_avx2_k.c) compute, bit for bit, so decode and small batches keep
+ * vec_dot (reading one weight row after another, the fastest one-row kernel
+ * measured here) while a row inside a prefill batch gets the same bits:
+ * chunked prefill equals unchunked. Per (weight row, activation row) it keeps
+ * vec_dot's float accumulators — 8 lanes of 4-element integer sums scaled by
+ * dw * dx per block (two accumulators for q4_0 / q8_0, even and odd blocks),
+ * per super-block for the k-quants (sub-block scales inside madd, q4_K's
+ * mins in a 4-lane accumulator) — and its final horizontal sums.
+ *
+ * Weights are decoded 8 rows at a time into a panel on the stack (unsigned
+ * quants u in element order and the rows' scales) and reused by every
+ * activation row. maddubs saturates a pair of u8 x i8 products at int16, so u
+ * stays small: u = w + offset for q4_0 / q5_0 / q6_K (offset times the
+ * activation's 4-element sums is taken off in the int32 lanes, exactly), and
+ * q8_0 keeps its signed quants as maddubs(|w|, sign(x, w)), as vec_dot does.
+ *
+ * Activation layout (npl_gemm_x): quants in element order, a scale per group
+ * of 16, and in the sum array Q8_K's int16 bsums (k-quants). */
+#include "kernels/gemm.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include "kernels/quant.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/x86/avx2/avx2_util.h"
+#include "kernels/x86/avx2/q6k_unpack.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+enum {
+    R = 8,                /* weight rows per panel = lanes */
+    RH = 4,               /* panel rows per kernel pass (vec_dot's accumulators
+                             for 4 rows fit the 16 registers) */
+};
+
+/* Block-major: the 8 rows of a block side by side, so the kernel reaches
+ * each row's data at a constant offset from the block's (no per-row address
+ * arithmetic in the inner loop). */
+typedef struct {
+    int64_t kp;
+    uint8_t *u;     /* [kp / 32][R][32] */
+    float *dw;      /* [kp / 32][R] scale per block; k-quants: [kp / 256][R] d */
+    float *dmin;    /* k-quants: [kp / 256][R] q4_K's dmin */
+    int16_t *sc;    /* q6_K: [kp / 32][R][16] the scale of each int16 pair sum;
+                       q4_K: [kp / 32][R] one per block, broadcast by the kernel */
+    int16_t *aux;   /* k-quants: [kp / 256][R][16] q6_K: the 16 group scales; q4_K: the 8 mins */
+} panel;
+
+/* where row j keeps block b's 32 values u, or its 16 pair scales */
+static inline uint8_t *u_at(const panel *p, int j, int64_t b) { return p->u + (b * R + j) * 32; }
+static inline int16_t *sc_at(const panel *p, int j, int64_t b) { return p->sc + (b * R + j) * 16; }
+
+typedef void (*decode_fn)(const void *row, int64_t k, const panel *p, int j);
+
+typedef struct {
+    decode_fn dec;
+    int offset;   /* u = w + offset (0: q4_K, and q8_0, which keeps w signed) */
+    int is_signed, kquant, has_min;
+    int two_acc;  /* vec_dot sums even and odd blocks apart (q4_0, q8_0) */
+} wtype;
+
+/* ---- weight decoding (8 rows per panel) ---- */
+
+static inline void put_scale(const panel *p, int j, int64_t b, float d) { p->dw[b * R + j] = d; }
+
+static void decode_q4_0(const void *row, int64_t k, const panel *p, int j) {
+    const block_q4_0 *x = row;
+    for (int64_t b = 0; b < k / QK4_0; b++) {
+        _mm256_store_si256((__m256i *)u_at(p, j, b), avx2_nibbles32(x[b].qs));
+        put_scale(p, j, b, h2f(x[b].d));
+    }
+}
+
+static void decode_q5_0(const void *row, int64_t k, const panel *p, int j) {
+    const block_q5_0 *x = row;
+    for (int64_t b = 0; b < k / QK5_0; b++) {
+        const __m256i hi = _mm256_and_si256(avx2_bits32(x[b].qh), _mm256_set1_epi8(16));
+        _mm256_store_si256((__m256i *)u_at(p, j, b), _mm256_or_si256(avx2_nibbles32(x[b].qs), hi));
+        put_scale(p, j, b, h2f(x[b].d));
+    }
+}
+
+static void decode_q8_0(const void *row, int64_t k, const panel *p, int j) {
+    const block_q8_0 *x = row;
+    for (int64_t b = 0; b < k / QK8_0; b++) {
+        _mm256_store_si256((__m256i *)u_at(p, j, b), _mm256_loadu_si256((const __m256i *)x[b].qs));
+        put_scale(p, j, b, h2f(x[b].d));
+    }
+}
+
+static void decode_q4_K(const void *row, int64_t k, const panel *p, int j) {
+    const block_q4_K *x = row;
+    const __m256i lo4 = _mm256_set1_epi8(0x0F);
+    for (int64_t i = 0; i < k / QK_K; i++) {
+        int16_t *aux = p->aux + (i * R + j) * 16;
+        uint8_t sm[16]; /* scales 0-7, mins 0-7 */
+        _mm_storeu_si128((__m128i *)sm, unpack_k4_scales(x[i].scales));
+        for (int c = 0; c < 4; c++) {
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
+            _mm256_store_si256((__m256i *)u_at(p, j, 8 * i + 2 * c), _mm256_and_si256(q, lo4));
+            _mm256_store_si256((__m256i *)u_at(p, j, 8 * i + 2 * c + 1), _mm256_and_si256(_mm256_srli_epi16(q, 4), lo4));
+        }
+        for (int b = 0; b < 8; b++) {
+            p->sc[(8 * i + b) * R + j] = sm[b];
+            aux[b] = sm[8 + b];
+        }
+        p->dw[i * R + j] = h2f(x[i].d);
+        p->dmin[i * R + j] = h2f(x[i].dmin);
+    }
+}
+
+static void decode_q6_K(const void *row, int64_t k, const panel *p, int j) {
+    const block_q6_K *x = row;
+    for (int64_t i = 0; i < k / QK_K; i++) {
+        for (int h = 0; h < 2; h++) {
+            __m256i q[4];
+            q6k_unpack128(x[i].ql + 64 * h, x[i].qh + 32 * h, q);
+            for (int s = 0; s < 4; s++) _mm256_store_si256((__m256i *)u_at(p, j, 8 * i + 4 * h + s), q[s]);
+        }
+        /* pair sums 0-7 of a 32-element step are group 2b, 8-15 group 2b + 1 */
+        const __m256i g16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x[i].scales));
+        _mm256_store_si256((__m256i *)(p->aux + (i * R + j) * 16), g16);
+        for (int b = 0; b < 8; b++) {
+            const __m128i a = _mm_set1_epi16(x[i].scales[2 * b]), c = _mm_set1_epi16(x[i].scales[2 * b + 1]);
+            _mm256_store_si256((__m256i *)sc_at(p, j, 8 * i + b), _mm256_set_m128i(c, a));
+        }
+        p->dw[i * R + j] = h2f(x[i].d);
+    }
+}
+
+/* rows past the weight matrix's end: zero weights, results not stored */
+static void zero_row(const panel *p, int j, const wtype *t) {
+    for (int64_t b = 0; b < p->kp / 32; b++) memset(u_at(p, j, b), 0, 32);
+    if (!t->kquant) {
+        for (int64_t b = 0; b < p->kp / 32; b++) p->dw[b * R + j] = 0;
+        return;
+    }
+    for (int64_t b = 0; b < p->kp / 32; b++)
+        if (t->has_min) p->sc[b * R + j] = 0;
+        else memset(sc_at(p, j, b), 0, 32);
+    for (int64_t i = 0; i < p->kp / QK_K; i++) memset(p->aux + (i * R + j) * 16, 0, 32);
+    for (int64_t i = 0; i < p->kp / QK_K; i++) p->dw[i * R + j] = p->dmin[i * R + j] = 0;
+}
+
+/* ---- activation rows ---- */
+
+typedef struct {
+    const int8_t *qs;  /* [kp] quants in element order */
+    const float *d;    /* [kp / 16] scale per group of 16 */
+    const int16_t *bs; /* k-quants: [kp / 16] Q8_K's bsums */
+} xrow;
+
+static void fill_q8_0(int8_t *qs, float *d, const void *xq, int64_t k, int64_t kp) {
+    const block_q8_0 *x = xq;
+    for (int64_t b = 0; b < k / QK8_0; b++) {
+        memcpy(qs + 32 * b, x[b].qs, 32);
+        d[2 * b] = d[2 * b + 1] = h2f(x[b].d);
+    }
+    memset(qs + k, 0, (size_t)(kp - k));
+    for (int64_t g = k / 16; g < kp / 16; g++) d[g] = 0;
+}
+
+static void fill_q8_K(int8_t *qs, float *d, int16_t *bs, const void *xq, int64_t k, int64_t kp) {
+    const block_q8_K *x = xq;
+    for (int64_t i = 0; i < k / QK_K; i++) {
+        memcpy(qs + QK_K * i, x[i].qs, QK_K);
+        memcpy(bs + 16 * i, x[i].bsums, sizeof x[i].bsums);
+        for (int g = 0; g < QK_K / 16; g++) d[16 * i + g] = x[i].d;
+    }
+    memset(qs + k, 0, (size_t)(kp - k));
+}
+
+enum { X_Q8_0, X_Q8_K };
+
+static void fill_as(int kind, int8_t *qs, float *d, float *sum, const void *xq, int64_t k, int64_t kp) {
+    if (kind == X_Q8_0) fill_q8_0(qs, d, xq, k, kp);
+    else fill_q8_K(qs, d, (int16_t *)sum, xq, k, kp);
+}
+
+/* ---- the kernel: RH panel rows against one activation row ---- */
+
+/* one block of NR rows into the accumulators acc (vec_dot's lanes, scaled by dw * dx) */
+INLINE void dot_block(const wtype *t, const panel *p, int q0, const int NR, int64_t b, xrow x, __m256 *acc) {
+    const __m256i ones = _mm256_set1_epi16(1), offv = _mm256_set1_epi8((char)t->offset);
+    _Alignas(32) float sc[R];
+    const __m256i xv = _mm256_load_si256((const __m256i *)(x.qs + 32 * b));
+    /* offset x the 4-element sums of x, per lane */
+    const __m256i cx = t->offset ? _mm256_madd_epi16(_mm256_maddubs_epi16(offv, xv), ones) : _mm256_setzero_si256();
+    /* the rows' dw * dx, broadcast from memory below (a load, not a shuffle) */
+    _mm256_store_ps(sc, _mm256_mul_ps(_mm256_loadu_ps(p->dw + b * R), _mm256_set1_ps(x.d[2 * b])));
+    for (int r = 0; r < NR; r++) {
+        const __m256i w = _mm256_load_si256((const __m256i *)u_at(p, q0 + r, b));
+        const __m256i li = t->is_signed
+                               ? _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(xv, w)), ones)
+                               : _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(w, xv), ones), cx);
+        acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(sc + q0 + r), _mm256_cvtepi32_ps(li), acc[r]);
+    }
+}
+
+/* q4_0 / q5_0 / q8_0: dot_qX_0_q8_0's arithmetic, for NR rows (4 with two
+ * accumulators per row, even and odd blocks, taken in pairs so both stay in
+ * registers; 8 with one) */
+INLINE void dot_rows(const wtype *t, const panel *p, int q0, const int NR, int64_t k, xrow x, float *out) {
+    __m256 acc0[R], acc1[R];
+    for (int r = 0; r < NR; r++) acc0[r] = acc1[r] = _mm256_setzero_ps();
+    const int64_t nb = k / 32;
+    int64_t b = 0;
+    if (t->two_acc)
+        for (; b + 1 < nb; b += 2) {
+            dot_block(t, p, q0, NR, b, x, acc0);
+            dot_block(t, p, q0, NR, b + 1, x, acc1);
+        }
+    for (; b < nb; b++) dot_block(t, p, q0, NR, b, x, acc0);
+    for (int r = 0; r < NR; r++) out[r] = avx2_hsum_f32(t->two_acc ? _mm256_add_ps(acc0[r], acc1[r]) : acc0[r]);
+}
+
+/* q4_K / q6_K: dot_k4's and dot_q6_K_q8_K's arithmetic */
+INLINE void dot_rows_k(const wtype *t, const panel *p, int q0, int64_t k, xrow x, float out[RH]) {
+    __m256 acc[RH];
+    __m128 accm[RH];
+    for (int r = 0; r < RH; r++) acc[r] = _mm256_setzero_ps(), accm[r] = _mm_setzero_ps();
+    for (int64_t i = 0; i < k / QK_K; i++) {
+        const __m256i bs = _mm256_loadu_si256((const __m256i *)(x.bs + 16 * i));
+        const float yd = x.d[16 * i];
+        __m256i sumi[RH];
+        if (t->has_min) { /* q4_K: the mins against the 32-element sums of x */
+            const __m128i bs2 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+            for (int r = 0; r < RH; r++) {
+                const __m128i pm = _mm_madd_epi16(_mm_load_si128((const __m128i *)(p->aux + (i * R + q0 + r) * 16)), bs2);
+                accm[r] = _mm_fmadd_ps(_mm_set1_ps(-yd * p->dmin[i * R + q0 + r]), _mm_cvtepi32_ps(pm), accm[r]);
+                sumi[r] = _mm256_setzero_si256();
+            }
+        } else { /* q6_K: w = q - 32, so minus 32 x scale x group sum */
+            for (int r = 0; r < RH; r++) {
+                const __m256i g = _mm256_load_si256((const __m256i *)(p->aux + (i * R + q0 + r) * 16));
+                sumi[r] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(g, bs), 5));
+            }
+        }
+        for (int b = 0; b < 8; b++) {
+            const int64_t e = QK_K * i + 32 * b;
+            const __m256i xv = _mm256_load_si256((const __m256i *)(x.qs + e));
+            for (int r = 0; r < RH; r++) {
+                const __m256i w = _mm256_load_si256((const __m256i *)u_at(p, q0 + r, e / 32));
+                const __m256i s = t->has_min ? _mm256_set1_epi16(p->sc[(e / 32) * R + q0 + r])
+                                             : _mm256_load_si256((const __m256i *)sc_at(p, q0 + r, e / 32));
+                sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(s, _mm256_maddubs_epi16(w, xv)));
+            }
+        }
+        for (int r = 0; r < RH; r++)
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(yd * p->dw[i * R + q0 + r]), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+    }
+    for (int r = 0; r < RH; r++) {
+        __m128 m = _mm_add_ps(accm[r], _mm_movehl_ps(accm[r], accm[r]));
+        m = _mm_add_ss(m, _mm_movehdup_ps(m));
+        out[r] = t->has_min ? avx2_hsum_f32(acc[r]) + _mm_cvtss_f32(m) : avx2_hsum_f32(acc[r]);
+    }
+}
+
+/* Weight rows [r0, r1) against the packed activation rows. */
+INLINE void rows_with(const wtype *t, const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp,
+                      float *y, int64_t ldy) {
+    const int64_t k = xp->k, kp = xp->kp, nsb = t->kquant ? kp / QK_K : 1;
+    uint8_t raw[R * kp + 32];
+    float dw[kp / 32 * R], dmin[nsb * R];
+    int16_t scr[t->kquant ? R * kp / 2 + 16 : 1], auxr[R * nsb * 16 + 16]; /* + 16: alignment */
+    const panel p = {kp, (uint8_t *)(((uintptr_t)raw + 31) & ~(uintptr_t)31), dw, dmin,
+                     (int16_t *)(((uintptr_t)scr + 31) & ~(uintptr_t)31), (int16_t *)(((uintptr_t)auxr + 31) & ~(uintptr_t)31)};
+    for (int64_t rb = r0; rb < r1; rb += R) {
+        const int nrow = r1 - rb < R ? (int)(r1 - rb) : R;
+        for (int j = 0; j < nrow; j++) t->dec((const uint8_t *)w + (rb + j) * (int64_t)w_row, k, &p, j);
+        for (int j = nrow; j < R; j++) zero_row(&p, j, t);
+        for (int64_t c = 0; c < xp->m; c++) {
+            const xrow x = {xp->qs + c * kp, xp->d + c * (kp / 16), (const int16_t *)(xp->sum + c * xp->ng)};
+            float out[R];
+            if (t->kquant)
+                for (int q0 = 0; q0 < nrow; q0 += RH) dot_rows_k(t, &p, q0, k, x, out + q0);
+            else if (t->two_acc)
+                for (int q0 = 0; q0 < nrow; q0 += RH) dot_rows(t, &p, q0, RH, k, x, out + q0);
+            else
+                dot_rows(t, &p, 0, R, k, x, out);
+            memcpy(y + c * ldy + rb, out, (size_t)nrow * sizeof(float));
+        }
+    }
+}
+
+static const wtype t_q4_0 = {decode_q4_0, 8, 0, 0, 0, 1}, t_q5_0 = {decode_q5_0, 16, 0, 0, 0, 0},
+                   t_q8_0 = {decode_q8_0, 0, 1, 0, 0, 1}, t_q4_K = {decode_q4_K, 0, 0, 1, 1, 0},
+                   t_q6_K = {decode_q6_K, 32, 0, 1, 0, 0};
+
+#define KERNELS(name, wt, kind)                                                                                  \
+    static void gemm_pack_##name(const npl_gemm_x *xp, int64_t r, const void *row) {                          \
+        fill_as(kind, xp->qs + r * xp->kp, xp->d + r * (xp->kp / 16), xp->sum + r * xp->ng, row, xp->k, xp->kp); \
+    }                                                                                                         \
+    static void gemm_rows_##name(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp,   \
+                                 float *y, int64_t ldy) {                                                     \
+        rows_with(&wt, w, w_row, r0, r1, xp, y, ldy);                                                         \
+    }                                                                                                         \
+    static const npl_gemm_kernels gemm_##name = {gemm_pack_##name, gemm_rows_##name};
+KERNELS(q4_0, t_q4_0, X_Q8_0)
+KERNELS(q5_0, t_q5_0, X_Q8_0)
+KERNELS(q8_0, t_q8_0, X_Q8_0)
+KERNELS(q4_K, t_q4_K, X_Q8_K)
+KERNELS(q6_K, t_q6_K, X_Q8_K)
+
+const npl_gemm_kernels *npl_gemm_get_avx2(npl_type t) {
+    switch (t) {
+    case NPL_TYPE_Q4_0: return &gemm_q4_0;
+    case NPL_TYPE_Q5_0: return &gemm_q5_0;
+    case NPL_TYPE_Q8_0: return &gemm_q8_0;
+    case NPL_TYPE_Q4_K: return &gemm_q4_K;
+    case NPL_TYPE_Q6_K: return &gemm_q6_K;
+    default: return NULL;
+    }
+}
+
+#else
+const npl_gemm_kernels *npl_gemm_get_avx2(npl_type t) {
+    (void)t;
+    return NULL;
+}
+#endif

@@ -1,0 +1,67 @@
+/* Shared AVX-512 (F/BW/VL/DQ/VNNI) helpers for the kernels under x86/avx512. */
+#ifndef NPL_AVX512_UTIL_H
+#define NPL_AVX512_UTIL_H
+#include <immintrin.h>
+#include <stdint.h>
+
+#include "kernels/x86/avx2/avx2_util.h"
+
+void npl_kernels_fill_avx512_k(npl_kernels *k);
+void npl_dot4_fill_avx512_k(npl_vec_dot4_fn *d4);
+
+static inline __m512i load512(const void *p) { return _mm512_loadu_si512(p); }
+
+/* Two unaligned 32-byte pieces into one register: [a | b]. */
+static inline __m512i load2x256(const void *a, const void *b) {
+    __m512i r = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a));
+    return _mm512_inserti64x4(r, _mm256_loadu_si256((const __m256i *)b), 1);
+}
+
+/* [a x 8 | b x 8] */
+static inline __m512 set2_ps(float a, float b) {
+    return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1);
+}
+
+/* Signed x signed in groups of 4 through dpbusd: |x| (unsigned) against y
+ * carrying x's sign. */
+static inline __m512i dot_i8_i32(__m512i x, __m512i y) {
+    const __mmask64 neg = _mm512_movepi8_mask(x);
+    const __m512i sy = _mm512_mask_sub_epi8(y, neg, _mm512_setzero_si512(), y);
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(x), sy);
+}
+
+/* Four f16 scales at a byte stride (one per 32-block) as floats. */
+static inline __m128 half4_ps(const void *p, size_t stride) {
+    const uint8_t *b = p;
+    uint16_t h[4];
+    for (int k = 0; k < 4; k++) memcpy(&h[k], b + k * stride, 2);
+    __m128i v;
+    memcpy(&v, h, 8);
+    return _mm_cvtph_ps(v);
+}
+
+/* [d0 x 8 | d1 x 8] and [d2 x 8 | d3 x 8]: per-block scales over the lanes
+ * of two registers that each hold two blocks. */
+static inline void spread4(__m128 d, __m512 *s01, __m512 *s23) {
+    const __m512 dz = _mm512_castps128_ps512(d);
+    *s01 = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), dz);
+    *s23 = _mm512_permutexvar_ps(_mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3), dz);
+}
+
+/* Products of the x and y scales of blocks i..i+3. */
+static inline void scales4(const uint16_t *xd, size_t xstride, const uint16_t *yd, size_t ystride,
+                           __m512 *s01, __m512 *s23) {
+    spread4(_mm_mul_ps(half4_ps(xd, xstride), half4_ps(yd, ystride)), s01, s23);
+}
+
+/* Nibbles of two 32-blocks as [lo0 hi0 lo1 hi1] (16 bytes each): the
+ * element order of the two blocks' q8 quants. */
+static inline __m512i nibbles2x32(const uint8_t *a, const uint8_t *b) {
+    __m256i t = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
+                                        _mm_loadu_si128((const __m128i *)b), 1);
+    __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(t), _mm256_srli_epi16(t, 4), 1);
+    z = _mm512_and_si512(z, _mm512_set1_epi8(0x0F));
+    return _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 4, 5, 2, 3, 6, 7), z);
+}
+
+#endif

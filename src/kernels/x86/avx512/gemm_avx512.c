@@ -1,0 +1,142 @@
+/* AVX-512 VNNI GEMM for prefill (see gemm.h for the packed layout): a tile
+ * of 4 weight rows x up to 4 activation rows keeps 16 accumulators; per
+ * 64-element step each pair costs dpbusd(u, x), a conversion, the product
+ * of the two broadcast group scales and an fma. Weights are decoded 16 rows
+ * at a time onto the stack and reused across every activation row. */
+#include "kernels/gemm.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include "kernels/x86/avx512/gemm_decode.h"
+
+enum { TR = 4, TC = 4, BATCH = 16 }; /* tile rows, tile columns, weight rows decoded at once */
+
+/* ---- the tile ---- */
+
+static inline __attribute__((always_inline)) void tile(const int nc, const wpanel *p, int r, int nr,
+                                                       const npl_gemm_x *xp, int64_t c0, float *y, int64_t ldy) {
+    const int64_t kp = p->kp, nd = kp / 16, ng = p->ng;
+    const uint8_t *u = p->u + r * kp;
+    const float *wd = p->d + r * nd, *wm = p->m + r * ng;
+    const int8_t *xs = xp->qs + c0 * kp;
+    const float *xd = xp->d + c0 * nd, *xm = xp->sum + c0 * ng;
+    __m512 acc[TR][TC];
+    for (int i = 0; i < TR; i++)
+        for (int c = 0; c < TC; c++) acc[i][c] = _mm512_setzero_ps();
+    for (int64_t s = 0; s < kp / 64; s++) {
+        __m512i ur[TR];
+        __m512 wr[TR];
+        for (int i = 0; i < TR; i++) {
+            ur[i] = _mm512_load_si512(u + i * kp + s * 64);
+            wr[i] = _mm512_broadcast_f32x4(_mm_loadu_ps(wd + i * nd + s * 4));
+        }
+        for (int c = 0; c < nc; c++) {
+            const __m512i x = _mm512_load_si512(xs + c * kp + s * 64);
+            const __m512 sx = _mm512_broadcast_f32x4(_mm_loadu_ps(xd + c * nd + s * 4));
+            for (int i = 0; i < TR; i++) {
+                const __m512i t = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ur[i], x);
+                acc[i][c] = _mm512_fmadd_ps(_mm512_mul_ps(wr[i], sx), _mm512_cvtepi32_ps(t), acc[i][c]);
+            }
+        }
+    }
+    /* offsets and mins: sum over groups of w_m * x_sum */
+    for (int64_t g = 0; g < ng; g += 16)
+        for (int i = 0; i < TR; i++) {
+            const __m512 m = _mm512_loadu_ps(wm + i * ng + g);
+            for (int c = 0; c < nc; c++)
+                acc[i][c] = _mm512_fmadd_ps(m, _mm512_loadu_ps(xm + c * ng + g), acc[i][c]);
+        }
+    /* per activation row: the four weight rows' sums side by side */
+    const __mmask8 keep = (__mmask8)((1u << nr) - 1);
+    for (int c = 0; c < nc; c++) {
+        const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(acc[0][c], acc[1][c]), _mm512_unpackhi_ps(acc[0][c], acc[1][c]));
+        const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(acc[2][c], acc[3][c]), _mm512_unpackhi_ps(acc[2][c], acc[3][c]));
+        /* per 128-bit lane: [a0+a2 b0+b2 a1+a3 b1+b3], likewise c, d */
+        const __m512 v = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                                       _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+        const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+        const __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+        _mm_mask_storeu_ps(y + (c0 + c) * ldy, keep, q);
+    }
+}
+
+static void tile1(const wpanel *p, int r, int nr, const npl_gemm_x *xp, int64_t c0, float *y, int64_t ldy) {
+    tile(1, p, r, nr, xp, c0, y, ldy);
+}
+static void tile2(const wpanel *p, int r, int nr, const npl_gemm_x *xp, int64_t c0, float *y, int64_t ldy) {
+    tile(2, p, r, nr, xp, c0, y, ldy);
+}
+static void tile3(const wpanel *p, int r, int nr, const npl_gemm_x *xp, int64_t c0, float *y, int64_t ldy) {
+    tile(3, p, r, nr, xp, c0, y, ldy);
+}
+static void tile4(const wpanel *p, int r, int nr, const npl_gemm_x *xp, int64_t c0, float *y, int64_t ldy) {
+    tile(4, p, r, nr, xp, c0, y, ldy);
+}
+
+static void rows_with(decode_fn dec, const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp,
+                      float *y, int64_t ldy) {
+    const int64_t kp = xp->kp, ng = xp->ng;
+    const size_t bytes = (size_t)BATCH * (size_t)(kp + kp / 16 * 4 + ng * 4) + 64;
+    uint8_t raw[bytes];
+    wpanel p = {kp, ng, (uint8_t *)(((uintptr_t)raw + 63) & ~(uintptr_t)63), NULL, NULL};
+    p.d = (float *)(p.u + BATCH * kp);
+    p.m = p.d + BATCH * (kp / 16);
+    for (int64_t rb = r0; rb < r1; rb += BATCH) {
+        const int nrow = r1 - rb < BATCH ? (int)(r1 - rb) : BATCH;
+        const int npad = (nrow + TR - 1) / TR * TR;
+        for (int j = 0; j < nrow; j++) dec((const uint8_t *)w + (rb + j) * (int64_t)w_row, xp->k, &p, j);
+        for (int j = nrow; j < npad; j++) decode_tail(&p, j, 0);
+        for (int64_t c0 = 0; c0 < xp->m; c0 += TC) {
+            const int64_t nc = xp->m - c0 < TC ? xp->m - c0 : TC;
+            for (int r = 0; r < nrow; r += TR) {
+                const int nr = nrow - r < TR ? nrow - r : TR;
+                float *yt = y + rb + r;
+                switch (nc) {
+                case 4: tile4(&p, r, nr, xp, c0, yt, ldy); break;
+                case 3: tile3(&p, r, nr, xp, c0, yt, ldy); break;
+                case 2: tile2(&p, r, nr, xp, c0, yt, ldy); break;
+                default: tile1(&p, r, nr, xp, c0, yt, ldy); break;
+                }
+            }
+        }
+    }
+}
+
+#define ROWS_FN(name, dec)                                                                                  \
+    static void name(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y, \
+                     int64_t ldy) {                                                                         \
+        rows_with(dec, w, w_row, r0, r1, xp, y, ldy);                                                       \
+    }
+ROWS_FN(rows_q4_0, decode_q4_0)
+ROWS_FN(rows_q5_0, decode_q5_0)
+ROWS_FN(rows_q8_0, decode_q8_0)
+ROWS_FN(rows_q4_K, decode_q4_K)
+ROWS_FN(rows_q6_K, decode_q6_K)
+
+static const npl_gemm_kernels k_q4_0 = {pack_q8_0, rows_q4_0}, k_q5_0 = {pack_q8_0, rows_q5_0},
+                              k_q8_0 = {pack_q8_0, rows_q8_0}, k_q4_K = {pack_q8_K, rows_q4_K},
+                              k_q6_K = {pack_q8_K, rows_q6_K};
+
+const npl_gemm_kernels *npl_gemm_get(npl_isa want, npl_type t) {
+    const npl_isa best = npl_cpu_best_isa();
+    if ((int)want < (int)NPL_ISA_AVX512 || (int)best < (int)NPL_ISA_AVX512)
+        return (int)want >= (int)NPL_ISA_AVX2 && (int)best >= (int)NPL_ISA_AVX2 ? npl_gemm_get_avx2(t) : NULL;
+    if ((int)want >= (int)NPL_ISA_AMX && (int)best >= (int)NPL_ISA_AMX) {
+        const npl_gemm_kernels *a = npl_gemm_get_amx(t);
+        if (a) return a;
+    }
+    switch (t) {
+    case NPL_TYPE_Q4_0: return &k_q4_0;
+    case NPL_TYPE_Q5_0: return &k_q5_0;
+    case NPL_TYPE_Q8_0: return &k_q8_0;
+    case NPL_TYPE_Q4_K: return &k_q4_K;
+    case NPL_TYPE_Q6_K: return &k_q6_K;
+    default: return NULL;
+    }
+}
+
+#else
+const npl_gemm_kernels *npl_gemm_get(npl_isa want, npl_type t) {
+    (void)want, (void)t;
+    return NULL;
+}
+#endif
