@@ -25,7 +25,7 @@ void npl_cpu_backend_init(npl_backend *be, npl_cpu_ctx *ctx, npl_isa isa);
 enum { NPL_ARITH_OURS = 0, NPL_ARITH_LLAMACPP_FA = 1, NPL_ARITH_LLAMACPP_NOFA = 2 };
 void npl_cpu_set_llamacpp_arith(int mode);
 
-/* Exposed for reuse (vnpu fallbacks, tests): y[n, m] = w[k, n] . x[k, m]. */
+/* MatMul on tensors, y[n, m] = w[k, n] . x[k, m] (kernels/matmul.h on npl_tensor; tests and tools call it too). */
 int npl_cpu_matmul(const npl_cpu_ctx *cc, npl_pool *pool, const npl_tensor *w, const npl_tensor *x,
                    npl_tensor *y, void *scratch, char *err, size_t errlen);
 size_t npl_cpu_matmul_scratch(const npl_tensor *w, const npl_tensor *x);

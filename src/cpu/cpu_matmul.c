@@ -1,185 +1,28 @@
-/* Matmul with quantized weights, llama.cpp's way: activations are quantized
- * on the fly to the weight type's dot partner (Q8_0, Q8_K, ...) and every
- * output is one vec_dot of a weight row with an activation row. With many
- * activation rows (prefill) and a GEMM for the weight type, the quantized
- * rows are packed once and a register-tiled GEMM (kernels/gemm.h) takes
- * blocks of weight rows instead; with one row (decode) and a GEMV for the
- * type, 16 weight rows are taken at once (kernels/gemv.h). */
-#include <stdatomic.h>
+/* The CPU backend's MatMul on tensors: y[n, m] = w[k, n] . x[k, m], f32
+ * activations, run by the kernel library's driver (kernels/matmul.h). */
 #include <stdio.h>
-#include <string.h>
 
-#include "core/checked.h"
 #include "cpu/cpu_backend.h"
-#include "kernels/gemm.h"
-#include "kernels/gemv.h"
+#include "kernels/matmul.h"
 
-enum {
-    ROW_BLOCK = 16,      /* weight rows kept hot while sweeping activations */
-    GEMM_MIN_M = 16,     /* fewer activation rows: decoding weights for the GEMM does not pay */
-    CHUNK_ROWS = 1024,   /* most weight rows one thread takes at once */
-    INLINE_QUANT = 1 << 14, /* m * k up to this: quantize on the calling thread, no dispatch */
-};
-
-typedef struct {
-    const npl_cpu_ctx *cc;
-    const npl_tensor *w, *x;
-    npl_tensor *y;
-    const void *xq;      /* activations in the dot partner type */
-    void *xq_out;
-    size_t w_row, xq_row;
-    int64_t k, n, m;
-    npl_vec_dot_fn dot;
-    npl_vec_dot4_fn dot4; /* one weight row against 4 activation rows, or NULL */
-    const npl_gemm_kernels *gemm; /* or NULL: vec_dot path */
-    npl_gemm_x xp;                /* packed activations for the GEMM */
-    const npl_gemv_kernels *gemv; /* m < GEMM_MIN_M and a GEMV for the type, or NULL */
-    npl_gemv_x gx[GEMM_MIN_M];    /* the prepared activation rows for the GEMV */
-    char *gx_mem;                 /* their memory, npl_gemv_x_size(k) per row */
-    int64_t chunk_max;    /* rows per take at most */
-    int nth;
-    atomic_int_fast64_t next; /* first weight row not yet taken */
-} mm_job;
-
-/* Threads take chunks of weight rows from a shared counter rather than fixed
- * shares, so a thread the OS delays does not hold the others up. Chunks
- * shrink with the rows left (a quarter of a thread's fair share, in blocks
- * of 16, at most chunk_max): few atomics on a large matrix, and small last
- * chunks to even out the end and bound what a preempted thread holds. */
-static int take_rows(mm_job *j, int64_t *r0, int64_t *r1) {
-    int_fast64_t cur = atomic_load_explicit(&j->next, memory_order_relaxed);
-    for (;;) {
-        if (cur >= j->n) return 0;
-        int64_t c = (j->n - cur) / (4 * j->nth) & ~(int64_t)(ROW_BLOCK - 1);
-        c = c < ROW_BLOCK ? ROW_BLOCK : c > j->chunk_max ? j->chunk_max : c;
-        const int64_t end = cur + c < j->n ? cur + c : j->n;
-        if (atomic_compare_exchange_weak_explicit(&j->next, &cur, end, memory_order_relaxed, memory_order_relaxed)) {
-            *r0 = cur;
-            *r1 = end;
-            return 1;
-        }
-    }
-}
-
-static void quantize_rows(void *arg, int ith, int nth) {
-    mm_job *j = arg;
-    npl_type vdt = npl_type_get(j->w->type)->vec_dot_type;
-    npl_from_float_fn q = j->cc->k->quantize_row[vdt];
-    /* a contiguous range per thread, as the op before wrote its rows: fewer
-     * lines move between the cores' caches than with every nth row */
-    for (int64_t r = j->m * ith / nth, r1 = j->m * (ith + 1) / nth; r < r1; r++) {
-        char *row = (char *)j->xq_out + r * j->xq_row;
-        q((const float *)j->x->data + r * j->k, row, j->k);
-        if (j->gemm) j->gemm->pack(&j->xp, r, row);
-        if (j->gemv) j->gemv->prep(&j->gx[r], j->gx_mem + (size_t)r * npl_gemv_x_size(j->k), row, j->k);
-    }
-}
-
-static void gemm_rows(void *arg, int ith, int nth) {
-    (void)ith; (void)nth;
-    mm_job *j = arg;
-    int64_t r0, r1;
-    while (take_rows(j, &r0, &r1)) j->gemm->rows(j->w->data, j->w_row, r0, r1, &j->xp, j->y->data, j->n);
-}
-
-static void gemv_rows(void *arg, int ith, int nth) {
-    (void)ith; (void)nth;
-    mm_job *j = arg;
-    int64_t r0, r1;
-    while (take_rows(j, &r0, &r1)) j->gemv->rows(j->w->data, j->w_row, r0, r1, j->gx, (int)j->m, j->y->data, j->n);
-}
-
-static const npl_gemm_kernels *gemm_for(npl_isa isa, npl_type t, int64_t m, int64_t k) {
-    return m >= GEMM_MIN_M && k <= NPL_GEMM_MAX_K ? npl_gemm_get(isa, t) : NULL;
-}
-
-static const npl_gemv_kernels *gemv_for(npl_isa isa, npl_type t, int64_t m, int64_t k) {
-    return m < GEMM_MIN_M && k <= NPL_GEMM_MAX_K ? npl_gemv_get(isa, t) : NULL;
-}
-
-/* A block of 16 weight rows stays in cache while every activation row
- * passes over it. */
-static void dot_rows(void *arg, int ith, int nth) {
-    (void)ith; (void)nth;
-    mm_job *j = arg;
-    const char *wb = j->w->data, *xb = j->xq;
-    float *y = j->y->data;
-    int64_t r0, r1;
-    while (take_rows(j, &r0, &r1))
-    for (int64_t nb = r0; nb < r1; nb += ROW_BLOCK) {
-        int64_t ne = nb + ROW_BLOCK < r1 ? nb + ROW_BLOCK : r1;
-        int64_t m = 0;
-        if (j->dot4)
-            for (; m + 4 <= j->m; m += 4) {
-                const char *xr = xb + m * j->xq_row;
-                for (int64_t r = nb; r < ne; r++)
-                    j->dot4((int)j->k, y + m * j->n + r, (size_t)j->n, wb + r * j->w_row, xr, j->xq_row);
-            }
-        for (; m < j->m; m++) {
-            const char *xr = xb + m * j->xq_row;
-            float *yr = y + m * j->n;
-            for (int64_t r = nb; r < ne; r++) j->dot((int)j->k, &yr[r], wb + r * j->w_row, xr);
-        }
-    }
+static npl_matmul_kernel_args args_of(const npl_tensor *w, const npl_tensor *x, npl_tensor *y) {
+    const int64_t k = w->shape.ne[0], n = w->shape.ne[1];
+    return (npl_matmul_kernel_args){.wtype = w->type, .w = w->data, .x = x->data, .y = y ? y->data : NULL,
+                             .k = k, .n = n, .m = x->shape.ne[1] * x->shape.ne[2] * x->shape.ne[3],
+                             .ldx = k, .ldy = n};
 }
 
 size_t npl_cpu_matmul_scratch(const npl_tensor *w, const npl_tensor *x) {
-    const npl_type_traits *t = npl_type_get(w->type);
-    size_t row, total;
-    if (!t || t->vec_dot_type == NPL_TYPE_F32) return 0;
-    int64_t m = x->shape.ne[1] * x->shape.ne[2] * x->shape.ne[3];
-    if (npl_row_size(t->vec_dot_type, x->shape.ne[0], &row) || npl_mul_size(row, (size_t)m, &total)) return 0;
-    /* the best ISA's GEMM: an executor for a lower ISA just leaves this unused */
-    if (gemm_for(NPL_ISA_AMX, w->type, m, x->shape.ne[0])) total += npl_gemm_x_size(m, x->shape.ne[0]);
-    if (gemv_for(NPL_ISA_AMX, w->type, m, x->shape.ne[0])) total += npl_gemv_x_size(x->shape.ne[0]) * (size_t)m;
-    return total;
+    const npl_matmul_kernel_args a = args_of(w, x, NULL);
+    return npl_matmul_kernel_scratch(a.wtype, a.k, a.m);
 }
 
 int npl_cpu_matmul(const npl_cpu_ctx *cc, npl_pool *pool, const npl_tensor *w, const npl_tensor *x,
                    npl_tensor *y, void *scratch, char *err, size_t errlen) {
-    const npl_type_traits *t = npl_type_get(w->type);
-    mm_job j = {.cc = cc, .w = w, .x = x, .y = y};
-    j.k = w->shape.ne[0];
-    j.n = w->shape.ne[1];
-    j.m = x->shape.ne[1] * x->shape.ne[2] * x->shape.ne[3];
-    if (!t || !cc->k->vec_dot[w->type] || x->type != NPL_TYPE_F32) {
+    if (x->type != NPL_TYPE_F32) {
         snprintf(err, errlen, "matmul: no kernel for %s weights", npl_type_name(w->type));
         return -1;
     }
-    if (npl_row_size(w->type, j.k, &j.w_row)) {
-        snprintf(err, errlen, "matmul: row of %lld not a multiple of the %s block", (long long)j.k, t->name);
-        return -1;
-    }
-    if (t->vec_dot_type == NPL_TYPE_F32) {
-        j.xq = x->data;
-        j.xq_row = (size_t)j.k * sizeof(float);
-    } else {
-        if (!cc->k->quantize_row[t->vec_dot_type] || npl_row_size(t->vec_dot_type, j.k, &j.xq_row)) {
-            snprintf(err, errlen, "matmul: cannot convert activations to %s", npl_type_name(t->vec_dot_type));
-            return -1;
-        }
-        j.xq_out = scratch;
-        j.xq = scratch;
-        j.gemm = gemm_for(cc->isa, w->type, j.m, j.k);
-        if (j.gemm) npl_gemm_x_init(&j.xp, (char *)scratch + j.xq_row * (size_t)j.m, j.m, j.k);
-        j.gemv = gemv_for(cc->isa, w->type, j.m, j.k);
-        j.gx_mem = (char *)scratch + j.xq_row * (size_t)j.m;
-        if (j.m * j.k <= INLINE_QUANT) quantize_rows(&j, 0, 1);
-        else npl_pool_run(pool, quantize_rows, &j);
-    }
-    atomic_init(&j.next, 0);
-    j.nth = npl_pool_size(pool);
-    j.chunk_max = j.gemm ? ROW_BLOCK : CHUNK_ROWS / j.m > ROW_BLOCK ? CHUNK_ROWS / j.m & ~(int64_t)(ROW_BLOCK - 1) : ROW_BLOCK;
-    if (j.gemm) {
-        npl_pool_run(pool, gemm_rows, &j);
-        return 0;
-    }
-    if (j.gemv) {
-        npl_pool_run(pool, gemv_rows, &j);
-        return 0;
-    }
-    j.dot = cc->k->vec_dot[w->type];
-    j.dot4 = npl_vec_dot4_get(cc->isa, w->type);
-    npl_pool_run(pool, dot_rows, &j);
-    return 0;
+    const npl_matmul_kernel_args a = args_of(w, x, y);
+    return npl_matmul_kernel(cc->isa, pool, &a, scratch, err, errlen);
 }

@@ -24,25 +24,13 @@
 
 #include "accel/vnpu/vnpu.h"
 #include "accel/vnpu/vnpu_exec.h"
-#include "cpu/cpu_backend.h"
 #include "kernels/gemm.h"
-
-static void ggml_tensors(const vnpu_pack *p, int part, const float *x, int64_t m, float *y, npl_tensor *w,
-                         npl_tensor *xt, npl_tensor *yt) {
-    *w = (npl_tensor){(npl_type)p->gtype, {2, {p->k, p->n[part], 1, 1}}, (void *)(part ? p->wraw1 : p->wraw)};
-    *xt = (npl_tensor){NPL_TYPE_F32, {2, {p->k, m, 1, 1}}, (void *)x};
-    *yt = (npl_tensor){NPL_TYPE_F32, {2, {p->n[part], m, 1, 1}}, y};
-}
+#include "kernels/matmul.h"
 
 static size_t a64(size_t v) { return (v + 63) & ~(size_t)63; }
 
 size_t vnpu_matmul_ggml_scratch(const vnpu_pack *p, int64_t m) {
-    npl_tensor w, x, y;
-    ggml_tensors(p, 0, NULL, m, NULL, &w, &x, &y);
-    size_t s = npl_cpu_matmul_scratch(&w, &x);
-    /* two parts into a strided output go through a dense part buffer unless m == 1 */
-    if (p->n_parts == 2 && m > 1) s = a64(s) + (size_t)m * (size_t)p->n[0] * 4;
-    return s;
+    return npl_matmul_kernel_scratch((npl_type)p->gtype, p->k, m);
 }
 
 int vnpu_matmul_ggml_ok(int gtype) {
@@ -53,17 +41,13 @@ int vnpu_matmul_ggml_ok(int gtype) {
 
 void vnpu_matmul_ggml(int isa, npl_pool *pool, const vnpu_pack *p, const float *x, int64_t m, float *y,
                       int64_t y_stride, uint8_t *scratch) {
-    const npl_cpu_ctx cc = {(npl_isa)isa, npl_kernels_get((npl_isa)isa), NULL};
     char err[8];
     for (uint32_t part = 0; part < p->n_parts; part++) {
-        npl_tensor w, xt, yt;
-        const int direct = m == 1 || (p->n_parts == 1 && y_stride == p->n[0]);
-        float *dst = y + p->col0[part];
-        float *buf = direct ? dst : (float *)(scratch + a64(vnpu_matmul_ggml_scratch(p, m) - (size_t)m * (size_t)p->n[0] * 4));
-        ggml_tensors(p, (int)part, x, m, buf, &w, &xt, &yt);
-        npl_cpu_matmul(&cc, pool, &w, &xt, &yt, scratch, err, sizeof err); /* cannot fail: vnpu_matmul_ggml_ok at plan */
-        if (!direct)
-            for (int64_t r = 0; r < m; r++) memcpy(dst + r * y_stride, buf + r * p->n[part], (size_t)p->n[part] * 4);
+        /* each part straight into its columns of the strided output */
+        const npl_matmul_kernel_args a = {.wtype = (npl_type)p->gtype, .w = part ? p->wraw1 : p->wraw, .x = x,
+                                   .y = y + p->col0[part], .k = p->k, .n = p->n[part], .m = m,
+                                   .ldx = p->k, .ldy = y_stride};
+        npl_matmul_kernel((npl_isa)isa, pool, &a, scratch, err, sizeof err); /* cannot fail: vnpu_matmul_ggml_ok at plan */
     }
 }
 

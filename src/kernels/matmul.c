@@ -1,0 +1,186 @@
+/* Matmul with quantized weights, llama.cpp's way: activations are quantized
+ * on the fly to the weight type's dot partner (Q8_0, Q8_K, ...) and every
+ * output is one vec_dot of a weight row with an activation row. With many
+ * activation rows (prefill) and a GEMM for the weight type, the quantized
+ * rows are packed once and a register-tiled GEMM (kernels/gemm.h) takes
+ * blocks of weight rows instead; with one row (decode) and a GEMV for the
+ * type, 16 weight rows are taken at once (kernels/gemv.h). */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/matmul.h"
+
+#include "kernels/gemm.h"
+#include "kernels/gemv.h"
+
+enum {
+    ROW_BLOCK = 16,      /* weight rows kept hot while sweeping activations */
+    GEMM_MIN_M = 16,     /* fewer activation rows: decoding weights for the GEMM does not pay */
+    CHUNK_ROWS = 1024,   /* most weight rows one thread takes at once */
+    INLINE_QUANT = 1 << 14, /* m * k up to this: quantize on the calling thread, no dispatch */
+};
+
+typedef struct {
+    const npl_kernels *kt;
+    const npl_matmul_kernel_args *a;
+    const void *xq;      /* activations in the dot partner type */
+    void *xq_out;
+    size_t w_row, xq_row;
+    int64_t k, n, m;
+    npl_vec_dot_fn dot;
+    npl_vec_dot4_fn dot4; /* one weight row against 4 activation rows, or NULL */
+    const npl_gemm_kernels *gemm; /* or NULL: vec_dot path */
+    npl_gemm_x xp;                /* packed activations for the GEMM */
+    const npl_gemv_kernels *gemv; /* m < GEMM_MIN_M and a GEMV for the type, or NULL */
+    npl_gemv_x gx[GEMM_MIN_M];    /* the prepared activation rows for the GEMV */
+    char *gx_mem;                 /* their memory, npl_gemv_x_size(k) per row */
+    int64_t chunk_max;    /* rows per take at most */
+    int nth;
+    atomic_int_fast64_t next; /* first weight row not yet taken */
+} mm_job;
+
+/* Threads take chunks of weight rows from a shared counter rather than fixed
+ * shares, so a thread the OS delays does not hold the others up. Chunks
+ * shrink with the rows left (a quarter of a thread's fair share, in blocks
+ * of 16, at most chunk_max): few atomics on a large matrix, and small last
+ * chunks to even out the end and bound what a preempted thread holds. */
+static int take_rows(mm_job *j, int64_t *r0, int64_t *r1) {
+    int_fast64_t cur = atomic_load_explicit(&j->next, memory_order_relaxed);
+    for (;;) {
+        if (cur >= j->n) return 0;
+        int64_t c = (j->n - cur) / (4 * j->nth) & ~(int64_t)(ROW_BLOCK - 1);
+        c = c < ROW_BLOCK ? ROW_BLOCK : c > j->chunk_max ? j->chunk_max : c;
+        const int64_t end = cur + c < j->n ? cur + c : j->n;
+        if (atomic_compare_exchange_weak_explicit(&j->next, &cur, end, memory_order_relaxed, memory_order_relaxed)) {
+            *r0 = cur;
+            *r1 = end;
+            return 1;
+        }
+    }
+}
+
+static void quantize_rows(void *arg, int ith, int nth) {
+    mm_job *j = arg;
+    npl_type vdt = npl_type_get(j->a->wtype)->vec_dot_type;
+    npl_from_float_fn q = j->kt->quantize_row[vdt];
+    /* a contiguous range per thread, as the op before wrote its rows: fewer
+     * lines move between the cores' caches than with every nth row */
+    for (int64_t r = j->m * ith / nth, r1 = j->m * (ith + 1) / nth; r < r1; r++) {
+        char *row = (char *)j->xq_out + r * j->xq_row;
+        q(j->a->x + r * j->a->ldx, row, j->k);
+        if (j->gemm) j->gemm->pack(&j->xp, r, row);
+        if (j->gemv) j->gemv->prep(&j->gx[r], j->gx_mem + (size_t)r * npl_gemv_x_size(j->k), row, j->k);
+    }
+}
+
+static void gemm_rows(void *arg, int ith, int nth) {
+    (void)ith; (void)nth;
+    mm_job *j = arg;
+    int64_t r0, r1;
+    while (take_rows(j, &r0, &r1)) j->gemm->rows(j->a->w, j->w_row, r0, r1, &j->xp, j->a->y, j->a->ldy);
+}
+
+static void gemv_rows(void *arg, int ith, int nth) {
+    (void)ith; (void)nth;
+    mm_job *j = arg;
+    int64_t r0, r1;
+    while (take_rows(j, &r0, &r1)) j->gemv->rows(j->a->w, j->w_row, r0, r1, j->gx, (int)j->m, j->a->y, j->a->ldy);
+}
+
+static const npl_gemm_kernels *gemm_for(npl_isa isa, npl_type t, int64_t m, int64_t k) {
+    return m >= GEMM_MIN_M && k <= NPL_GEMM_MAX_K ? npl_gemm_get(isa, t) : NULL;
+}
+
+static const npl_gemv_kernels *gemv_for(npl_isa isa, npl_type t, int64_t m, int64_t k) {
+    return m < GEMM_MIN_M && k <= NPL_GEMM_MAX_K ? npl_gemv_get(isa, t) : NULL;
+}
+
+/* A block of 16 weight rows stays in cache while every activation row
+ * passes over it. */
+static void dot_rows(void *arg, int ith, int nth) {
+    (void)ith; (void)nth;
+    mm_job *j = arg;
+    const char *wb = j->a->w, *xb = j->xq;
+    float *y = j->a->y;
+    const int64_t ldy = j->a->ldy;
+    int64_t r0, r1;
+    while (take_rows(j, &r0, &r1))
+    for (int64_t nb = r0; nb < r1; nb += ROW_BLOCK) {
+        int64_t ne = nb + ROW_BLOCK < r1 ? nb + ROW_BLOCK : r1;
+        int64_t m = 0;
+        if (j->dot4)
+            for (; m + 4 <= j->m; m += 4) {
+                const char *xr = xb + m * j->xq_row;
+                for (int64_t r = nb; r < ne; r++)
+                    j->dot4((int)j->k, y + m * ldy + r, (size_t)ldy, wb + r * j->w_row, xr, j->xq_row);
+            }
+        for (; m < j->m; m++) {
+            const char *xr = xb + m * j->xq_row;
+            float *yr = y + m * ldy;
+            for (int64_t r = nb; r < ne; r++) j->dot((int)j->k, &yr[r], wb + r * j->w_row, xr);
+        }
+    }
+}
+
+size_t npl_matmul_kernel_scratch(npl_type wtype, int64_t k, int64_t m) {
+    const npl_type_traits *t = npl_type_get(wtype);
+    size_t row, total;
+    if (!t || t->vec_dot_type == NPL_TYPE_F32) return 0;
+    if (npl_row_size(t->vec_dot_type, k, &row) || __builtin_mul_overflow(row, (size_t)m, &total)) return 0;
+    /* the best ISA's GEMM: an executor for a lower ISA just leaves this unused */
+    if (gemm_for(NPL_ISA_AMX, wtype, m, k)) total += npl_gemm_x_size(m, k);
+    if (gemv_for(NPL_ISA_AMX, wtype, m, k)) total += npl_gemv_x_size(k) * (size_t)m;
+    return total;
+}
+
+int npl_matmul_kernel(npl_isa isa, npl_pool *pool, const npl_matmul_kernel_args *a, void *scratch, char *err,
+                      size_t errlen) {
+    const npl_type_traits *t = npl_type_get(a->wtype);
+    const npl_kernels *kt = npl_kernels_get(isa);
+    isa = kt->isa;
+    mm_job j = {.kt = kt, .a = a};
+    j.k = a->k;
+    j.n = a->n;
+    j.m = a->m;
+    if (!t || !kt->vec_dot[a->wtype]) {
+        snprintf(err, errlen, "matmul: no kernel for %s weights", npl_type_name(a->wtype));
+        return -1;
+    }
+    if (npl_row_size(a->wtype, j.k, &j.w_row)) {
+        snprintf(err, errlen, "matmul: row of %lld not a multiple of the %s block", (long long)j.k, t->name);
+        return -1;
+    }
+    if (t->vec_dot_type == NPL_TYPE_F32) {
+        j.xq = a->x;
+        j.xq_row = (size_t)a->ldx * sizeof(float);
+    } else {
+        if (!kt->quantize_row[t->vec_dot_type] || npl_row_size(t->vec_dot_type, j.k, &j.xq_row)) {
+            snprintf(err, errlen, "matmul: cannot convert activations to %s", npl_type_name(t->vec_dot_type));
+            return -1;
+        }
+        j.xq_out = scratch;
+        j.xq = scratch;
+        j.gemm = gemm_for(isa, a->wtype, j.m, j.k);
+        if (j.gemm) npl_gemm_x_init(&j.xp, (char *)scratch + j.xq_row * (size_t)j.m, j.m, j.k);
+        j.gemv = gemv_for(isa, a->wtype, j.m, j.k);
+        j.gx_mem = (char *)scratch + j.xq_row * (size_t)j.m;
+        if (j.m * j.k <= INLINE_QUANT) quantize_rows(&j, 0, 1);
+        else npl_pool_run(pool, quantize_rows, &j);
+    }
+    atomic_init(&j.next, 0);
+    j.nth = npl_pool_size(pool);
+    j.chunk_max = j.gemm ? ROW_BLOCK : CHUNK_ROWS / j.m > ROW_BLOCK ? CHUNK_ROWS / j.m & ~(int64_t)(ROW_BLOCK - 1) : ROW_BLOCK;
+    if (j.gemm) {
+        npl_pool_run(pool, gemm_rows, &j);
+        return 0;
+    }
+    if (j.gemv) {
+        npl_pool_run(pool, gemv_rows, &j);
+        return 0;
+    }
+    j.dot = kt->vec_dot[a->wtype];
+    j.dot4 = npl_vec_dot4_get(isa, a->wtype);
+    npl_pool_run(pool, dot_rows, &j);
+    return 0;
+}

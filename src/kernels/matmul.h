@@ -1,0 +1,36 @@
+/* The quantized-weight matmul driver over the thread pool: activations are
+ * quantized to the weight type's dot partner, then a GEMM (many rows), a
+ * GEMV (few rows) or vec_dot (the rest) per weight row block. Raw pointers
+ * and dims, no graph types: the CPU backend and vnpu both call it. */
+#ifndef NPL_KERNELS_MATMUL_H
+#define NPL_KERNELS_MATMUL_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/dtype.h"
+#include "kernels/threadpool.h"
+#include "kernels/vec_dot.h"
+
+/* y[c * ldy + r] = dot(weight row r, activation row c) for r < n, c < m.
+ * Weights: n dense rows of k elements of type wtype (npl_row_size bytes
+ * each). Activations: m rows of k floats, ldx floats apart. Output rows are
+ * ldy floats apart (ldy >= n). */
+typedef struct {
+    npl_type wtype;
+    const void *w;
+    const float *x;
+    float *y;
+    int64_t k, n, m;
+    int64_t ldx, ldy;
+} npl_matmul_kernel_args;
+
+/* Scratch bytes npl_matmul_kernel needs for these weights and m activation rows
+ * (enough for any ISA's path; 0 when activations are used as they are). */
+size_t npl_matmul_kernel_scratch(npl_type wtype, int64_t k, int64_t m);
+/* Runs the matmul with the kernels of `isa` (clamped to this CPU). -1 with a
+ * message in err when there is no kernel for the type or k does not fit
+ * its blocks; nothing is written then. */
+int npl_matmul_kernel(npl_isa isa, npl_pool *pool, const npl_matmul_kernel_args *a, void *scratch, char *err,
+                      size_t errlen);
+
+#endif
