@@ -114,4 +114,44 @@ static inline size_t qnn_bytes(const npl_accel_tensor_desc *d) {
                 : d->dtype == NPL_ACCEL_DT_F16 || d->dtype == NPL_ACCEL_DT_INT16 ? 2 : 1;
     return qnn_elems(d) * es;
 }
+enum { MAXT = 8 };
+typedef struct {
+    npl_accel_tensor_desc d;
+    void *data;
+} tspec;
+
+/* One graph with one node over `ins` (APP_WRITE or STATIC) -> `out`; *bin_size
+ * (may be NULL) gets the context binary's size. */
+static inline npl_accel_status run1b(qnn_rig *r, const char *op, const npl_accel_param *prm, uint32_t np, tspec *ins,
+                                     uint32_t n_in, tspec *out, uint64_t *bin_size) {
+    const npl_accel_api *a = r->api;
+    npl_accel_context *ctx;
+    npl_accel_graph *g;
+    npl_accel_tensor_id id[MAXT + 1];
+    npl_accel_buffer bin[MAXT], bout;
+    uint32_t nb = 0;
+    npl_accel_status st = a->context_create(r->be, r->dev, NULL, 0, &ctx);
+    if (!st) st = a->graph_create(ctx, op, &g);
+    for (uint32_t i = 0; i < n_in && !st; i++) {
+        if (ins[i].d.kind == NPL_ACCEL_STATIC) ins[i].d.data = ins[i].data, ins[i].d.data_size = qnn_bytes(&ins[i].d);
+        st = a->tensor_create(g, &ins[i].d, &id[i]);
+        if (ins[i].d.kind == NPL_ACCEL_APP_WRITE) bin[nb++] = (npl_accel_buffer){ins[i].d.name, ins[i].data, qnn_bytes(&ins[i].d)};
+    }
+    if (!st) st = a->tensor_create(g, &out->d, &id[n_in]);
+    npl_accel_node_desc nd = {op, op, prm, np, id, n_in, &id[n_in], 1};
+    if (!st) st = a->graph_add_node(g, &nd);
+    if (!st) st = a->graph_finalize(g);
+    bout = (npl_accel_buffer){out->d.name, out->data, qnn_bytes(&out->d)};
+    if (!st) st = a->graph_execute(g, bin, nb, &bout, 1);
+    if (!st && bin_size) st = a->context_get_binary_size(ctx, bin_size);
+    if (st) fprintf(stderr, "  %s: status %d: %s\n", op, st, a->last_error(r->be));
+    a->context_free(ctx);
+    return st;
+}
+
+static inline npl_accel_status run1(qnn_rig *r, const char *op, const npl_accel_param *prm, uint32_t np, tspec *ins, uint32_t n_in,
+                                    tspec *out) {
+    return run1b(r, op, prm, np, ins, n_in, out, NULL);
+}
+
 #endif

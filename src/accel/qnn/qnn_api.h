@@ -42,6 +42,7 @@ enum { QNN_DEFINITION_DEFINED = 1, QNN_DEFINITION_UNDEFINED = 0x7FFFFFFF };
 enum {
     QNN_QUANTIZATION_ENCODING_SCALE_OFFSET = 0,
     QNN_QUANTIZATION_ENCODING_AXIS_SCALE_OFFSET = 1,
+    QNN_QUANTIZATION_ENCODING_BW_AXIS_SCALE_OFFSET = 3,
     QNN_QUANTIZATION_ENCODING_UNDEFINED = 0x7FFFFFFF
 };
 enum { QNN_TENSORMEMTYPE_RAW = 0 };
@@ -77,6 +78,14 @@ typedef struct {
     uint32_t numScaleOffsets;
     Qnn_ScaleOffset_t *scaleOffset;
 } Qnn_AxisScaleOffset_t;
+/* Per-axis scales of values narrower than the container (int8 holding 4-bit values). */
+typedef struct {
+    uint32_t bitwidth;
+    int32_t axis;
+    uint32_t numElements;
+    float *scales;
+    int32_t *offsets;
+} Qnn_BwAxisScaleOffset_t;
 
 typedef struct {
     uint32_t encodingDefinition;
@@ -84,6 +93,7 @@ typedef struct {
     union {
         Qnn_ScaleOffset_t scaleOffset;
         Qnn_AxisScaleOffset_t axisScaleOffset;
+        Qnn_BwAxisScaleOffset_t bwAxisScaleOffset;
         uint8_t size_[32]; /* the largest member (bitwidth-axis encoding) is 32 bytes */
     };
 } Qnn_QuantizeParams_t;
@@ -232,7 +242,7 @@ typedef struct {
     Qnn_ErrorHandle_t (*deviceFree)(Qnn_Handle_t device);
     void *signal_[4];
     Qnn_ErrorHandle_t (*errorGetMessage)(Qnn_ErrorHandle_t, const char **);
-    void *errorGetVerboseMessage, *errorFreeVerboseMessage;
+    void *errorGetVerboseMessage, *errorFreeVerboseMessage; /* 1000 (unsupported) in v2.51 */
     void *rest_[18]; /* graph environment, contextValidateBinary, async/section/incremental APIs, ... */
 } QnnIface_t;
 
@@ -278,6 +288,8 @@ typedef struct {
 
 _Static_assert(sizeof(void *) == 8, "QNN declarations are for LP64 targets");
 _Static_assert(sizeof(Qnn_QuantizeParams_t) == 40, "Qnn_QuantizeParams_t");
+_Static_assert(sizeof(Qnn_BwAxisScaleOffset_t) == 32 && offsetof(Qnn_BwAxisScaleOffset_t, scales) == 16,
+               "Qnn_BwAxisScaleOffset_t (the probe's pc4u layout)");
 _Static_assert(offsetof(Qnn_TensorV2_t, quantizeParams) == 32, "Qnn_TensorV2_t.quantizeParams");
 _Static_assert(offsetof(Qnn_TensorV2_t, rank) == 72, "Qnn_TensorV2_t.rank");
 _Static_assert(offsetof(Qnn_TensorV2_t, clientBuf) == 96, "Qnn_TensorV2_t.clientBuf");

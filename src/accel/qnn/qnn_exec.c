@@ -12,7 +12,13 @@
 
 static const qnn_tensor *bound(const npl_accel_context *c, const qnn_graph *g, const char *name, uint32_t *id) {
     for (uint32_t i = 0; i < c->n_t; i++)
-        if (c->t[i].graph == g && !strcmp(c->t[i].name, name)) return *id = i, &c->t[i];
+        if (c->t[i].graph == g && !c->t[i].hidden && !strcmp(c->t[i].name, name)) return *id = i, &c->t[i];
+    return NULL;
+}
+
+static const void *buffer_of(const npl_accel_buffer *in, uint32_t n_in, const char *name) {
+    for (uint32_t k = 0; k < n_in; k++)
+        if (in[k].name && !strcmp(in[k].name, name)) return in[k].data;
     return NULL;
 }
 
@@ -24,12 +30,16 @@ npl_accel_status qnn_graph_execute(npl_accel_graph *g, const npl_accel_buffer *i
     if (!g->finalized) return FAIL(be, NPL_ACCEL_ERR_STATE, "graph '%s' is not finalized", g->name);
     uint32_t want_in = 0, want_out = 0;
     for (uint32_t i = 0; i < c->n_t; i++)
-        if (c->t[i].graph == g) want_in += c->t[i].kind == NPL_ACCEL_APP_WRITE, want_out += c->t[i].kind == NPL_ACCEL_APP_READ;
+        if (c->t[i].graph == g && !c->t[i].hidden)
+            want_in += c->t[i].kind == NPL_ACCEL_APP_WRITE, want_out += c->t[i].kind == NPL_ACCEL_APP_READ;
     if (n_in != want_in || n_out != want_out)
         return FAIL(be, NPL_ACCEL_ERR_BINDING, "graph '%s' takes %u inputs and %u outputs, got %u and %u", g->name, want_in,
                     want_out, n_in, n_out);
-    Qnn_Tensor_t *qi = calloc(n_in + 1, sizeof *qi), *qo = calloc(n_out + 1, sizeof *qo);
-    void **tmp = calloc(n_in + 1, sizeof *tmp);
+    /* QNN gets the caller's inputs, then the hidden ones. */
+    const uint32_t n_tmp = n_in + 2 * g->n_ropes;
+    Qnn_Tensor_t *qi = calloc(n_tmp + 1, sizeof *qi), *qo = calloc(n_out + 1, sizeof *qo);
+    void **tmp = calloc(n_tmp + 1, sizeof *tmp);
+    uint32_t nq = 0;
     npl_accel_status st = qi && qo && tmp ? NPL_ACCEL_OK : FAIL(be, NPL_ACCEL_ERR_NO_MEMORY, "out of memory");
     for (uint32_t k = 0; k < n_in + n_out && !st; k++) {
         const npl_accel_buffer *b = k < n_in ? &in[k] : &out[k - n_in];
@@ -58,13 +68,27 @@ npl_accel_status qnn_graph_execute(npl_accel_graph *g, const npl_accel_buffer *i
         }
         x.v2.clientBuf.data = data;
         x.v2.clientBuf.dataSize = (uint32_t)b->size;
-        if (k < n_in) qi[k] = x;
+        if (k < n_in) qi[nq++] = x;
         else qo[k - n_in] = x;
+    }
+    for (uint32_t r = 0; r < g->n_ropes && !st; r++) {
+        const qnn_rope *rp = &g->ropes[r];
+        const int32_t *pos = buffer_of(in, n_in, c->t[rp->pos].name);
+        const uint64_t bytes = c->t[rp->cos].bytes;
+        void *cs = malloc(bytes), *sn = malloc(bytes);
+        tmp[n_in + 2 * r] = cs, tmp[n_in + 2 * r + 1] = sn;
+        if (!cs || !sn) {
+            st = FAIL(be, NPL_ACCEL_ERR_NO_MEMORY, "out of memory");
+            break;
+        }
+        qnn_rope_angles(rp, pos, cs, sn);
+        qi[nq] = g->qt[rp->cos], qi[nq].v2.clientBuf.data = cs, qi[nq++].v2.clientBuf.dataSize = (uint32_t)bytes;
+        qi[nq] = g->qt[rp->sin], qi[nq].v2.clientBuf.data = sn, qi[nq++].v2.clientBuf.dataSize = (uint32_t)bytes;
     }
     if (!st) {
         uint64_t t0 = qnn_now_ns();
         qnn_log_reset();
-        Qnn_ErrorHandle_t e = be->q->graphExecute(g->g, qi, n_in, qo, n_out, NULL, NULL);
+        Qnn_ErrorHandle_t e = be->q->graphExecute(g->g, qi, nq, qo, n_out, NULL, NULL);
         uint64_t dt = qnn_now_ns() - t0;
         if (e != QNN_SUCCESS) st = qnn_fail_q(be, e, NPL_ACCEL_ERR_INTERNAL, "graph '%s': execute", g->name);
         else {
@@ -79,7 +103,7 @@ npl_accel_status qnn_graph_execute(npl_accel_graph *g, const npl_accel_buffer *i
             }
         }
     }
-    for (uint32_t k = 0; tmp && k < n_in; k++) free(tmp[k]);
+    for (uint32_t k = 0; tmp && k < n_tmp; k++) free(tmp[k]);
     free(tmp);
     free(qi);
     free(qo);
@@ -172,22 +196,8 @@ static npl_accel_status adopt(npl_accel_context *c, qnn_graph *g, const Qnn_Tens
         t->quant = (npl_accel_quant){NPL_ACCEL_QUANT_PER_TENSOR, 0, 0, 1, s, o};
     }
     npl_accel_tensor_id id = c->n_t++;
-    uint32_t need = id + 1, cap = g->cap ? g->cap : 16;
-    while (cap < need) cap *= 2;
-    if (cap != g->cap) {
-        Qnn_Tensor_t *qt = realloc(g->qt, sizeof *qt * cap);
-        if (qt) g->qt = qt;
-        uint32_t *qd = realloc(g->qdims, sizeof *qd * NPL_ACCEL_MAX_RANK * cap);
-        if (qd) g->qdims = qd;
-        Qnn_ScaleOffset_t **qs = realloc(g->qso, sizeof *qs * cap);
-        if (qs) g->qso = qs;
-        if (!qt || !qd || !qs) return FAIL(be, NPL_ACCEL_ERR_NO_MEMORY, "out of memory");
-        memset(g->qt + g->cap, 0, sizeof *qt * (cap - g->cap));
-        memset(g->qso + g->cap, 0, sizeof *qs * (cap - g->cap));
-        g->cap = cap;
-        for (uint32_t i = 0; i < id; i++)
-            if (g->qt[i].version) g->qt[i].v2.dimensions = g->qdims + (size_t)i * NPL_ACCEL_MAX_RANK;
-    }
+    npl_accel_status st = qnn_graph_reserve(g, id + 1);
+    if (st) return st;
     Qnn_Tensor_t x;
     memset(&x, 0, sizeof x);
     x.version = QNN_TENSOR_VERSION_2;

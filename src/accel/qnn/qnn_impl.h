@@ -9,6 +9,7 @@
  * graphs are created in both — weight sharing in the binary is issue 16's). */
 #ifndef NPL_QNN_IMPL_H
 #define NPL_QNN_IMPL_H
+#include <stddef.h>
 #include <stdint.h>
 
 #include "accel/qnn/qnn_api.h"
@@ -29,6 +30,8 @@ struct npl_accel_backend {
     const QnnInterface_t *prov;
     const QnnIface_t *q;
     Qnn_Handle_t log, be;
+    const QnnSysIface_t *sys; /* libQnnSystem, loaded by the first binary_info */
+    Qnn_Handle_t sysctx;
     char lib_dir[512];
     char err[2048];
 };
@@ -48,7 +51,20 @@ typedef struct {
     void *data;            /* STATIC: QNN-ready bytes (INT16 stored as uint16) */
     uint64_t bytes;        /* ABI byte size */
     struct npl_accel_graph *graph; /* owner of a non-STATIC tensor */
+    int hidden;                    /* an input the adapter fills at execute (Rope's cos / sin) */
+    int bits4;                     /* STATIC INT8 per-axis whose values fit 4 bits: QNN's bitwidth-4 encoding */
 } qnn_tensor;
+
+/* A Rope node's angles, computed on the host at execute from the bound
+ * positions (precise at any position; fp16 sin/cos of large angles in the
+ * graph would not be) and given to the graph as the hidden inputs cos, sin. */
+typedef struct {
+    npl_accel_tensor_id pos, cos, sin;
+    uint32_t n_pos, half;
+    int f16, neox;
+    double base, freq_scale, ext_factor, attn_factor, corr_lo, corr_hi;
+    float *factors; /* [half] or NULL */
+} qnn_rope;
 
 typedef struct npl_accel_graph {
     npl_accel_context *ctx;
@@ -61,6 +77,8 @@ typedef struct npl_accel_graph {
     Qnn_ScaleOffset_t **qso; /* per id: axis scale/offsets given to QNN */
     uint32_t cap;
     void *keep; /* blocks QNN reads until finalize (param tensors, fillers) */
+    qnn_rope *ropes;
+    uint32_t n_ropes;
     uint64_t finalize_ns, exec_ns_total, exec_ns_last, exec_ns_min, exec_ns_max, executions;
 } qnn_graph;
 
@@ -97,12 +115,61 @@ uint64_t qnn_elem_bytes(npl_accel_dtype dt);
 /* The QNN tensor of context tensor `id` in graph g, creating it on first use. */
 npl_accel_status qnn_graph_tensor(qnn_graph *g, npl_accel_tensor_id id, Qnn_Tensor_t **out);
 /* A QNN STATIC tensor of the graph for a node parameter or filler data. */
-npl_accel_status qnn_static_tensor(qnn_graph *g, const char *name, uint32_t qdt, uint32_t rank, const uint32_t *dims,
-                                   const void *data, uint32_t bytes, Qnn_Tensor_t *out);
+npl_accel_status qnn_static_tensor(qnn_graph *g, const char *name, uint32_t qdt, const Qnn_QuantizeParams_t *qp, uint32_t rank,
+                                   const uint32_t *dims, const void *data, uint32_t bytes, Qnn_Tensor_t *out);
+uint16_t qnn_f32_to_f16(float f);
+/* Grows g's per-id arrays to n ids. */
+npl_accel_status qnn_graph_reserve(qnn_graph *g, uint32_t n);
+/* qnn_rope.c: fills the hidden cos / sin inputs of rope r from the positions. */
+void qnn_rope_angles(const qnn_rope *r, const int32_t *pos, void *cos, void *sin);
+
+/* The [N, K] copy of a rank-2 STATIC weight [K, N] (per-axis scales on N) for FullyConnected. */
+npl_accel_status qnn_weight_nk(npl_accel_context *c, npl_accel_tensor_id id, npl_accel_tensor_id *out);
 
 /* qnn_ops.c: lowering of one ABI node into QNN nodes. */
+enum { QNN_MAX_IN = 16, QNN_MAX_PARAMS = 8 };
+struct qnn_lw;
+typedef struct {
+    const char *abi, *qnn; /* ABI op name; the QNN op(s) it becomes */
+    uint8_t min_in, max_in;
+    const char *params[QNN_MAX_PARAMS]; /* accepted ABI param names */
+    npl_accel_status (*lower)(struct qnn_lw *L);
+} qnn_op_row;
+/* One node being lowered: its graph, description and QNN output tensor. */
+typedef struct qnn_lw {
+    qnn_graph *g;
+    npl_accel_backend *be;
+    const npl_accel_node_desc *n;
+    const char *nm;
+    const qnn_op_row *row;
+    Qnn_Tensor_t out;
+} qnn_lw;
+const qnn_op_row *qnn_op_table(uint32_t *n);
 npl_accel_status qnn_lower_node(qnn_graph *g, const npl_accel_node_desc *n);
+void *qnn_keep(qnn_graph *g, size_t bytes); /* freed at finalize / graph free */
 void qnn_keep_free(qnn_graph *g);
+char *qnn_keep_name(qnn_graph *g, const char *base, const char *suffix);
+const npl_accel_param *qnn_param(const npl_accel_node_desc *n, const char *name);
+Qnn_Param_t qnn_scalar(const char *name, uint32_t dt);
+/* Input i of the node as a QNN tensor of the graph; its context record. */
+npl_accel_status qnn_in(qnn_lw *L, uint32_t i, Qnn_Tensor_t *out);
+const qnn_tensor *qnn_lw_t(const qnn_lw *L, uint32_t i);
+/* A STATIC graph tensor named node name + suffix with a copy of data (qp NULL: not quantized). */
+npl_accel_status qnn_const(qnn_graph *g, const char *nm, const char *suffix, uint32_t qdt, const Qnn_QuantizeParams_t *qp,
+                           uint32_t rank, const uint32_t *dims, const void *data, uint32_t bytes, Qnn_Tensor_t *out);
+npl_accel_status qnn_tensor_param(qnn_graph *g, const char *nm, const char *pname, uint32_t qdt, uint32_t rank,
+                                  const uint32_t *dims, const void *data, uint32_t bytes, Qnn_Param_t *out);
+/* A NATIVE intermediate of like's type and quant params. */
+npl_accel_status qnn_native(qnn_graph *g, const char *nm, const char *suffix, const Qnn_Tensor_t *like, uint32_t rank,
+                            const uint32_t *dims, Qnn_Tensor_t *out);
+/* Adds one QNN node named node name + suffix. */
+npl_accel_status qnn_node(qnn_lw *L, const char *suffix, const char *type, Qnn_Tensor_t *in, uint32_t n_in,
+                          Qnn_Tensor_t *out, Qnn_Param_t *prm, uint32_t np);
+npl_accel_status qnn_scalar_const(qnn_lw *L, const char *suffix, const qnn_tensor *x, double v, Qnn_Tensor_t *out);
+/* qnn_ops_compose.c: ops QNN HTP has no single op for. */
+npl_accel_status qnn_lower_silu(qnn_lw *L);
+npl_accel_status qnn_lower_glu(qnn_lw *L);
+npl_accel_status qnn_lower_rope(qnn_lw *L);
 
 /* qnn_plugin.c: objects shared with qnn_exec.c. */
 uint64_t qnn_now_ns(void);

@@ -31,7 +31,9 @@ const qnn_soc *qnn_soc_find(const char *name) {
 }
 
 /* QNN's log callback carries no user pointer, so its lines go to a buffer of
- * the calling thread (QNN logs synchronously from the API call); the
+ * the calling thread (QNN logs synchronously from the API call) — the
+ * plugin's only writable static storage, which that API leaves no way
+ * around (QnnError_getVerboseMessage, the alternative, answers 1000); the
  * adapter clears it before a call and appends it to the error after a
  * failure. Only errors are kept: warnings of this release are noise
  * ("unexpected GraphHtpSettings option", VTCM, remote weights). */
@@ -133,6 +135,8 @@ npl_accel_status qnn_load(npl_accel_backend *be, const char *dir) {
 }
 
 void qnn_unload(npl_accel_backend *be) {
+    if (be->sysctx && be->sys->systemContextFree) be->sys->systemContextFree(be->sysctx);
+    be->sysctx = NULL;
     if (be->be) be->q->backendFree(be->be);
     if (be->log && be->q->logFree) be->q->logFree(be->log);
     /* The libraries stay loaded: libQnnHtp.so starts threads and registers
@@ -151,15 +155,16 @@ const void *qnn_binary_info(npl_accel_backend *be, const void *bin, uint64_t siz
         return NULL;
     }
     const QnnSysIface_t *s = &list[0]->v;
-    static _Thread_local Qnn_Handle_t sc; /* one per thread, kept: its info record lives in it */
-    if (!sc && s->systemContextCreate(&sc) != QNN_SUCCESS) {
+    be->sys = s;
+    /* one per backend, kept until backend_free: the info record lives in it */
+    if (!be->sysctx && s->systemContextCreate(&be->sysctx) != QNN_SUCCESS) {
         qnn_fail(be, NPL_ACCEL_ERR_INTERNAL, "qnn-htp: cannot create a QNN system context");
         return NULL;
     }
     const void *info = NULL;
     Qnn_ContextBinarySize_t isz = 0;
     qnn_log_reset();
-    Qnn_ErrorHandle_t e = s->systemContextGetBinaryInfo(sc, (void *)bin, size, &info, &isz);
+    Qnn_ErrorHandle_t e = s->systemContextGetBinaryInfo(be->sysctx, (void *)bin, size, &info, &isz);
     if (e != QNN_SUCCESS || !info) {
         qnn_fail(be, NPL_ACCEL_ERR_BINARY_CORRUPT, "qnn-htp: not a readable QNN context binary (QNN error %llu%s%s)",
                  (unsigned long long)(e & 0xffff), log_len ? ": " : "", log_buf);

@@ -126,6 +126,8 @@ void qnn_graph_free(qnn_graph *g) {
     free(g->qso);
     free(g->qt);
     free(g->qdims);
+    for (uint32_t i = 0; i < g->n_ropes; i++) free(g->ropes[i].factors);
+    free(g->ropes);
     qnn_keep_free(g);
     free(g->name);
     free(g);
@@ -337,6 +339,14 @@ static npl_accel_status new_tensor(npl_accel_context *c, qnn_graph *g, const npl
         if (ok) memcpy(t->data, d->data, t->bytes);
         if (ok && d->dtype == NPL_ACCEL_DT_INT16)
             for (uint64_t i = 0; i < t->bytes / 2; i++) ((uint16_t *)t->data)[i] ^= 0x8000u;
+        /* 4-bit weights in int8 (symmetric, values -8..7) get QNN's bitwidth-4
+         * per-axis encoding: the same numbers, half the HTP's weight memory. */
+        if (ok && d->dtype == NPL_ACCEL_DT_INT8 && d->quant.encoding == NPL_ACCEL_QUANT_PER_AXIS && d->rank == 2) {
+            int fits = 1;
+            for (uint32_t i = 0; i < d->quant.n_scales && fits; i++) fits = !d->quant.offsets || !d->quant.offsets[i];
+            for (uint64_t i = 0; i < t->bytes && fits; i++) fits = ((const int8_t *)d->data)[i] >= -8 && ((const int8_t *)d->data)[i] <= 7;
+            t->bits4 = fits;
+        }
     }
     if (!ok) {
         qnn_tensor_release(t);

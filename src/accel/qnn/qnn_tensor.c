@@ -47,6 +47,27 @@ uint64_t qnn_elem_bytes(npl_accel_dtype dt) {
     }
 }
 
+/* IEEE half from float, round to nearest even (the plugin links no project code). */
+uint16_t qnn_f32_to_f16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    const uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0));
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to >= 65520: inf */
+    if (ax < 0x38800000u) {                                   /* subnormal half */
+        if (ax < 0x33000000u) return (uint16_t)sign;
+        const uint32_t e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u, shift = 126 - e;
+        uint32_t h = m >> shift;
+        const uint32_t rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1))) h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((ax >> 13) - (112u << 10));
+    const uint32_t rem = ax & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
+    return (uint16_t)(sign | h);
+}
+
 static npl_accel_status grow(qnn_graph *g, uint32_t need) {
     if (need <= g->cap) return NPL_ACCEL_OK;
     uint32_t cap = g->cap ? g->cap : 16;
@@ -121,6 +142,14 @@ npl_accel_status qnn_graph_tensor(qnn_graph *g, npl_accel_tensor_id id, Qnn_Tens
         qp->axisScaleOffset.axis = t->quant.axis;
         qp->axisScaleOffset.numScaleOffsets = t->quant.n_scales;
         qp->axisScaleOffset.scaleOffset = so;
+        if (t->bits4) { /* int8 containers with bitwidth 4 (the packed int4 type is refused by QNN, 7004) */
+            qp->quantizationEncoding = QNN_QUANTIZATION_ENCODING_BW_AXIS_SCALE_OFFSET;
+            qp->bwAxisScaleOffset.bitwidth = 4;
+            qp->bwAxisScaleOffset.axis = t->quant.axis;
+            qp->bwAxisScaleOffset.numElements = t->quant.n_scales;
+            qp->bwAxisScaleOffset.scales = (float *)t->quant.scales;
+            qp->bwAxisScaleOffset.offsets = (int32_t *)t->quant.offsets;
+        }
     }
     if (t->kind == NPL_ACCEL_STATIC) {
         x.v2.clientBuf.data = t->data;
@@ -135,8 +164,10 @@ npl_accel_status qnn_graph_tensor(qnn_graph *g, npl_accel_tensor_id id, Qnn_Tens
     return NPL_ACCEL_OK;
 }
 
-npl_accel_status qnn_static_tensor(qnn_graph *g, const char *name, uint32_t qdt, uint32_t rank, const uint32_t *dims,
-                                   const void *data, uint32_t bytes, Qnn_Tensor_t *out) {
+npl_accel_status qnn_graph_reserve(qnn_graph *g, uint32_t n) { return grow(g, n); }
+
+npl_accel_status qnn_static_tensor(qnn_graph *g, const char *name, uint32_t qdt, const Qnn_QuantizeParams_t *qp, uint32_t rank,
+                                   const uint32_t *dims, const void *data, uint32_t bytes, Qnn_Tensor_t *out) {
     memset(out, 0, sizeof *out);
     out->version = QNN_TENSOR_VERSION_2;
     out->v2.name = name;
@@ -147,11 +178,59 @@ npl_accel_status qnn_static_tensor(qnn_graph *g, const char *name, uint32_t qdt,
     out->v2.memType = QNN_TENSORMEMTYPE_RAW;
     out->v2.quantizeParams.encodingDefinition = QNN_DEFINITION_UNDEFINED;
     out->v2.quantizeParams.quantizationEncoding = QNN_QUANTIZATION_ENCODING_UNDEFINED;
+    if (qp) out->v2.quantizeParams = *qp;
     out->v2.clientBuf.data = (void *)data;
     out->v2.clientBuf.dataSize = bytes;
     qnn_log_reset();
     Qnn_ErrorHandle_t e = g->ctx->be->q->tensorCreateGraphTensor(g->g, out);
     if (e != QNN_SUCCESS)
         return qnn_fail_q(g->ctx->be, e, NPL_ACCEL_ERR_INTERNAL, "graph '%s': creating tensor '%s'", g->name, name);
+    return NPL_ACCEL_OK;
+}
+
+/* QNN's FullyConnected wants its weight as [N, K] with the scales on axis 0.
+ * A MatMul weight [K, N] gets a transposed copy, a STATIC context record
+ * "<name>.nk" made once and shared by every graph that uses the weight. */
+npl_accel_status qnn_weight_nk(npl_accel_context *c, npl_accel_tensor_id id, npl_accel_tensor_id *out) {
+    npl_accel_backend *be = c->be;
+    char *name = malloc(strlen(c->t[id].name) + 4);
+    if (!name) return qnn_fail(be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
+    strcpy(name, c->t[id].name), strcat(name, ".nk");
+    for (uint32_t i = 0; i < c->n_t; i++)
+        if (!strcmp(c->t[i].name, name)) {
+            free(name);
+            *out = i;
+            return NPL_ACCEL_OK;
+        }
+    qnn_tensor *t = qnn_context_append_tensor(c); /* may move c->t */
+    const qnn_tensor *w = &c->t[id];
+    if (!t) {
+        free(name);
+        return qnn_fail(be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
+    }
+    const uint32_t K = w->dims[0], N = w->dims[1];
+    const uint64_t es = qnn_elem_bytes(w->dtype);
+    *t = *w;
+    t->name = name;
+    t->dims[0] = N, t->dims[1] = K;
+    t->quant.scales = NULL, t->quant.offsets = NULL;
+    t->data = malloc(t->bytes);
+    if (w->quant.n_scales) {
+        float *s = malloc(sizeof *s * w->quant.n_scales);
+        int32_t *o = malloc(sizeof *o * w->quant.n_scales);
+        if (s) memcpy(s, w->quant.scales, sizeof *s * w->quant.n_scales);
+        if (o) memcpy(o, w->quant.offsets, sizeof *o * w->quant.n_scales);
+        t->quant.scales = s, t->quant.offsets = o;
+    }
+    if (!t->data || (w->quant.n_scales && (!t->quant.scales || !t->quant.offsets))) {
+        qnn_tensor_release(t);
+        return qnn_fail(be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
+    }
+    if (t->quant.encoding == NPL_ACCEL_QUANT_PER_AXIS) t->quant.axis = 0; /* the caller checked it was the N axis */
+    const uint8_t *src = w->data;
+    uint8_t *dst = t->data;
+    for (uint32_t k = 0; k < K; k++)
+        for (uint32_t n = 0; n < N; n++) memcpy(dst + ((uint64_t)n * K + k) * es, src + ((uint64_t)k * N + n) * es, es);
+    *out = c->n_t++;
     return NPL_ACCEL_OK;
 }
