@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "accel/vnpu/vnpu_api.h"
+#include "bench_matmul_flags.h"
 #include "bench_matmul_qnn.h"
 #include "cli_util.h"
 #include "commands.h"
@@ -331,32 +332,27 @@ static float urand(void) {
 }
 
 int npl_cmd_bench_matmul(int argc, char **argv) {
-    long long m = 512, k = 2048, n = 2048, warmup = 3, iters = 10, threads = 0;
+    bm_flags f = {512, 2048, 2048, 3, 10};
+    long long threads = 0;
     const char *prec_list = "fp32,fp16,int8,int16", *family = "auto", *v;
     for (int i = 1; i + 1 < argc; i++) /* --accel qnn-htp: Qualcomm QNN HTP, its own flags */
         if (!strcmp(argv[i], "--accel") && !strcmp(argv[i + 1], "qnn-htp")) return npl_cmd_bench_matmul_qnn(argc, argv);
     static const cli_opt OPTS[] = {
-        {"--m", NULL, 1}, {"--k", NULL, 1}, {"--n", NULL, 1}, {"--warmup", NULL, 1}, {"--iters", NULL, 1},
-        {"--threads", "-t", 1}, {"--precisions", NULL, 1}, {"--kernel-family", NULL, 1}, {"--accel", NULL, 1}, {NULL, NULL, 0}};
+        BM_FLAG_OPTS, {"--threads", "-t", 1}, {"--precisions", NULL, 1}, {"--kernel-family", NULL, 1}, {NULL, NULL, 0}};
     for (int i = 1; i < argc; i++) {
         const char *a;
         int kind = cli_next("bench-matmul", OPTS, argc, argv, &i, &a, &v);
         if (kind == CLI_HELP) { fputs(USAGE, stdout); return 0; }
         if (kind != CLI_FLAG) return 2;
-        if (!strcmp(a, "--m")) { if (cli_int("bench-matmul", a, v, 1, 1 << 16, &m)) return 2; }
-        else if (!strcmp(a, "--k")) { if (cli_int("bench-matmul", a, v, 1, 1 << 16, &k)) return 2; }
-        else if (!strcmp(a, "--n")) { if (cli_int("bench-matmul", a, v, 1, 1 << 16, &n)) return 2; }
-        else if (!strcmp(a, "--warmup")) { if (cli_int("bench-matmul", a, v, 0, 1000, &warmup)) return 2; }
-        else if (!strcmp(a, "--iters")) { if (cli_int("bench-matmul", a, v, 1, 10000, &iters)) return 2; }
+        const int common = bm_flag(a, v, &f);
+        if (common) { if (common < 0) return 2; }
         else if (!strcmp(a, "--threads")) { if (cli_int("bench-matmul", a, v, 0, 1024, &threads)) return 2; }
         else if (!strcmp(a, "--precisions")) prec_list = v;
         else if (!strcmp(a, "--kernel-family")) family = v;
         else if (!strcmp(a, "--accel")) { if (strcmp(v, "vnpu")) { fprintf(stderr, "npullm bench-matmul: --accel: '%s' is not vnpu or qnn-htp\n", v); return 2; } }
     }
-    if (m * k > (1LL << 28) || k * n > (1LL << 28) || m * n > (1LL << 28)) {
-        fprintf(stderr, "npullm bench-matmul: matrices over 2^28 elements are not supported\n");
-        return 2;
-    }
+    if (bm_check_size(&f)) return 2;
+    const long long m = f.m, k = f.k, n = f.n, warmup = f.warmup, iters = f.iters;
     setup s = {(int)m, (int)k, (int)n, (int)warmup, (int)iters, (int)threads, family, NULL, NULL, NULL};
     float *a = malloc(sizeof(float) * (size_t)(m * k)), *b = malloc(sizeof(float) * (size_t)(k * n));
     double *ref = malloc(sizeof(double) * (size_t)(m * n));

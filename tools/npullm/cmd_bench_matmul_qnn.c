@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench_matmul_flags.h"
 #include "bench_matmul_qnn.h"
 #include "cli_util.h"
 #include "kernels/dtype.h"
@@ -349,22 +350,19 @@ static float urand(void) {
 }
 
 int npl_cmd_bench_matmul_qnn(int argc, char **argv) {
-    long long m = 512, k = 2048, n = 2048, warmup = 1, iters = 3, rounds = 2;
+    bm_flags f = {512, 2048, 2048, 1, 3};
+    long long rounds = 2;
     const char *soc = "SM8650", *lib = NULL, *plugin = NULL, *plist = "fp16,int8,int16", *v;
     static const cli_opt OPTS[] = {
-        {"--m", NULL, 1}, {"--k", NULL, 1}, {"--n", NULL, 1}, {"--warmup", NULL, 1}, {"--iters", NULL, 1},
-        {"--rounds", NULL, 1}, {"--soc", NULL, 1}, {"--qnn-lib", NULL, 1}, {"--plugin", NULL, 1},
-        {"--precisions", NULL, 1}, {"--accel", NULL, 1}, {NULL, NULL, 0}};
+        BM_FLAG_OPTS, {"--rounds", NULL, 1}, {"--soc", NULL, 1}, {"--qnn-lib", NULL, 1}, {"--plugin", NULL, 1},
+        {"--precisions", NULL, 1}, {NULL, NULL, 0}};
     for (int i = 1; i < argc; i++) {
         const char *a;
         int kind = cli_next("bench-matmul", OPTS, argc, argv, &i, &a, &v);
         if (kind == CLI_HELP) { fputs(USAGE, stdout); return 0; }
         if (kind != CLI_FLAG) return 2;
-        if (!strcmp(a, "--m")) { if (cli_int("bench-matmul", a, v, 1, 1 << 16, &m)) return 2; }
-        else if (!strcmp(a, "--k")) { if (cli_int("bench-matmul", a, v, 1, 1 << 16, &k)) return 2; }
-        else if (!strcmp(a, "--n")) { if (cli_int("bench-matmul", a, v, 1, 1 << 16, &n)) return 2; }
-        else if (!strcmp(a, "--warmup")) { if (cli_int("bench-matmul", a, v, 0, 1000, &warmup)) return 2; }
-        else if (!strcmp(a, "--iters")) { if (cli_int("bench-matmul", a, v, 1, 10000, &iters)) return 2; }
+        const int common = bm_flag(a, v, &f);
+        if (common) { if (common < 0) return 2; }
         else if (!strcmp(a, "--rounds")) { if (cli_int("bench-matmul", a, v, 1, 100, &rounds)) return 2; }
         else if (!strcmp(a, "--soc")) soc = v;
         else if (!strcmp(a, "--qnn-lib")) lib = v;
@@ -372,10 +370,8 @@ int npl_cmd_bench_matmul_qnn(int argc, char **argv) {
         else if (!strcmp(a, "--precisions")) plist = v;
         else if (!strcmp(a, "--accel") && strcmp(v, "qnn-htp")) { fprintf(stderr, "npullm bench-matmul: --accel %s here\n", v); return 2; }
     }
-    if (m * k > (1LL << 28) || k * n > (1LL << 28) || m * n > (1LL << 28)) {
-        fprintf(stderr, "npullm bench-matmul: matrices over 2^28 elements are not supported\n");
-        return 2;
-    }
+    if (bm_check_size(&f)) return 2;
+    const long long m = f.m, k = f.k, n = f.n, warmup = f.warmup, iters = f.iters;
     const prec *sel[3];
     int np = 0;
     char list[128];
