@@ -1,5 +1,6 @@
 /* npl_compile: the six stages (see compiler.h). Lowering goes straight into
- * vnpu through the ABI table (the record-and-replay route is not used yet). */
+ * the target through its ABI table (the record-and-replay route is not used
+ * yet). */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -11,10 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "accel/vnpu/vnpu_api.h"
 #include "compiler/compiler.h"
 #include "compiler/lower.h"
 #include "compiler/package_dir.h"
+#include "compiler/validate.h"
 #include "core/progress.h"
 #include "core/session.h"
 #include "cpu/cpu_backend.h"
@@ -23,10 +24,25 @@
 
 #define MAX_SHAPES 3
 
+#ifndef NPL_DEFAULT_TARGET
+#error "the build names the default compile target (CMake NPL_DEFAULT_TARGET)"
+#endif
+
 npl_compile_params npl_compile_default_params(void) {
     npl_compile_params p = {.chunk = 128, .act = NPL_ACT_F16, .weights = NPL_WEIGHTS_KEEP, .output_weights = -1,
-                            .check = 1};
+                            .check = 1, .target = NPL_DEFAULT_TARGET};
     return p;
+}
+
+/* A target is a plugin name, not a path: the package must name the same
+ * plugin on the machine that runs it. */
+static int target_name_ok(const char *t) {
+    if (!t || !*t || strlen(t) > 64) return 0;
+    for (; *t; t++)
+        if (!((*t >= 'a' && *t <= 'z') || (*t >= 'A' && *t <= 'Z') || (*t >= '0' && *t <= '9') || *t == '-' ||
+              *t == '_'))
+            return 0;
+    return 1;
 }
 const char *npl_act_prec_name(npl_act_prec p) {
     static const char *n[] = {"f32", "f16", "bf16", "int16"};
@@ -175,10 +191,10 @@ static int write_config(const char *dir, const npl_compile_params *p, int n_ctx,
                                 "{\n  \"npullm_package_version\": %d,\n"
                                 "  \"llm_model\": \"model.gguf\",\n  \"backend_type\": \"cpu\",\n"
                                 "  \"chunk_limits\": [%d, 1],\n  \"max_context_length\": %d,\n"
-                                "  \"precision\": \"%s\",\n  \"weights\": \"%s\",\n  \"accel\": \"vnpu\",\n"
+                                "  \"precision\": \"%s\",\n  \"weights\": \"%s\",\n  \"accel\": \"%s\",\n"
                                 "  \"context_binaries\": [",
                                 NPL_PACKAGE_VERSION, p->chunk, n_ctx, npl_act_prec_name(p->act),
-                                npl_weight_prec_name(p->weights));
+                                npl_weight_prec_name(p->weights), p->target);
     for (int i = 0; i < n_bins && o < sizeof body; i++)
         o += (size_t)snprintf(body + o, sizeof body - o, "%s\"accel_%d.bin\"", i ? ", " : "", i);
     if (o < sizeof body) snprintf(body + o, sizeof body - o, "]\n}\n");
@@ -225,13 +241,29 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     const char *tmp = g->tmp;
     const npl_accel_api *api = NULL;
     npl_accel_backend *abe = NULL;
+    npl_plugin_rt *rt = NULL;
+    char (*refused)[NPL_WHY_LEN] = NULL;
 
     if (p.chunk <= 0) {
         snprintf(err, errlen, "--chunk %d: must be positive", p.chunk);
         return -1;
     }
+    if (!target_name_ok(p.target)) {
+        snprintf(err, errlen, "--target '%.80s': not a plugin name (letters, digits, '-' and '_')",
+                 p.target ? p.target : "");
+        return -1;
+    }
     /* -o first: refusing it after 20 s of stages wastes the user's time */
     if (npl_pkg_out_prepare(g, out_dir, p.force, out, sizeof out, err, errlen)) return -1;
+    {   /* the target next: a plugin that is missing or broken stops the compile now */
+        char dir[4096];
+        npl_plugin_rt_params rp = {.base_dir = ".", .plugin_dir = p.plugin_dir, .n_threads = p.n_threads,
+                                   .providers = p.providers, .n_providers = p.n_providers};
+        if (!rp.plugin_dir && !npl_plugin_default_dir(dir, sizeof dir)) rp.plugin_dir = dir;
+        if (!(rt = npl_plugin_rt_new(&rp, err, errlen)) || !(api = npl_plugin_accel_api(rt, p.target, err, errlen)) ||
+            !(abe = npl_plugin_accel_backend(rt, api, err, errlen)))
+            goto done;
+    }
     /* 1. graph + IO samples */
     if (prog(&pg, 0, 0, 2, "model graph")) goto done;
     npl_hparams hp;
@@ -283,33 +315,38 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         out_weight = nd->src[0];
     }
 
-    /* 2. partition */
-    if (prog(&pg, 1, 0, 1, "partition")) goto done;
-    if (npl_partition_graph(mg.g, &mg.logits, 1, &part, err, errlen)) goto done;
-    if (prog(&pg, 1, 1, 1, "partition")) goto done;
-
-    /* 3 + 5. lower per shape, merge into one context per subgraph, check */
-    if (!(api = npl_vnpu_get_api(NPL_ACCEL_ABI_VERSION))) {
-        snprintf(err, errlen, "vnpu: no table for ABI version %u", NPL_ACCEL_ABI_VERSION);
-        goto done;
-    }
-    {
-        char thr[16];
-        snprintf(thr, sizeof thr, "%d", p.n_threads);
-        npl_accel_option opt = {"threads", thr};
-        if (api->backend_create(&opt, 1, &abe, err, (uint32_t)errlen) != NPL_ACCEL_OK) goto done;
-    }
-    res = calloc((size_t)part.n_segs + 1, sizeof(*res));
-    wc = calloc((size_t)n_nodes, sizeof(*wc));
-    npl_shape *shapes = malloc((size_t)n_nodes * sizeof(npl_shape));
-    if (!res || !wc || !shapes) {
-        free(shapes);
-        goto oom;
-    }
     npl_accel_dtype act = p.act == NPL_ACT_F32    ? NPL_ACCEL_DT_F32
                           : p.act == NPL_ACT_BF16 ? NPL_ACCEL_DT_BF16
                           : p.act == NPL_ACT_INT16 ? NPL_ACCEL_DT_INT16
                                                   : NPL_ACCEL_DT_F16;
+    /* 2. partition, asking the target about each candidate subgraph's nodes
+     * until it takes every node left (each round refuses at least one more) */
+    if (prog(&pg, 1, 0, 1, "partition")) goto done;
+    wc = calloc((size_t)n_nodes, sizeof(*wc));
+    refused = calloc((size_t)n_nodes, sizeof(*refused));
+    if (!wc || !refused) goto oom;
+    for (;;) {
+        if (npl_partition_graph(mg.g, &mg.logits, 1, refused, &part, err, errlen)) goto done;
+        int seq[MAX_SHAPES], nout[MAX_SHAPES];
+        for (int c = 0; c < n_cases; c++) seq[c] = cases[c].seq, nout[c] = cases[c].n_out;
+        npl_lower_args la = {.act = act, .wprec = p.weights, .wc = wc, .out_weight = out_weight,
+                             .out_type = (npl_type)p.output_weights};
+        npl_validate_args va = {api, abe, p.target, mg.g, &part, seq, nout, n_cases, &la};
+        int n_new = npl_validate_segments(&va, refused, err, errlen);
+        if (n_new < 0) goto done;
+        if (!n_new) break;
+        npl_partition_free(&part);
+        if (aborted(g)) goto done;
+    }
+    if (prog(&pg, 1, 1, 1, "partition")) goto done;
+
+    /* 3 + 5. lower per shape, merge into one context per subgraph, check */
+    res = calloc((size_t)part.n_segs + 1, sizeof(*res));
+    npl_shape *shapes = malloc((size_t)n_nodes * sizeof(npl_shape));
+    if (!res || !shapes) {
+        free(shapes);
+        goto oom;
+    }
     int n_kept = 0;
     for (int si = 0; si < part.n_segs; si++) {
         npl_segment *sg = &part.segs[si];
@@ -317,7 +354,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         if (!sg->keep) continue;
         npl_accel_context *ctx = NULL;
         if (api->context_create(abe, NULL, NULL, 0, &ctx) != NPL_ACCEL_OK) {
-            snprintf(err, errlen, "vnpu: %s", api->last_error(abe));
+            snprintf(err, errlen, "%s: %s", p.target, api->last_error(abe));
             free(shapes);
             goto done;
         }
@@ -342,7 +379,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         if (ok && !stop && (api->context_get_binary_size(ctx, &r->bin_size) != NPL_ACCEL_OK ||
                    !(r->bin = malloc(r->bin_size)) ||
                    api->context_get_binary(ctx, r->bin, r->bin_size, &r->bin_size) != NPL_ACCEL_OK)) {
-            snprintf(err, errlen, "vnpu: context binary: %s", api->last_error(abe));
+            snprintf(err, errlen, "%s: context binary: %s", p.target, api->last_error(abe));
             ok = 0;
         }
         api->context_free(ctx);
@@ -409,7 +446,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
                 stop = prog(&pg, 3, c + 1, n_cases, "check vs CPU samples");
             }
             free(y);
-            if (!ok) snprintf(err, errlen, "vnpu: %s", api->last_error(abe));
+            if (!ok) snprintf(err, errlen, "%s: %s", p.target, api->last_error(abe));
             if (lc) api->context_free(lc);
             samples_free(smp, n_cases, sg->n_inputs);
             if (stop) {
@@ -485,7 +522,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
                 }
                 free(sh);
                 npl_attr_set_str(pkg, id, "path", bin);
-                npl_attr_set_str(pkg, id, "accel", "vnpu");
+                npl_attr_set_str(pkg, id, "accel", p.target);
                 npl_attr_set_strs(pkg, id, "inputs", ins, (int64_t)r->n_shapes * sg->n_inputs);
                 npl_attr_set_strs(pkg, id, "outputs", outs, r->n_shapes);
                 npl_attr_set_strs(pkg, id, "allGraphName", names, r->n_shapes);
@@ -526,6 +563,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         npl_gguf_writer_set_arr(w, "npullm.package.chunk_limits", NPL_GGUF_INT64, cl, 2);
         npl_gguf_writer_set_str(w, "npullm.package.precision", npl_act_prec_name(p.act));
         npl_gguf_writer_set_str(w, "npullm.package.weights", npl_weight_prec_name(p.weights));
+        npl_gguf_writer_set_str(w, "npullm.package.target", p.target);
         if (out_weight >= 0)
             npl_gguf_writer_set_str(w, "npullm.package.output_weights", npl_type_name((npl_type)p.output_weights));
         snprintf(path, sizeof path, "%s/model.gguf", tmp);
@@ -576,6 +614,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         fprintf(o, "npullm compile: %s -> %s\n", model_path, out_dir);
         fprintf(o, "  model      %s, %d layers, n_ctx %d, chunk %d, activations %s, weights %s\n", hp.arch_name,
                 hp.n_layer, n_ctx, p.chunk, npl_act_prec_name(p.act), npl_weight_prec_name(p.weights));
+        fprintf(o, "  target     %s\n", p.target);
         if (getenv("NPL_LOWER_F32"))
             fprintf(o, "  NOTE       NPL_LOWER_F32=%s: these tensor classes stay f32\n", getenv("NPL_LOWER_F32"));
         fprintf(o, "  subgraphs  %d found, %d lowered\n", part.n_segs, n_kept);
@@ -621,8 +660,9 @@ done:
         for (int si = 0; si < part.n_segs; si++) free(res[si].bin);
     free(res);
     npl_lower_weights_free(wc, n_nodes);
-    if (abe) api->backend_free(abe);
+    free(refused);
     npl_partition_free(&part);
+    npl_plugin_rt_free(rt); /* the target's backend with it */
     npl_graph_free(mg.g);
     npl_gguf_close(f);
     for (int c = 0; c < MAX_SHAPES; c++) {

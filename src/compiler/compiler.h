@@ -4,6 +4,14 @@
  * subgraph by one "accel" plugin node, merge the shapes' graphs into one
  * context binary, write the package (tmp dir + rename).
  *
+ * The target: an accelerator plugin (src/plugin/plugin.h: a provider, or
+ * libnpl_accel_<target>.so next to libnpullm.so / the executable, or in
+ * plugin_dir), loaded before any stage. Partition asks it about every node
+ * it would get (validate.c); a node it refuses is a break op and stays on
+ * the CPU. The package records the target (config.json "accel", each plugin
+ * node's "accel" attribute, npullm.package.target) and the runtime loads
+ * that plugin.
+ *
  * The output directory (package_dir.h): -o must not exist, or with --force
  * be an npullm package (config.json "npullm_package_version", or an older
  * package's model.gguf with npullm.package.version) holding only the files
@@ -13,7 +21,8 @@
  *
  * Package layout:
  *   PKG/config.json     npullm_package_version, llm_model, chunk_limits [N, 1],
- *                       max_context_length, precision, weights, context binaries
+ *                       max_context_length, precision, weights, accel (the target),
+ *                       context binaries
  *   PKG/model.gguf      graph file (format/graph_file.h): every metadata key
  *                       of the source GGUF (hparams, tokenizer.*), the graph,
  *                       the CPU-side weights (embedding table), npullm.package.*
@@ -25,6 +34,7 @@
 
 #include "core/graph.h"
 #include "npullm_accel.h"
+#include "plugin/plugin.h"
 
 /* A compile's files on disk until they are in place, shared with a thread
  * that may stop it. After npl_compile_guard_abort returns nothing of the
@@ -58,6 +68,12 @@ typedef struct {
     npl_compile_guard *guard; /* NULL: one of its own */
     const char *stall_at;     /* test hook "S:D[:MS]": after the progress line of stage S
                                  (1-6) at step D, wait MS ms (default 60000) or until aborted */
+    const char *target;       /* accelerator plugin name (letters, digits, '-', '_'); default
+                                 the build's NPL_DEFAULT_TARGET */
+    const char *plugin_dir;   /* look for the plugin only here (NULL: next to libnpullm.so,
+                                 or to the executable it is linked into) */
+    const npl_plugin_provider *providers; /* built-in accelerators (a static build), n_providers */
+    int n_providers;
 } npl_compile_params;
 
 npl_compile_params npl_compile_default_params(void);
@@ -73,6 +89,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
 
 /* A subgraph: op nodes in graph order, with its boundary. */
 #define NPL_SEG_MAX_IO 16
+#define NPL_WHY_LEN 96
 typedef struct {
     int *nodes;                 /* op node ids (no leaves), ascending */
     int n_nodes;
@@ -90,14 +107,16 @@ typedef struct {
     int n_segs;
     int *cpu_ops;               /* needed op nodes left on the CPU */
     int n_cpu_ops;
-    char (*cpu_why)[96];        /* reason per cpu op */
+    char (*cpu_why)[NPL_WHY_LEN]; /* reason per cpu op */
 } npl_partition;
 
-/* Partition the part of g needed for `outputs`. 0 or -1 with err. */
-int npl_partition_graph(const npl_graph *g, const int *outputs, int n_outputs, npl_partition *out, char *err,
-                        size_t errlen);
+/* Partition the part of g needed for `outputs`. refused (NULL: none) gives
+ * per node id the target's reason to refuse it ("" = taken): those nodes
+ * are break ops too. 0 or -1 with err. */
+int npl_partition_graph(const npl_graph *g, const int *outputs, int n_outputs, const char (*refused)[NPL_WHY_LEN],
+                        npl_partition *out, char *err, size_t errlen);
 void npl_partition_free(npl_partition *p);
-/* Why op node id cannot run on the accelerator, or NULL if it can. */
+/* Why op node id cannot be lowered to any target, or NULL if it can. */
 const char *npl_partition_break_reason(const npl_graph *g, int id);
 
 #endif

@@ -14,9 +14,9 @@
  * (a Cast when activations are wider), as the CPU op rounds it: with f32
  * activations the package then computes what the CPU path does.
  *
- * int16 activations are vnpu's dynamic int16 (NPL_ACCEL_QUANT_DYNAMIC): a
+ * int16 activations are the ABI's dynamic int16 (NPL_ACCEL_QUANT_DYNAMIC): a
  * symmetric scale per block of 32 consecutive elements, computed when the
- * tensor is written (see vnpu_convert.c for why not a calibrated scale).
+ * tensor is written (no calibration set needed).
  *
  * Developer knob: NPL_LOWER_F32=class,... keeps those tensor classes (see
  * cls_names) in f32 whatever the activation precision, to measure which
@@ -119,7 +119,7 @@ static int mk(lw *l, const char *name, npl_accel_kind kind, npl_accel_dtype dt, 
 static int node(lw *l, const char *op, const npl_accel_param *p, uint32_t np, const uint32_t *in, uint32_t nin,
                 uint32_t out, int id) {
     char nm[48];
-    snprintf(nm, sizeof nm, "n%d.%s", id, op);
+    snprintf(nm, sizeof nm, "n%d.%s", id, op); /* validate.c reads the graph node id back */
     npl_accel_node_desc d = {nm, op, p, np, in, nin, &out, 1};
     if (l->api->graph_add_node(l->ag, &d) != NPL_ACCEL_OK) return fail_api(l, nm);
     return 0;

@@ -1,6 +1,6 @@
 /* Partition: collect the needed ops backwards from the outputs, cut at break
- * ops (ops the accelerator lowering does not support, ops whose output shape
- * depends on input content, table lookups in weights), group the remaining
+ * ops (ops the lowering does not support, ops whose output shape depends on
+ * input content, table lookups in weights, ops the target refuses), group the remaining
  * ops into subgraphs of consecutive ops in graph order (so subgraphs can
  * never form a cycle through the CPU), compute each one's boundary and keep
  * the ones with matrix work. */
@@ -23,9 +23,7 @@ const char *npl_partition_break_reason(const npl_graph *g, int id) {
         return NULL;
     case NPL_OP_RMS_NORM: case NPL_OP_MATMUL: case NPL_OP_ADD: case NPL_OP_MUL: case NPL_OP_SCALE:
     case NPL_OP_ROPE: case NPL_OP_SWIGLU: case NPL_OP_GEGLU: case NPL_OP_RESHAPE:
-        return NULL;
-    case NPL_OP_ATTENTION:
-        if (nd->fp[1] != 0) return NULL; /* vnpu Attention has softcap */
+    case NPL_OP_ATTENTION: /* its softcap is the Attention op's param */
         return NULL;
     case NPL_OP_SOFTCAP: return "softcap: no accelerator op";
     case NPL_OP_PLUGIN: return "already a plugin op";
@@ -50,8 +48,8 @@ static int add_unique(int *arr, int *n, int v) {
     return 0;
 }
 
-int npl_partition_graph(const npl_graph *g, const int *outputs, int n_outputs, npl_partition *out, char *err,
-                        size_t errlen) {
+int npl_partition_graph(const npl_graph *g, const int *outputs, int n_outputs, const char (*refused)[NPL_WHY_LEN],
+                        npl_partition *out, char *err, size_t errlen) {
     memset(out, 0, sizeof(*out));
     int n = npl_graph_n_nodes(g);
     char *needed = calloc((size_t)n, 1);
@@ -72,9 +70,10 @@ int npl_partition_graph(const npl_graph *g, const int *outputs, int n_outputs, n
         seg_of[i] = -1;
         if (!needed[i] || is_leaf(npl_graph_node(g, i)->op)) continue;
         const char *why = npl_partition_break_reason(g, i);
+        if (!why && refused && refused[i][0]) why = refused[i];
         if (why) {
             out->cpu_ops[out->n_cpu_ops] = i;
-            snprintf(out->cpu_why[out->n_cpu_ops++], 96, "%s", why);
+            snprintf(out->cpu_why[out->n_cpu_ops++], NPL_WHY_LEN, "%s", why);
             cur = -1;
             continue;
         }

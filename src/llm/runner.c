@@ -39,7 +39,7 @@ struct npl_runner {
 };
 
 npl_runner_params npl_runner_default_params(void) {
-    npl_runner_params p = {0, 0, -1, 0};
+    npl_runner_params p = {0, 0, -1, 0, NULL, NULL, 0};
     return p;
 }
 
@@ -182,15 +182,16 @@ static int open_package(npl_runner *r, const char *graph_path, const npl_runner_
         return -1;
     }
     /* A chunk whose logits nobody wants asks for row -1 when only plugin ops
-     * (vnpu: every index negative skips the steps after the row Gather) read
-     * out_rows; a CPU op there would reject it. */
+     * (an accelerator's Gather: every index negative skips the steps after
+     * it) read out_rows; a CPU op there would reject it. */
     r->rows_skip = 1;
     for (int i = 0; i < npl_graph_n_nodes(r->mg.g); i++) {
         const npl_node *nd = npl_graph_node(r->mg.g, i);
         for (int k = 0; k < nd->n_src; k++)
             if (nd->src[k] == r->mg.out_rows && nd->op != NPL_OP_PLUGIN) r->rows_skip = 0;
     }
-    npl_plugin_rt_params pp = {dir, NULL, p->n_threads};
+    npl_plugin_rt_params pp = {.base_dir = dir, .plugin_dir = p->plugin_dir, .n_threads = p->n_threads,
+                               .providers = p->providers, .n_providers = p->n_providers};
     if (!(r->rt = npl_plugin_rt_new(&pp, err, errlen))) return -1;
     npl_cpu_backend_init(&r->be, &r->cc, p->isa < 0 ? npl_cpu_best_isa() : (npl_isa)p->isa);
     npl_plugin_backend_init(&r->pb, r->rt, &r->be);

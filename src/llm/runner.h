@@ -9,12 +9,17 @@
 #include "core/session.h"
 #include "cpu/cpu_backend.h"
 #include "models/model.h"
+#include "plugin/plugin.h"
 
 typedef struct {
     int n_ctx;            /* 0: the model's, capped at 4096 */
     int n_threads;        /* 0: one per core */
     int isa;              /* -1: best this CPU has; else an npl_isa to cap at */
     size_t kv_budget;     /* max bytes for the KV cache; 0: 4 GiB */
+    const char *plugin_dir; /* a package's accelerator libraries: only here (NULL: next to
+                               libnpullm.so / the executable, then the package directory) */
+    const npl_plugin_provider *providers; /* built-in accelerators (a static build), n_providers */
+    int n_providers;
 } npl_runner_params;
 
 typedef struct npl_runner npl_runner;

@@ -6,13 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "accel/vnpu/vnpu_api.h"
 #include "core/quote.h"
 #include "core/status.h"
 
 #define MAX_KINDS 16
-#define MAX_ACCELS 8
+#define MAX_ACCELS 16
 
 typedef struct {
     char *type;
@@ -29,12 +29,13 @@ typedef struct {
     char *name;
     npl_accel_get_api_fn get_api; /* provider (built in / added / dlsym'ed) */
     void *lib;                    /* dlopen handle, NULL if not a library */
+    char *path;                   /* the library's file ("built in" for a provider) */
     const npl_accel_api *api;     /* checked table, once asked for */
     npl_accel_backend *be;
 } accel_entry;
 
 struct npl_plugin_rt {
-    char *base_dir, *plugin_dir;
+    char *base_dir, *plugin_dir; /* plugin_dir NULL: the default places */
     int n_threads;
     shape_entry shapes[MAX_KINDS];
     int n_shapes;
@@ -49,10 +50,12 @@ npl_plugin_rt *npl_plugin_rt_new(const npl_plugin_rt_params *p, char *err, size_
     if (!rt) goto oom;
     const char *base = p && p->base_dir ? p->base_dir : ".";
     rt->base_dir = strdup(base);
-    rt->plugin_dir = strdup(p && p->plugin_dir ? p->plugin_dir : base);
+    rt->plugin_dir = p && p->plugin_dir ? strdup(p->plugin_dir) : NULL;
     rt->n_threads = p ? p->n_threads : 0;
-    if (!rt->base_dir || !rt->plugin_dir) goto oom;
-    if (npl_plugin_rt_add_accel(rt, "vnpu", npl_vnpu_get_api) || npl_plugin_register_builtin(rt)) goto oom;
+    if (!rt->base_dir || (p && p->plugin_dir && !rt->plugin_dir)) goto oom;
+    for (int i = 0; p && i < p->n_providers; i++)
+        if (npl_plugin_rt_add_accel(rt, p->providers[i].name, p->providers[i].get_api)) goto oom;
+    if (npl_plugin_register_builtin(rt)) goto oom;
     return rt;
 oom:
     npl_errf(err, errlen, NPL_ERR_MEMORY, "plugin runtime: out of memory");
@@ -67,6 +70,7 @@ void npl_plugin_rt_free(npl_plugin_rt *rt) {
         if (a->be && a->api) a->api->backend_free(a->be);
         if (a->lib) dlclose(a->lib);
         free(a->name);
+        free(a->path);
     }
     for (int i = 0; i < rt->n_shapes; i++) free(rt->shapes[i].type);
     for (int i = 0; i < rt->n_computes; i++) free(rt->computes[i].type);
@@ -137,58 +141,117 @@ int npl_plugin_check_api(const npl_accel_api *api, const char *who, char *err, s
     const char *why = npl_accel_api_check(api, NPL_ACCEL_ABI_VERSION);
     if (!why && api->struct_size < sizeof(npl_accel_api) && api->abi_version >= NPL_ACCEL_ABI_VERSION)
         why = "the table is smaller than this ABI version's table";
-    if (why) {
-        snprintf(err, errlen, "accelerator %s: ABI check failed (want version %u, table size %zu): %s", who,
-                 NPL_ACCEL_ABI_VERSION, sizeof(npl_accel_api), why);
-        return -1;
-    }
-    return 0;
+    if (why && api)
+        snprintf(err, errlen, "accelerator %s: ABI check failed (want version %u, table size %zu; got version %u, "
+                 "%u bytes): %s", who, NPL_ACCEL_ABI_VERSION, sizeof(npl_accel_api), api->abi_version,
+                 api->struct_size, why);
+    else if (why)
+        snprintf(err, errlen, "accelerator %s: ABI check failed (want version %u): %s", who, NPL_ACCEL_ABI_VERSION, why);
+    return why ? -1 : 0;
 }
 
 int npl_plugin_rt_add_accel(npl_plugin_rt *rt, const char *name, npl_accel_get_api_fn get_api) {
     if (rt->n_accels == MAX_ACCELS) return -1;
-    char *n = strdup(name);
-    if (!n) return -1;
-    rt->accels[rt->n_accels++] = (accel_entry){n, get_api, NULL, NULL, NULL};
+    char *n = strdup(name), *path = strdup("built in");
+    if (!n || !path) {
+        free(n);
+        free(path);
+        return -1;
+    }
+    rt->accels[rt->n_accels++] = (accel_entry){n, get_api, NULL, path, NULL, NULL};
     return 0;
+}
+
+/* Where this code was loaded from: libnpullm.so's directory, or the
+ * executable's when the library is linked in statically. */
+static const char module_anchor = 0;
+int npl_plugin_default_dir(char *buf, size_t len) {
+    Dl_info di;
+    const char *src = NULL;
+    char exe[4096];
+    if (dladdr(&module_anchor, &di) && di.dli_fname && strstr(di.dli_fname, ".so") && strchr(di.dli_fname, '/'))
+        src = di.dli_fname;
+    if (!src) {
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        if (n <= 0) return -1;
+        exe[n] = 0;
+        src = exe;
+    }
+    const char *slash = strrchr(src, '/');
+    if (!slash || (size_t)(slash - src) >= len) return -1;
+    memcpy(buf, src, (size_t)(slash - src));
+    buf[slash - src] = 0;
+    if (!buf[0]) snprintf(buf, len, "/");
+    return 0;
+}
+
+/* Loads libnpl_accel_<name>.so (or the path `name`) into a new entry. */
+static accel_entry *load_library(npl_plugin_rt *rt, const char *name, char *err, size_t errlen) {
+    if (rt->n_accels == MAX_ACCELS) {
+        snprintf(err, errlen, "accelerator %s: too many accelerator libraries", name);
+        return NULL;
+    }
+    char dirs[2][4096], path[4400], file[300];
+    int n_dirs = 0;
+    if (strchr(name, '/')) {
+        snprintf(path, sizeof path, "%s", name);
+    } else {
+        snprintf(file, sizeof file, "libnpl_accel_%s.so", name);
+        if (rt->plugin_dir) snprintf(dirs[n_dirs++], sizeof dirs[0], "%s", rt->plugin_dir);
+        else {
+            if (!npl_plugin_default_dir(dirs[n_dirs], sizeof dirs[0])) n_dirs++;
+            if (!n_dirs || strcmp(dirs[0], rt->base_dir)) snprintf(dirs[n_dirs++], sizeof dirs[0], "%s", rt->base_dir);
+        }
+        int found = 0;
+        for (int i = 0; i < n_dirs && !found; i++) {
+            snprintf(path, sizeof path, "%s/%s", dirs[i], file);
+            found = access(path, F_OK) == 0;
+        }
+        if (!found) {
+            snprintf(err, errlen, "accelerator %s: plugin %s is not installed (looked in %s%s%s)", name, file, dirs[0],
+                     n_dirs > 1 ? " and " : "", n_dirs > 1 ? dirs[1] : "");
+            return NULL;
+        }
+    }
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(err, errlen, "accelerator %s: cannot load %s: %s", name, path, dlerror());
+        return NULL;
+    }
+    void *sym = dlsym(lib, NPL_ACCEL_ENTRY_POINT);
+    if (!sym) {
+        snprintf(err, errlen, "accelerator %s: %s does not export %s", name, path, NPL_ACCEL_ENTRY_POINT);
+        dlclose(lib);
+        return NULL;
+    }
+    npl_accel_get_api_fn fn;
+    memcpy(&fn, &sym, sizeof fn);
+    if (npl_plugin_rt_add_accel(rt, name, fn)) {
+        dlclose(lib);
+        npl_err_memory(err, errlen);
+        return NULL;
+    }
+    accel_entry *a = &rt->accels[rt->n_accels - 1];
+    a->lib = lib;
+    char *p = strdup(path);
+    if (p) {
+        free(a->path);
+        a->path = p;
+    }
+    return a;
 }
 
 const npl_accel_api *npl_plugin_accel_api(npl_plugin_rt *rt, const char *name, char *err, size_t errlen) {
     accel_entry *a = NULL;
     for (int i = 0; i < rt->n_accels && !a; i++)
         if (!strcmp(rt->accels[i].name, name)) a = &rt->accels[i];
-    if (!a) { /* a library: loaded now, because a model uses it */
-        if (rt->n_accels == MAX_ACCELS) {
-            snprintf(err, errlen, "accelerator %s: too many accelerator libraries", name);
-            return NULL;
-        }
-        char path[4096];
-        if (strchr(name, '/')) snprintf(path, sizeof path, "%s", name);
-        else snprintf(path, sizeof path, "%s/libnpl_accel_%s.so", rt->plugin_dir, name);
-        void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        if (!lib) {
-            snprintf(err, errlen, "accelerator %s: cannot load %s: %s", name, path, dlerror());
-            return NULL;
-        }
-        void *sym = dlsym(lib, NPL_ACCEL_ENTRY_POINT);
-        if (!sym) {
-            snprintf(err, errlen, "accelerator %s: %s does not export %s", name, path, NPL_ACCEL_ENTRY_POINT);
-            dlclose(lib);
-            return NULL;
-        }
-        npl_accel_get_api_fn fn;
-        memcpy(&fn, &sym, sizeof fn);
-        if (npl_plugin_rt_add_accel(rt, name, fn)) {
-            dlclose(lib);
-            npl_err_memory(err, errlen);
-            return NULL;
-        }
-        a = &rt->accels[rt->n_accels - 1];
-        a->lib = lib;
-    }
+    /* a library: loaded now, because a model or a compile uses it */
+    if (!a && !(a = load_library(rt, name, err, errlen))) return NULL;
     if (!a->api) {
+        char who[4400];
+        snprintf(who, sizeof who, "%s (%s)", name, a->path);
         const npl_accel_api *api = a->get_api(NPL_ACCEL_ABI_VERSION);
-        if (npl_plugin_check_api(api, name, err, errlen)) return NULL;
+        if (npl_plugin_check_api(api, who, err, errlen)) return NULL;
         a->api = api;
     }
     return a->api;
@@ -212,15 +275,17 @@ npl_accel_backend *npl_plugin_accel_backend(npl_plugin_rt *rt, const npl_accel_a
         accel_entry *a = &rt->accels[i];
         if (a->api != api) continue;
         if (!a->be) {
-            char thr[16];
+            char thr[16], why[512] = "";
             snprintf(thr, sizeof thr, "%d", rt->n_threads);
             npl_accel_option opt = {"threads", thr};
-            /* vnpu knows "threads"; other libraries get no options */
-            int is_vnpu = !strcmp(a->name, "vnpu");
-            npl_accel_status st = api->backend_create(is_vnpu ? &opt : NULL, is_vnpu ? 1 : 0, &a->be, err, (uint32_t)errlen);
+            npl_accel_status st = api->backend_create(&opt, 1, &a->be, why, (uint32_t)sizeof why);
+            /* an implementation without a "threads" option runs as it likes */
+            if (st == NPL_ACCEL_ERR_INVALID_ARG) st = api->backend_create(NULL, 0, &a->be, why, (uint32_t)sizeof why);
             if (st != NPL_ACCEL_OK) {
                 npl_plugin_accel_status(st);
                 a->be = NULL;
+                snprintf(err, errlen, "accelerator %s (%s): backend_create failed (status %d): %s", a->name, a->path,
+                         (int)st, why[0] ? why : "no message");
                 return NULL;
             }
         }

@@ -11,9 +11,10 @@
  * The built-in "accel" kernel (plugin_accel.c) runs a context binary through
  * the accelerator ABI (include/npullm_accel.h). Its attributes:
  *   path           STR   context binary, relative to the runtime's base dir
- *   accel          STR   accelerator: "vnpu" (built in) or a library name
- *                        (<plugin_dir>/libnpl_accel_<name>.so) or a path with
- *                        '/'; loaded with dlopen only when a node needs it
+ *   accel          STR   the accelerator (the compile's target): a provider
+ *                        of the runtime, a library name (libnpl_accel_<name>.so,
+ *                        see "accelerator libraries" below) or a path with '/';
+ *                        loaded with dlopen only when a node needs it
  *   inputs         STRS  accelerator tensor name per node input
  *   outputs        STRS  accelerator tensor name of the node's output
  *   allGraphName   STRS  one graph per shape index
@@ -30,10 +31,20 @@
 
 typedef struct npl_plugin_rt npl_plugin_rt;
 
+/* An accelerator linked into the program (a static build): found by name
+ * before any library. */
+typedef struct {
+    const char *name;
+    npl_accel_get_api_fn get_api;
+} npl_plugin_provider;
+
 typedef struct {
     const char *base_dir;   /* package directory: attribute paths resolve here ("." if NULL) */
-    const char *plugin_dir; /* where accelerator libraries are looked for (NULL: base_dir) */
+    const char *plugin_dir; /* the one directory accelerator libraries are looked for in
+                               (NULL: the default places, see below) */
     int n_threads;          /* accelerator worker threads (0: one per core) */
+    const npl_plugin_provider *providers; /* n_providers built-in accelerators (may be NULL) */
+    int n_providers;
 } npl_plugin_rt_params;
 
 npl_plugin_rt *npl_plugin_rt_new(const npl_plugin_rt_params *p, char *err, size_t errlen);
@@ -65,19 +76,29 @@ int npl_plugin_infer_shape(npl_plugin_rt *rt, const npl_graph *g, int id, const 
                            char *err, size_t errlen);
 
 /* ---- accelerator libraries ----
- * The table of accelerator `name`: vnpu is built in; a provider added with
- * npl_plugin_rt_add_accel comes next; else the library is dlopen'ed (once)
- * and its npl_accel_get_api entry point called. Every table goes through
- * npl_plugin_check_api. NULL with err on failure. */
+ * The table of accelerator `name`: a provider (params or
+ * npl_plugin_rt_add_accel) first; else libnpl_accel_<name>.so is dlopen'ed
+ * (once) and its npl_accel_get_api entry point called. The library is looked
+ * for in plugin_dir if set, else next to the code of this library
+ * (npl_plugin_default_dir: libnpullm.so's directory, or the executable's when
+ * linked statically) and then in base_dir (the package). Every table goes
+ * through npl_plugin_check_api. NULL with a one-line err naming the library
+ * and what was wrong (not installed, cannot be loaded, no entry point, ABI
+ * check) on failure. */
 const npl_accel_api *npl_plugin_accel_api(npl_plugin_rt *rt, const char *name, char *err, size_t errlen);
 int npl_plugin_rt_add_accel(npl_plugin_rt *rt, const char *name, npl_accel_get_api_fn get_api);
+/* The directory of libnpullm.so, or of the executable it is linked into;
+ * 0 or -1. */
+int npl_plugin_default_dir(char *buf, size_t len);
 /* ABI version and struct size check of a table; 0 or -1 with err. */
 int npl_plugin_check_api(const npl_accel_api *api, const char *who, char *err, size_t errlen);
 /* The engine's code for an accelerator status (core/status.h): NO_MEMORY is
  * NPL_ERR_MEMORY, a bad or unreadable binary NPL_ERR_FILE, the rest
  * NPL_ERR_RUNTIME. Records it and returns it. */
 int npl_plugin_accel_status(npl_accel_status st);
-/* One backend per accelerator, shared by the runtime's plugin nodes. */
+/* One backend per accelerator, shared by the runtime's plugin nodes (and a
+ * compile). Options: "threads" = n_threads, or none if the implementation
+ * refuses that key. A failed backend_create names the library. */
 npl_accel_backend *npl_plugin_accel_backend(npl_plugin_rt *rt, const npl_accel_api *api, char *err, size_t errlen);
 
 /* ---- the CPU backend's PLUGIN execution ----

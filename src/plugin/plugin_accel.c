@@ -99,8 +99,10 @@ static int accel_init(npl_plugin_rt *rt, const npl_graph *g, int id, void **stat
                  (long long)names->n, nd->n_src);
         return -1;
     }
-    const npl_attr *acc = npl_attr_get(g, id, "accel");
-    const char *accel = acc && acc->kind == NPL_ATTR_STR ? acc->strs[0] : "vnpu";
+    /* the package names its accelerator: no default, a package is for one target */
+    const npl_attr *acc = want(g, id, "accel", NPL_ATTR_STR, err, errlen);
+    if (!acc) return -1;
+    const char *accel = acc->strs[0];
 
     accel_state *st = calloc(1, sizeof(*st));
     if (!st) return npl_err_memory(err, errlen), -1;

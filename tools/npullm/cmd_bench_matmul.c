@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "accel/vnpu/vnpu_api.h"
 #include "bench_matmul_flags.h"
 #include "bench_matmul_qnn.h"
 #include "cli_util.h"
@@ -19,6 +18,22 @@
 #include "kernels/threadpool.h"
 #include "cpu/cpu_backend.h"
 #include "npullm_accel.h"
+#include "plugin/plugin.h"
+
+/* vnpu is a plugin (libnpl_accel_vnpu.so next to the executable), loaded
+ * once as a package would load it and closed at exit */
+static npl_plugin_rt *vnpu_rt;
+static void vnpu_close(void) { npl_plugin_rt_free(vnpu_rt); }
+static const npl_accel_api *vnpu_api(char *err, size_t errlen) {
+    if (!vnpu_rt) {
+        char dir[4096];
+        npl_plugin_rt_params p = {.base_dir = "."};
+        if (!npl_plugin_default_dir(dir, sizeof dir)) p.plugin_dir = dir;
+        if (!(vnpu_rt = npl_plugin_rt_new(&p, err, errlen))) return NULL;
+        atexit(vnpu_close);
+    }
+    return npl_plugin_accel_api(vnpu_rt, "vnpu", err, errlen);
+}
 
 static const char *USAGE =
     "usage: npullm bench-matmul [--m M] [--k K] [--n N] [--warmup W] [--iters I]\n"
@@ -140,7 +155,7 @@ static int open_vnpu(runner *rn, const setup *s, const precision *p, int app_wri
     char thr[16], err[200];
     memset(rn, 0, sizeof *rn);
     rn->s = s;
-    rn->api = npl_vnpu_get_api(NPL_ACCEL_ABI_VERSION);
+    if (!(rn->api = vnpu_api(rn->r.err, sizeof rn->r.err))) return -1;
     const npl_accel_api *api = rn->api;
     snprintf(thr, sizeof thr, "%d", s->threads);
     npl_accel_option opts[2] = {{"threads", thr}, {"kernel_family", s->family}};
@@ -375,10 +390,11 @@ int npl_cmd_bench_matmul(int argc, char **argv) {
         if (make_precision(&s, tok, &prec[np])) return 2;
         np++;
     }
-    const npl_accel_api *api = npl_vnpu_get_api(NPL_ACCEL_ABI_VERSION);
     npl_accel_backend *be;
     npl_accel_backend_info bi;
-    char err[256];
+    char err[512];
+    const npl_accel_api *api = vnpu_api(err, sizeof err);
+    if (!api) { fprintf(stderr, "npullm bench-matmul: %s\n", err); return 1; }
     npl_accel_option fo = {"kernel_family", family};
     if (api->backend_create(&fo, 1, &be, err, sizeof err)) { fprintf(stderr, "npullm bench-matmul: %s\n", err); return 1; }
     api->backend_get_info(be, &bi);

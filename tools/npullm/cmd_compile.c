@@ -20,7 +20,7 @@
 static const char *USAGE =
     "usage: npullm compile -m MODEL.gguf -o PKG [--chunk N] [--ctx N] [--act f16|bf16|int16|f32]\n"
     "                      [--weights q4|q8|keep] [--output-weights T] [-t N] [--keep-intermediate] [--force] [--no-check]\n"
-    "                      [--tolerance X]\n"
+    "                      [--tolerance X] [--target NAME] [--plugin-dir DIR]\n"
     "  --chunk N     prefill graph size (AR-N), default 128; decode uses AR-1\n"
     "  --ctx N       KV cache positions, default the model's capped at 4096\n"
     "  --act P       activation precision inside the accelerator graphs (default f16)\n"
@@ -31,7 +31,11 @@ static const char *USAGE =
     "                makes a package's decode faster at some cost in logit accuracy\n"
     "  --tolerance X relative RMS error of a lowered graph against the CPU samples above\n"
     "                which its subgraph stays on the CPU (default 0.25)\n"
-    "  --force       replace PKG if it is an npullm package; anything else there is refused\n";
+    "  --force       replace PKG if it is an npullm package; anything else there is refused\n"
+    "  --target NAME the accelerator to compile for: the plugin libnpl_accel_NAME.so next to\n"
+    "                the npullm executable (or in --plugin-dir); default %s. Ops it refuses\n"
+    "                stay on the CPU; the package names it, and running it loads that plugin\n"
+    "  --plugin-dir DIR  look for the target's plugin only in DIR\n";
 
 typedef struct {
     sigset_t set;
@@ -81,17 +85,19 @@ int npl_cmd_compile(int argc, char **argv) {
         {"-m", "--model", 1}, {"-o", "--output", 1}, {"--chunk", NULL, 1}, {"--ctx", "-c|--ctx-size", 1},
         {"-t", "--threads", 1}, {"--act", NULL, 1}, {"--tolerance", NULL, 1}, {"--weights", NULL, 1},
         {"--output-weights", NULL, 1}, {"--keep-intermediate", NULL, 0}, {"--force", NULL, 0},
-        {"--no-check", NULL, 0}, {NULL, NULL, 0}};
+        {"--no-check", NULL, 0}, {"--target", NULL, 1}, {"--plugin-dir", NULL, 1}, {NULL, NULL, 0}};
     for (int i = 1; i < argc; i++) {
         const char *a;
         int k = cli_next("compile", OPTS, argc, argv, &i, &a, &v);
-        if (k == CLI_HELP) { fputs(USAGE, stdout); return 0; }
+        if (k == CLI_HELP) { printf(USAGE, p.target); return 0; }
         if (k != CLI_FLAG) return 2;
         if (!strcmp(a, "--keep-intermediate")) p.keep_intermediate = 1;
         else if (!strcmp(a, "--force")) p.force = 1;
         else if (!strcmp(a, "--no-check")) p.check = 0;
         else if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "-o")) out = v;
+        else if (!strcmp(a, "--target")) p.target = v;
+        else if (!strcmp(a, "--plugin-dir")) p.plugin_dir = v;
         else if (!strcmp(a, "--chunk")) { if (cli_int("compile", a, v, 1, 1 << 16, &x)) return 2; p.chunk = (int)x; }
         else if (!strcmp(a, "--ctx")) { if (cli_int("compile", a, v, 1, 1 << 20, &x)) return 2; p.n_ctx = (int)x; }
         else if (!strcmp(a, "-t")) { if (cli_int("compile", a, v, 1, 256, &x)) return 2; p.n_threads = (int)x; }

@@ -1,0 +1,44 @@
+# Accelerator plugins. Each implementation of the accelerator ABI
+# (include/npullm_accel.h) is built twice from one archive:
+#   libnpl_accel_<name>.so      the plugin: exports only npl_accel_get_api
+#                               (src/accel/plugin.map); libnpullm links none,
+#                               the loader (src/plugin) dlopens it when a
+#                               compile --target or a package names it
+#   npl_accel_<name>_static     the implementation as a static archive, for
+#                               white-box tests and for a static build that
+#                               registers it as a built-in provider
+#                               (npl_plugin_rt_params.providers)
+# The libraries go next to the npullm executable and libnpullm.so (where the
+# loader looks by default) and, for the test executables, into tests/.
+set(NPL_ACCEL_PLUGINS "")
+
+function(npl_accel_plugin name provider)
+  add_library(npl_accel_${name}_static STATIC ${ARGN})
+  target_include_directories(npl_accel_${name}_static PUBLIC ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/src)
+  set_target_properties(npl_accel_${name}_static PROPERTIES C_VISIBILITY_PRESET hidden)
+  target_link_libraries(npl_accel_${name}_static PUBLIC npullm_static)
+
+  add_library(npl_accel_${name} SHARED ${CMAKE_SOURCE_DIR}/src/accel/plugin_entry.c)
+  target_include_directories(npl_accel_${name} PRIVATE ${CMAKE_SOURCE_DIR}/include)
+  target_compile_definitions(npl_accel_${name} PRIVATE NPL_ACCEL_PROVIDER=${provider})
+  target_link_libraries(npl_accel_${name} PRIVATE npl_accel_${name}_static)
+  target_link_options(npl_accel_${name} PRIVATE "LINKER:--version-script=${CMAKE_SOURCE_DIR}/src/accel/plugin.map")
+  if(NOT NPL_SANITIZE) # clang's sanitizer runtimes are not linked into shared libraries
+    target_link_options(npl_accel_${name} PRIVATE "LINKER:--no-undefined")
+  endif()
+  set_target_properties(npl_accel_${name} PROPERTIES C_VISIBILITY_PRESET hidden
+    LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR} LINK_DEPENDS ${CMAKE_SOURCE_DIR}/src/accel/plugin.map)
+  add_custom_command(TARGET npl_accel_${name} POST_BUILD
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/tests
+    COMMAND ${CMAKE_COMMAND} -E copy_if_different $<TARGET_FILE:npl_accel_${name}> ${CMAKE_BINARY_DIR}/tests/)
+  set(NPL_ACCEL_PLUGINS ${NPL_ACCEL_PLUGINS} npl_accel_${name} PARENT_SCOPE)
+endfunction()
+
+file(GLOB_RECURSE NPL_VNPU_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/accel/vnpu/*.c)
+file(GLOB NPL_RECORD_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/accel/record/*.c)
+if(NPL_EXCLUDE_REGEX)
+  list(FILTER NPL_VNPU_SOURCES EXCLUDE REGEX "${NPL_EXCLUDE_REGEX}")
+  list(FILTER NPL_RECORD_SOURCES EXCLUDE REGEX "${NPL_EXCLUDE_REGEX}")
+endif()
+npl_accel_plugin(vnpu npl_vnpu_get_api ${NPL_VNPU_SOURCES})
+npl_accel_plugin(record npl_record_get_api ${NPL_RECORD_SOURCES})
