@@ -10,18 +10,19 @@
 #                               (npl_plugin_rt_params.providers)
 # The libraries go next to the npullm executable and libnpullm.so (where the
 # loader looks by default) and, for the test executables, into tests/.
+# npl_accel_plugin(NAME PROVIDER DEPS SOURCES...): DEPS (a ;-list) is what the
+# implementation is built on: vnpu on the leaf kernel library alone.
 set(NPL_ACCEL_PLUGINS "")
 
-function(npl_accel_plugin name provider)
+function(npl_accel_plugin name provider deps)
   add_library(npl_accel_${name}_static STATIC ${ARGN})
   target_include_directories(npl_accel_${name}_static PUBLIC ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/src)
   set_target_properties(npl_accel_${name}_static PROPERTIES C_VISIBILITY_PRESET hidden)
-  target_link_libraries(npl_accel_${name}_static PUBLIC npullm_static)
 
   add_library(npl_accel_${name} SHARED ${CMAKE_SOURCE_DIR}/src/accel/plugin_entry.c)
   target_include_directories(npl_accel_${name} PRIVATE ${CMAKE_SOURCE_DIR}/include)
   target_compile_definitions(npl_accel_${name} PRIVATE NPL_ACCEL_PROVIDER=${provider})
-  target_link_libraries(npl_accel_${name} PRIVATE npl_accel_${name}_static)
+  target_link_libraries(npl_accel_${name} PRIVATE npl_accel_${name}_static ${deps})
   target_link_options(npl_accel_${name} PRIVATE "LINKER:--version-script=${CMAKE_SOURCE_DIR}/src/accel/plugin.map")
   if(NOT NPL_SANITIZE) # clang's sanitizer runtimes are not linked into shared libraries
     target_link_options(npl_accel_${name} PRIVATE "LINKER:--no-undefined")
@@ -40,5 +41,10 @@ if(NPL_EXCLUDE_REGEX)
   list(FILTER NPL_VNPU_SOURCES EXCLUDE REGEX "${NPL_EXCLUDE_REGEX}")
   list(FILTER NPL_RECORD_SOURCES EXCLUDE REGEX "${NPL_EXCLUDE_REGEX}")
 endif()
-npl_accel_plugin(vnpu npl_vnpu_get_api ${NPL_VNPU_SOURCES})
-npl_accel_plugin(record npl_record_get_api ${NPL_RECORD_SOURCES})
+# vnpu: the kernels and npl_quote (its messages quote tensor names)
+add_library(npl_accel_quote OBJECT ${CMAKE_SOURCE_DIR}/src/core/quote.c)
+target_include_directories(npl_accel_quote PRIVATE ${CMAKE_SOURCE_DIR}/src)
+set_target_properties(npl_accel_quote PROPERTIES C_VISIBILITY_PRESET hidden)
+npl_accel_plugin(vnpu npl_vnpu_get_api "npullm_kernels;npl_accel_quote" ${NPL_VNPU_SOURCES})
+# record writes GGUF: the engine's format layer (only the members it uses are linked)
+npl_accel_plugin(record npl_record_get_api npullm_static ${NPL_RECORD_SOURCES})
