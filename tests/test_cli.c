@@ -121,13 +121,14 @@ static void test_precedence(void) {
     CHECK_EQ_INT(run("run", "-m", c2, "-p", "hi", "--seed", "2", "--no-stats", NULL), 0);
     CHECK(strcmp(a, out) != 0);
     /* the general rule, on another key: the config's context of 64 does not
-     * hold the prompt; -c 160 wins */
+     * hold the templated prompt (the random model has no template of its
+     * own: it would complete "hi" raw); -c 160 wins */
     const char *c3 = write_config("c.json", "{\"llm_model\": \"%s\", \"max_context_length\": 64, \"thread_num\": 1}",
                                   model);
-    rc = run("run", "-m", c3, "-p", "hi", "-n", "2", "--temp", "0", NULL);
+    rc = run("run", "-m", c3, "-p", "hi", "-n", "2", "--temp", "0", "--chat-template", "llama3", NULL);
     CHECK(rc != 0);
     CHECK(strstr(err, "context of 64") != NULL);
-    rc = run("run", "-m", c3, "-p", "hi", "-n", "2", "--temp", "0", "-c", "160", NULL);
+    rc = run("run", "-m", c3, "-p", "hi", "-n", "2", "--temp", "0", "--chat-template", "llama3", "-c", "160", NULL);
     CHECK_EQ_INT(rc, 0);
     CHECK_EQ_INT(decoded(), 2);
     /* and a config value still applies where no flag is given */
@@ -159,14 +160,18 @@ static void test_aliases(void) {
                      "5", "--top-k", "20", "--top-p", "0.9", "--min-p", "0.1", "--repeat-penalty", "1.1",
                      "--no-stats", NULL), 0);
     CHECK(!strcmp(out, ref));
-    CHECK_EQ_INT(run("run", "-m", model, "-p", "hello", "-n", "4", "--temp", "0", "--system", "be brief", "--no-stats",
-                     NULL), 0);
+    /* a base model (no tokenizer.chat_template) completes raw: a system
+     * prompt has nowhere to go without a template named */
+    CHECK(run("run", "-m", model, "-p", "hello", "-n", "4", "--system", "be brief", NULL) != 0);
+    CHECK(strstr(err, "no tokenizer.chat_template") && strstr(err, "--chat-template"));
+    CHECK_EQ_INT(run("run", "-m", model, "-p", "hello", "-n", "4", "--temp", "0", "--chat-template", "llama3",
+                     "--system", "be brief", "--no-stats", NULL), 0);
     snprintf(ref, sizeof ref, "%s", out);
-    CHECK_EQ_INT(run("run", "-m", model, "-p", "hello", "-n", "4", "--temp", "0", "--system-prompt", "be brief",
-                     "--no-stats", NULL), 0);
+    CHECK_EQ_INT(run("run", "-m", model, "-p", "hello", "-n", "4", "--temp", "0", "--chat-template", "llama3",
+                     "--system-prompt", "be brief", "--no-stats", NULL), 0);
     CHECK(!strcmp(out, ref));
-    CHECK_EQ_INT(run("run", "-m", model, "-p", "hello", "-n", "4", "--temp", "0", "-sys", "be brief", "--no-stats",
-                     NULL), 0);
+    CHECK_EQ_INT(run("run", "-m", model, "-p", "hello", "-n", "4", "--temp", "0", "--chat-template", "llama3",
+                     "-sys", "be brief", "--no-stats", NULL), 0);
     CHECK(!strcmp(out, ref));
     /* -n -1: until EOS or the context is full, which is a normal end */
     int rc = run("run", "-m", model, "-p", "hi", "-n", "-1", "-c", "90", "--temp", "0", NULL);

@@ -98,6 +98,7 @@ static npl_engine *open_generic(void) {
     p.temperature = 0;
     p.max_new_tokens = 12;
     p.kernel_family = 0;
+    p.chat_template = "gemma"; /* the base model has none of its own: it would complete raw */
     char err[512];
     npl_engine *e = npl_engine_open(model, &p, err, sizeof(err));
     if (!e) fprintf(stderr, "open: %s\n", err);

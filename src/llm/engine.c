@@ -196,7 +196,10 @@ npl_engine *npl_engine_open2(const char *path, const npl_engine_params *params, 
                  npl_tokenizer_n_vocab(e->tok), e->n_vocab);
         goto fail;
     }
-    /* chat template: the override, else detected, else by architecture */
+    /* chat template: the override, else detected, else by architecture; a
+     * model without tokenizer.chat_template is a base model (Gemma 3 270M):
+     * its prompts are completed as they are (tmpl UNKNOWN = raw), since a
+     * chat template it was never tuned on makes it ramble */
     int64_t tk = npl_gguf_find_key(npl_runner_gguf(e->r), "tokenizer.chat_template");
     if (tk >= 0 && npl_gguf_kv_type(npl_runner_gguf(e->r), tk) != NPL_GGUF_STRING) {
         npl_errf(err, errlen, NPL_ERR_FILE, "%s: tokenizer.chat_template: expected a string, found %s", model_path,
@@ -206,6 +209,15 @@ npl_engine *npl_engine_open2(const char *path, const npl_engine_params *params, 
     if (p.chat_template) {
         fb = NPL_ERR_ARGUMENT;
         if (npl_chat_tmpl_from_name(p.chat_template, &e->tmpl, err, errlen)) goto fail;
+    } else if (tk < 0) {
+        e->tmpl = NPL_CHAT_TMPL_UNKNOWN;
+        if (p.use_template && p.system_prompt && *p.system_prompt) {
+            fb = NPL_ERR_ARGUMENT;
+            npl_errf(err, errlen, NPL_ERR_ARGUMENT,
+                     "%s: no tokenizer.chat_template (a base model, run as raw completion): "
+                     "a system prompt needs a chat template named (--chat-template)", model_path);
+            goto fail;
+        }
     } else {
         npl_gguf_str js;
         e->tmpl = NPL_CHAT_TMPL_UNKNOWN;

@@ -57,7 +57,7 @@ static npl_status begin(npl_engine *e, const char *text, int templated) {
     npl_status_clear(); /* codes recorded from here on are this call's */
     memset(&e->stats, 0, sizeof(e->stats));
     e->t_start = npl_engine_now();
-    npl_status st = npl_engine_build_turn(e, text, templated && e->p.use_template);
+    npl_status st = npl_engine_build_turn(e, text, templated && e->p.use_template && e->tmpl != NPL_CHAT_TMPL_UNKNOWN);
     if (st != NPL_OK) return st;
     e->stats.prompt_tokens = e->n_feed;
     st = npl_engine_prefill(e);

@@ -18,7 +18,7 @@ struct npl_engine {
     npl_runner *r;
     npl_tokenizer *tok;
     npl_sampler *smp;
-    npl_chat_tmpl tmpl;
+    npl_chat_tmpl tmpl;         /* UNKNOWN: a base model, prompts completed raw */
     int n_ctx, n_vocab;
     /* conversation */
     npl_chat_msg *msgs;         /* role/content strings owned */

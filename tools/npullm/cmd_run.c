@@ -13,7 +13,7 @@
 static const char *USAGE =
     "usage: npullm run -m MODEL [-p TEXT | -f FILE] [options]\n"
     "  -m, --model MODEL     a .gguf file, a compiled package, or an MNN-style config.json\n"
-    "                        (default: $NPULLM_MODEL, else the Gemma 3 270M from scripts/setup.sh)\n"
+    "                        (default: $NPULLM_MODEL, else the chat model from scripts/setup.sh)\n"
     "  -p, --prompt TEXT / -f, --file FILE   the prompt; without one, an interactive chat starts\n"
     "  -n, --n-predict N     max new tokens (default 512; -1: until EOS or the context is full)\n"
     "  -c, --ctx-size N      context length (default and 0: the model's, capped at 4096)\n"
