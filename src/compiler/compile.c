@@ -21,6 +21,7 @@
 #include "cpu/cpu_backend.h"
 #include "models/model.h"
 #include "format/graph_file.h"
+#include "llm/tokenizer.h"
 
 #define MAX_SHAPES 3
 
@@ -268,6 +269,11 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     if (prog(&pg, 0, 0, 2, "model graph")) goto done;
     npl_hparams hp;
     if (!(f = npl_gguf_open(model_path, NULL, err, errlen)) || npl_hparams_load(f, &hp, err, errlen)) goto done;
+    {   /* a package whose vocabulary the runtime refuses cannot run: say so now, as run would */
+        npl_tokenizer *tk = npl_tokenizer_load(f, err, errlen);
+        if (!tk) goto done;
+        npl_tokenizer_free(tk);
+    }
     int n_ctx = p.n_ctx > 0 ? p.n_ctx : (hp.n_ctx_train < 4096 ? hp.n_ctx_train : 4096);
     if (p.n_ctx < 0 || p.chunk > n_ctx) {
         snprintf(err, errlen, "--chunk %d is larger than the context of %d", p.chunk, n_ctx);
