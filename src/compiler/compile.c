@@ -269,7 +269,9 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     if (prog(&pg, 0, 0, 2, "model graph")) goto done;
     npl_hparams hp;
     if (!(f = npl_gguf_open(model_path, NULL, err, errlen)) || npl_hparams_load(f, &hp, err, errlen)) goto done;
-    {   /* a package whose vocabulary the runtime refuses cannot run: say so now, as run would */
+    /* a package whose vocabulary the runtime refuses cannot run: say so now, as
+     * run would (a model with no tokenizer at all is a graph for npl_runner) */
+    if (npl_gguf_find_key(f, "tokenizer.ggml.model") >= 0) {
         npl_tokenizer *tk = npl_tokenizer_load(f, err, errlen);
         if (!tk) goto done;
         npl_tokenizer_free(tk);
