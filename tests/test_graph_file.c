@@ -56,6 +56,17 @@ static void write_variant(const char *good, const char *path, const char *key, c
     npl_gguf_writer_free(w);
     npl_gguf_close(f);
 }
+static void write_variant_str(const char *good, const char *path, const char *key, const char *const *v, uint64_t n) {
+    char err[256];
+    npl_gguf *f = npl_gguf_open(good, NULL, err, sizeof(err));
+    npl_gguf_writer *w = npl_gguf_writer_new();
+    const char *skip[] = {key, NULL};
+    CHECK(f && npl_gguf_copy_kv(w, f, skip, err, sizeof(err)) == 0);
+    npl_gguf_writer_set_arr_str(w, key, v, n);
+    CHECK(npl_gguf_writer_write(w, path, err, sizeof(err)) == 0);
+    npl_gguf_writer_free(w);
+    npl_gguf_close(f);
+}
 static void expect_load_error(const char *path, const char *needle) {
     char err[512] = "";
     npl_gguf *f = npl_gguf_open(path, NULL, err, sizeof(err));
@@ -156,6 +167,25 @@ int main(void) {
     int32_t bad_type[3] = {0, 77, 0};
     write_variant(good, path, "npullm.graph.type", bad_type, 3);
     expect_load_error(path, "type");
+    /* an input without a name cannot be bound: refused, not a crash */
+    const char *no_name[3] = {"", "", ""};
+    write_variant_str(good, path, "npullm.graph.name", no_name, 3);
+    expect_load_error(path, "input node without a name");
+    /* a reshape to more dims than a shape has */
+    npl_graph *rg = npl_graph_new();
+    int rin = npl_input(rg, "x", NPL_TYPE_F32, 1, &four);
+    int64_t two[2] = {2, 2};
+    npl_scale(rg, npl_reshape(rg, rin, 2, two), 1.0f);
+    write_graph(good, rg);
+    int32_t bad_ip[3 * NPL_MAX_IPARAMS] = {0};
+    bad_ip[NPL_MAX_IPARAMS] = 7;
+    write_variant(good, path, "npullm.graph.ip", bad_ip, 3 * NPL_MAX_IPARAMS);
+    expect_load_error(path, "reshape to 7 dims");
+    bad_ip[NPL_MAX_IPARAMS] = 2; /* two dims, the second 0 */
+    bad_ip[NPL_MAX_IPARAMS + 1] = 4;
+    write_variant(good, path, "npullm.graph.ip", bad_ip, 3 * NPL_MAX_IPARAMS);
+    expect_load_error(path, "reshape: dim 1 is 0");
+    npl_graph_free(rg);
     /* a graph whose weight tensor is missing */
     npl_gguf *gf = npl_gguf_open(path, NULL, err, sizeof(err)); /* any file works for the check below */
     npl_gguf_close(gf);

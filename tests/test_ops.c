@@ -290,6 +290,19 @@ static void test_builder_errors(void) {
     npl_graph_free(g);
 }
 
+/* The op table's cpu column: every computed op has a CPU execution; leaves
+ * and plugin ops (run by the plugin layer) have none. */
+static void test_op_table(void) {
+    for (int op = 0; op < NPL_OP_COUNT; op++) {
+        const int none = op == NPL_OP_INPUT || op == NPL_OP_WEIGHT || op == NPL_OP_STATE || op == NPL_OP_PLUGIN;
+        if ((be.ops[op].exec == NULL) != none) fprintf(stderr, "op %s: CPU execution %s\n", npl_op_name((npl_op)op),
+                                                        none ? "unexpected" : "missing");
+        CHECK((be.ops[op].exec == NULL) == none);
+        CHECK(strcmp(npl_op_name((npl_op)op), "?") != 0);
+    }
+    CHECK(be.ops[NPL_OP_MATMUL].scratch != NULL && be.ops[NPL_OP_ATTENTION].scratch != NULL);
+}
+
 int main(void) {
     pool = npl_pool_new(2);
     npl_isa best = npl_cpu_best_isa();
@@ -304,6 +317,7 @@ int main(void) {
             test_matmul(types[t], 256, 33, 1);
             test_matmul(types[t], 512, 17, 9);
         }
+        test_op_table();
         test_norm_and_elementwise();
         test_get_rows_reshape();
         test_rope_attention(64, 4, 1, 9, 0);

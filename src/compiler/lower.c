@@ -8,6 +8,7 @@
  *                               shared by every graph of the context) + Reshape
  *   GET_ROWS act[e,s], ids   -> Gather
  *   RESHAPE                  -> Reshape
+ * (each op's lowering is lower_<x> below, the lower column of core/ops.h).
  * Inputs are APP_WRITE (f32 / i32), the output APP_READ f32; everything in
  * between is NATIVE in the activation precision, except the residual stream
  * (Add, Scale outputs), which stays f32. Attention's q always arrives in f16
@@ -57,25 +58,7 @@ enum { C_NORM_IN, C_QKV, C_QKNORM, C_ROPE, C_ATTN, C_O, C_POST, C_GU, C_GLU, C_D
 static const char *const cls_names[C_COUNT] = {"norm_in", "qkv", "qknorm", "rope", "attn", "o",
                                                "post", "gu", "glu", "down", "other"};
 
-static int cls_of(const lw *l, int id) {
-    const npl_node *nd = npl_graph_node(l->a->g, id);
-    const int c = l->cons[id] ? l->cons[id] - 1 : -1;
-    switch (nd->op) {
-    case NPL_OP_RMS_NORM:
-        return c == NPL_OP_MATMUL ? C_NORM_IN : c == NPL_OP_ROPE ? C_QKNORM : c == NPL_OP_ADD ? C_POST : C_OTHER;
-    case NPL_OP_MATMUL: {
-        const int s = npl_graph_node(l->a->g, nd->src[1])->op;
-        if (s == NPL_OP_ATTENTION) return C_O;
-        if (s == NPL_OP_GEGLU || s == NPL_OP_SWIGLU) return C_DOWN;
-        if (c == NPL_OP_GEGLU || c == NPL_OP_SWIGLU) return C_GU;
-        return c == NPL_OP_RESHAPE ? C_QKV : C_OTHER;
-    }
-    case NPL_OP_ROPE: return C_ROPE;
-    case NPL_OP_ATTENTION: return C_ATTN;
-    case NPL_OP_GEGLU: case NPL_OP_SWIGLU: return C_GLU;
-    default: return C_OTHER;
-    }
-}
+static int cls_of(const lw *l, int id);
 
 /* The activation type of op node id's output. */
 static npl_accel_dtype act_of(const lw *l, int id) { return l->f32cls[cls_of(l, id)] ? NPL_ACCEL_DT_F32 : l->a->act; }
@@ -282,98 +265,194 @@ static int cache_tensor(lw *l, int state, const npl_shape *k, uint32_t *out) {
     return 0;
 }
 
-static int lower_op(lw *l, int id) {
+/* ---- per-op lowerings: the op table's lower column (core/ops.h) ----
+ * lower() adds node id's accelerator nodes; refuse() (optional) says why a
+ * node of a lowerable op stays on the CPU; tensor_class() (optional, else
+ * C_OTHER) names the decoder-layer class of its output. */
+
+typedef struct {
+    int (*lower)(lw *l, int id); /* NULL: the op stays on the CPU, for why_not */
+    const char *(*refuse)(const npl_graph *g, int id);
+    int (*tensor_class)(const lw *l, int id);
+    const char *why_not;
+} op_lowering;
+
+static const op_lowering lower_cpu_only = {.why_not = "no accelerator op"};
+static const op_lowering lower_leaf = {.why_not = "a leaf: inputs, weights and caches become tensors, not nodes"};
+static const op_lowering lower_plugin = {.why_not = "already a plugin op"};
+
+/* the op of node id's first consumer in the segment, or -1 */
+static int consumer_op(const lw *l, int id) { return l->cons[id] ? l->cons[id] - 1 : -1; }
+
+static int lower_matmul_fn(lw *l, int id) {
     const npl_node *nd = npl_graph_node(l->a->g, id);
-    uint32_t in[6], o;
-    const npl_accel_dtype act = act_of(l, id);
-    l->cur = id;
-    switch (nd->op) {
-    case NPL_OP_MATMUL: {
-        npl_accel_param p = pint("transpose_in1", 1);
-        if (src_tensor(l, nd->src[1], &in[0])) return -1;
-        if (npl_graph_node(l->a->g, nd->src[0])->op == NPL_OP_WEIGHT) {
-            if (weight_tensor(l, nd->src[0], 0, &in[1])) return -1;
-        } else if (src_tensor(l, nd->src[0], &in[1])) {
-            return -1;
-        }
-        if (out_tensor(l, id, act, &o)) return -1;
-        return node(l, "MatMul", &p, 1, in, 2, o, id);
-    }
-    case NPL_OP_RMS_NORM: {
-        npl_accel_param p = pflt("epsilon", nd->fp[0]);
-        for (int s = 0; s < nd->n_src; s++)
-            if (src_tensor(l, nd->src[s], &in[s])) return -1;
-        if (out_tensor(l, id, act, &o)) return -1;
-        return node(l, "RmsNorm", &p, 1, in, (uint32_t)nd->n_src, o, id);
-    }
-    case NPL_OP_ADD: case NPL_OP_MUL: case NPL_OP_SWIGLU: case NPL_OP_GEGLU: {
-        static const char *names[NPL_OP_COUNT] = {[NPL_OP_ADD] = "Add", [NPL_OP_MUL] = "Mul",
-                                                  [NPL_OP_SWIGLU] = "SwiGLU", [NPL_OP_GEGLU] = "GeGLU"};
-        if (src_tensor(l, nd->src[0], &in[0]) || src_tensor(l, nd->src[1], &in[1])) return -1;
-        /* the residual stream stays f32: Gemma's reaches 3e4, where f16 has a step of 16 */
-        if (out_tensor(l, id, nd->op == NPL_OP_ADD ? NPL_ACCEL_DT_F32 : act, &o)) return -1;
-        return node(l, names[nd->op], NULL, 0, in, 2, o, id);
-    }
-    case NPL_OP_SCALE: {
-        npl_accel_param p = pflt("scale", nd->fp[0]);
-        if (src_tensor(l, nd->src[0], &in[0]) || out_tensor(l, id, NPL_ACCEL_DT_F32, &o)) return -1; /* residual */
-        return node(l, "Scale", &p, 1, in, 1, o, id);
-    }
-    case NPL_OP_ROPE: { /* freq factors (3rd input) and yarn carried over: the CPU op's arithmetic */
-        npl_accel_param p[8] = {pint("n_rot", nd->ip[0]), pint("neox", nd->ip[1]), pflt("base", nd->fp[0]),
-                                pflt("freq_scale", nd->fp[1])};
-        uint32_t np = 4;
-        if (nd->ip[2]) {
-            p[np++] = pflt("ext_factor", nd->fp[2]);
-            p[np++] = pflt("attn_factor", nd->fp[3]);
-            p[np++] = pint("corr_low", nd->ip[3]);
-            p[np++] = pint("corr_high", nd->ip[4]);
-        }
-        for (int s = 0; s < nd->n_src; s++)
-            if (src_tensor(l, nd->src[s], &in[s])) return -1;
-        if (out_tensor(l, id, act, &o)) return -1;
-        return node(l, "Rope", p, np, in, (uint32_t)nd->n_src, o, id);
-    }
-    case NPL_OP_ATTENTION: {
-        npl_accel_param p[3] = {pflt("scale", nd->fp[0]), pint("window", nd->ip[0]), pflt("softcap", nd->fp[1])};
-        const npl_shape *q = &l->a->shapes[nd->src[0]], *k = &l->a->shapes[nd->src[1]];
-        for (int s = 0; s < 3; s++)
-            if (src_tensor(l, nd->src[s], &in[s])) return -1;
-        if (l->tdt[nd->src[0]] != NPL_ACCEL_DT_F16) { /* the CPU op rounds q through f16 (llama.cpp's K.Q) */
-            char qn[128];
-            snprintf(qn, sizeof qn, "%s.n%d.q16", l->a->gname, id);
-            uint32_t q16;
-            if (mk(l, qn, NPL_ACCEL_NATIVE, NPL_ACCEL_DT_F16, q, &q16) || node(l, "Cast", NULL, 0, &in[0], 1, q16, id))
-                return -1;
-            in[0] = q16;
-        }
-        if (cache_tensor(l, nd->src[3], k, &in[3]) || cache_tensor(l, nd->src[4], k, &in[4]) ||
-            src_tensor(l, nd->src[5], &in[5]))
-            return -1;
-        char name[128];
-        snprintf(name, sizeof name, "%s.n%d.heads", l->a->gname, id);
-        uint32_t heads;
-        npl_accel_dtype hdt = id == l->a->seg->outputs[0] ? NPL_ACCEL_DT_F32 : act;
-        if (mk(l, name, NPL_ACCEL_NATIVE, hdt, q, &heads)) return -1; /* [S, Hq, D] */
-        if (node(l, "Attention", p, 3, in, 6, heads, id)) return -1;
-        if (out_tensor(l, id, act, &o)) return -1;
-        return node(l, "Reshape", NULL, 0, &heads, 1, o, id);
-    }
-    case NPL_OP_GET_ROWS:
-        if (src_tensor(l, nd->src[0], &in[0]) || src_tensor(l, nd->src[1], &in[1]) ||
-            out_tensor(l, id, l->tdt[nd->src[0]], &o))
-            return -1;
-        return node(l, "Gather", NULL, 0, in, 2, o, id);
-    case NPL_OP_RESHAPE: {
-        if (src_tensor(l, nd->src[0], &in[0])) return -1;
-        npl_accel_dtype sdt = l->tdt[nd->src[0]];
-        if (out_tensor(l, id, sdt, &o)) return -1;
-        return node(l, l->tdt[id] == sdt ? "Reshape" : "Cast", NULL, 0, in, 1, o, id);
-    }
-    default:
-        snprintf(l->err, l->errlen, "lowering %s: op %s is not lowered", l->a->gname, npl_op_name(nd->op));
+    npl_accel_param p = pint("transpose_in1", 1);
+    uint32_t in[2], o;
+    if (src_tensor(l, nd->src[1], &in[0])) return -1;
+    if (npl_graph_node(l->a->g, nd->src[0])->op == NPL_OP_WEIGHT) {
+        if (weight_tensor(l, nd->src[0], 0, &in[1])) return -1;
+    } else if (src_tensor(l, nd->src[0], &in[1])) {
         return -1;
     }
+    if (out_tensor(l, id, act_of(l, id), &o)) return -1;
+    return node(l, "MatMul", &p, 1, in, 2, o, id);
+}
+static int matmul_class(const lw *l, int id) {
+    const int s = npl_graph_node(l->a->g, npl_graph_node(l->a->g, id)->src[1])->op, c = consumer_op(l, id);
+    if (s == NPL_OP_ATTENTION) return C_O;
+    if (s == NPL_OP_GEGLU || s == NPL_OP_SWIGLU) return C_DOWN;
+    if (c == NPL_OP_GEGLU || c == NPL_OP_SWIGLU) return C_GU;
+    return c == NPL_OP_RESHAPE ? C_QKV : C_OTHER;
+}
+static const op_lowering lower_matmul = {.lower = lower_matmul_fn, .tensor_class = matmul_class};
+
+static int lower_rms_norm_fn(lw *l, int id) {
+    const npl_node *nd = npl_graph_node(l->a->g, id);
+    npl_accel_param p = pflt("epsilon", nd->fp[0]);
+    uint32_t in[2], o;
+    for (int s = 0; s < nd->n_src; s++)
+        if (src_tensor(l, nd->src[s], &in[s])) return -1;
+    if (out_tensor(l, id, act_of(l, id), &o)) return -1;
+    return node(l, "RmsNorm", &p, 1, in, (uint32_t)nd->n_src, o, id);
+}
+static int rms_norm_class(const lw *l, int id) {
+    const int c = consumer_op(l, id);
+    return c == NPL_OP_MATMUL ? C_NORM_IN : c == NPL_OP_ROPE ? C_QKNORM : c == NPL_OP_ADD ? C_POST : C_OTHER;
+}
+static const op_lowering lower_rms_norm = {.lower = lower_rms_norm_fn, .tensor_class = rms_norm_class};
+
+/* a two-input op of the accelerator op set, output in dt */
+static int binary(lw *l, int id, const char *op, npl_accel_dtype dt) {
+    const npl_node *nd = npl_graph_node(l->a->g, id);
+    uint32_t in[2], o;
+    if (src_tensor(l, nd->src[0], &in[0]) || src_tensor(l, nd->src[1], &in[1])) return -1;
+    if (out_tensor(l, id, dt, &o)) return -1;
+    return node(l, op, NULL, 0, in, 2, o, id);
+}
+/* the residual stream stays f32: Gemma's reaches 3e4, where f16 has a step of 16 */
+static int lower_add_fn(lw *l, int id) { return binary(l, id, "Add", NPL_ACCEL_DT_F32); }
+static int lower_mul_fn(lw *l, int id) { return binary(l, id, "Mul", act_of(l, id)); }
+static int lower_swiglu_fn(lw *l, int id) { return binary(l, id, "SwiGLU", act_of(l, id)); }
+static int lower_geglu_fn(lw *l, int id) { return binary(l, id, "GeGLU", act_of(l, id)); }
+static int glu_class(const lw *l, int id) { (void)l; (void)id; return C_GLU; }
+static const op_lowering lower_add = {.lower = lower_add_fn};
+static const op_lowering lower_mul = {.lower = lower_mul_fn};
+static const op_lowering lower_swiglu = {.lower = lower_swiglu_fn, .tensor_class = glu_class};
+static const op_lowering lower_geglu = {.lower = lower_geglu_fn, .tensor_class = glu_class};
+
+static int lower_scale_fn(lw *l, int id) {
+    const npl_node *nd = npl_graph_node(l->a->g, id);
+    npl_accel_param p = pflt("scale", nd->fp[0]);
+    uint32_t in, o;
+    if (src_tensor(l, nd->src[0], &in) || out_tensor(l, id, NPL_ACCEL_DT_F32, &o)) return -1; /* residual */
+    return node(l, "Scale", &p, 1, &in, 1, o, id);
+}
+static const op_lowering lower_scale = {.lower = lower_scale_fn};
+
+/* freq factors (3rd input) and yarn carried over: the CPU op's arithmetic */
+static int lower_rope_fn(lw *l, int id) {
+    const npl_node *nd = npl_graph_node(l->a->g, id);
+    npl_accel_param p[8] = {pint("n_rot", nd->ip[0]), pint("neox", nd->ip[1]), pflt("base", nd->fp[0]),
+                            pflt("freq_scale", nd->fp[1])};
+    uint32_t np = 4, in[3], o;
+    if (nd->ip[2]) {
+        p[np++] = pflt("ext_factor", nd->fp[2]);
+        p[np++] = pflt("attn_factor", nd->fp[3]);
+        p[np++] = pint("corr_low", nd->ip[3]);
+        p[np++] = pint("corr_high", nd->ip[4]);
+    }
+    for (int s = 0; s < nd->n_src; s++)
+        if (src_tensor(l, nd->src[s], &in[s])) return -1;
+    if (out_tensor(l, id, act_of(l, id), &o)) return -1;
+    return node(l, "Rope", p, np, in, (uint32_t)nd->n_src, o, id);
+}
+static int rope_class(const lw *l, int id) { (void)l; (void)id; return C_ROPE; }
+static const op_lowering lower_rope = {.lower = lower_rope_fn, .tensor_class = rope_class};
+
+static int lower_attention_fn(lw *l, int id) {
+    const npl_node *nd = npl_graph_node(l->a->g, id);
+    const npl_accel_dtype act = act_of(l, id);
+    npl_accel_param p[3] = {pflt("scale", nd->fp[0]), pint("window", nd->ip[0]), pflt("softcap", nd->fp[1])};
+    const npl_shape *q = &l->a->shapes[nd->src[0]], *k = &l->a->shapes[nd->src[1]];
+    uint32_t in[6], o;
+    for (int s = 0; s < 3; s++)
+        if (src_tensor(l, nd->src[s], &in[s])) return -1;
+    if (l->tdt[nd->src[0]] != NPL_ACCEL_DT_F16) { /* the CPU op rounds q through f16 (llama.cpp's K.Q) */
+        char qn[128];
+        snprintf(qn, sizeof qn, "%s.n%d.q16", l->a->gname, id);
+        uint32_t q16;
+        if (mk(l, qn, NPL_ACCEL_NATIVE, NPL_ACCEL_DT_F16, q, &q16) || node(l, "Cast", NULL, 0, &in[0], 1, q16, id))
+            return -1;
+        in[0] = q16;
+    }
+    if (cache_tensor(l, nd->src[3], k, &in[3]) || cache_tensor(l, nd->src[4], k, &in[4]) ||
+        src_tensor(l, nd->src[5], &in[5]))
+        return -1;
+    char name[128];
+    snprintf(name, sizeof name, "%s.n%d.heads", l->a->gname, id);
+    uint32_t heads;
+    npl_accel_dtype hdt = id == l->a->seg->outputs[0] ? NPL_ACCEL_DT_F32 : act;
+    if (mk(l, name, NPL_ACCEL_NATIVE, hdt, q, &heads)) return -1; /* [S, Hq, D] */
+    if (node(l, "Attention", p, 3, in, 6, heads, id)) return -1;
+    if (out_tensor(l, id, act, &o)) return -1;
+    return node(l, "Reshape", NULL, 0, &heads, 1, o, id);
+}
+static int attention_class(const lw *l, int id) { (void)l; (void)id; return C_ATTN; }
+static const op_lowering lower_attention = {.lower = lower_attention_fn, .tensor_class = attention_class};
+
+static int lower_get_rows_fn(lw *l, int id) {
+    const npl_node *nd = npl_graph_node(l->a->g, id);
+    uint32_t in[2], o;
+    if (src_tensor(l, nd->src[0], &in[0]) || src_tensor(l, nd->src[1], &in[1]) ||
+        out_tensor(l, id, l->tdt[nd->src[0]], &o))
+        return -1;
+    return node(l, "Gather", NULL, 0, in, 2, o, id);
+}
+static const char *get_rows_refuse(const npl_graph *g, int id) {
+    if (npl_graph_node(g, npl_graph_node(g, id)->src[0])->op == NPL_OP_WEIGHT)
+        return "row lookup in a weight table (embedding): memory lookup, no matrix work";
+    return NULL;
+}
+static const op_lowering lower_get_rows = {.lower = lower_get_rows_fn, .refuse = get_rows_refuse};
+
+static int lower_reshape_fn(lw *l, int id) {
+    const npl_node *nd = npl_graph_node(l->a->g, id);
+    uint32_t in, o;
+    if (src_tensor(l, nd->src[0], &in)) return -1;
+    npl_accel_dtype sdt = l->tdt[nd->src[0]];
+    if (out_tensor(l, id, sdt, &o)) return -1;
+    return node(l, l->tdt[id] == sdt ? "Reshape" : "Cast", NULL, 0, &in, 1, o, id);
+}
+static const op_lowering lower_reshape = {.lower = lower_reshape_fn};
+
+static const op_lowering *const lowerings[NPL_OP_COUNT] = {
+#define LOWERING(e, name, lo, hi, shape, cpu, file, lower) [NPL_OP_##e] = &lower_##lower,
+    NPL_OP_LIST(LOWERING)
+#undef LOWERING
+};
+
+static int cls_of(const lw *l, int id) {
+    const op_lowering *x = lowerings[npl_graph_node(l->a->g, id)->op];
+    return x->tensor_class ? x->tensor_class(l, id) : C_OTHER;
+}
+
+const char *npl_lower_refusal(const npl_graph *g, int id) {
+    const npl_node *nd = npl_graph_node(g, id);
+    if (!nd || (unsigned)nd->op >= NPL_OP_COUNT) return "no such node";
+    const op_lowering *x = lowerings[nd->op];
+    if (!x->lower) return x->why_not;
+    return x->refuse ? x->refuse(g, id) : NULL;
+}
+
+static int lower_op(lw *l, int id) {
+    const npl_node *nd = npl_graph_node(l->a->g, id);
+    l->cur = id;
+    const char *why = npl_lower_refusal(l->a->g, id);
+    if (why) {
+        snprintf(l->err, l->errlen, "lowering %s: op %s is not lowered: %s", l->a->gname, npl_op_name(nd->op), why);
+        return -1;
+    }
+    return lowerings[nd->op]->lower(l, id);
 }
 
 int npl_lower_segment(const npl_accel_api *api, npl_accel_backend *be, npl_accel_context *ctx, npl_lower_args *a,

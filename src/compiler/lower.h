@@ -33,6 +33,9 @@ typedef struct {
 
 int npl_lower_segment(const npl_accel_api *api, npl_accel_backend *be, npl_accel_context *ctx, npl_lower_args *a,
                       char *err, size_t errlen);
+/* NULL if the lowering lowers node id of g, else why the node stays on the
+ * CPU (its op has no accelerator op, or this use of it is not worth one). */
+const char *npl_lower_refusal(const npl_graph *g, int id);
 void npl_lower_weights_free(npl_lower_weight *wc, int n);
 /* Shapes of every node of g for inputs tokens/pos [seq] and out_rows
  * [n_out] (INPUT nodes with a symbolic dim get seq, or n_out for

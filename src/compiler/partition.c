@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "compiler/compiler.h"
+#include "compiler/lower.h"
 #include "core/shape.h"
 
 static int is_leaf(npl_op op) { return op == NPL_OP_INPUT || op == NPL_OP_WEIGHT || op == NPL_OP_STATE; }
@@ -16,19 +17,7 @@ static int is_leaf(npl_op op) { return op == NPL_OP_INPUT || op == NPL_OP_WEIGHT
 const char *npl_partition_break_reason(const npl_graph *g, int id) {
     const npl_node *nd = npl_graph_node(g, id);
     if (npl_op_shape_is_dynamic(nd->op)) return "output shape depends on input content";
-    switch (nd->op) {
-    case NPL_OP_GET_ROWS:
-        if (npl_graph_node(g, nd->src[0])->op == NPL_OP_WEIGHT)
-            return "row lookup in a weight table (embedding): memory lookup, no matrix work";
-        return NULL;
-    case NPL_OP_RMS_NORM: case NPL_OP_MATMUL: case NPL_OP_ADD: case NPL_OP_MUL: case NPL_OP_SCALE:
-    case NPL_OP_ROPE: case NPL_OP_SWIGLU: case NPL_OP_GEGLU: case NPL_OP_RESHAPE:
-    case NPL_OP_ATTENTION: /* its softcap is the Attention op's param */
-        return NULL;
-    case NPL_OP_SOFTCAP: return "softcap: no accelerator op";
-    case NPL_OP_PLUGIN: return "already a plugin op";
-    default: return "op not supported by the lowering";
-    }
+    return npl_lower_refusal(g, id);
 }
 
 void npl_partition_free(npl_partition *p) {

@@ -19,7 +19,7 @@ static const struct {
     const char *name;
     int lo, hi;
 } op_info[NPL_OP_COUNT] = {
-#define NPL_OP_INFO(e, name, lo, hi) {name, lo, hi},
+#define NPL_OP_INFO(e, name, lo, hi, shape, cpu, file, lower) {name, lo, hi},
     NPL_OP_LIST(NPL_OP_INFO)
 #undef NPL_OP_INFO
 };

@@ -1,5 +1,6 @@
-/* CPU executions of every op (see ops.h for their meaning). Each splits its
- * rows over the thread pool; the heavy lifting is in src/kernels. */
+/* CPU executions of every op: the cpu column of the op table (core/ops.h),
+ * cpu_<x> below. Each splits its rows over the thread pool; the heavy
+ * lifting is in src/kernels. */
 #include "cpu/cpu_backend.h"
 
 #include <math.h>
@@ -60,6 +61,7 @@ static int exec_get_rows(npl_exec_ctx *c) {
     for_rows(c, n, get_rows_row);
     return 0;
 }
+static const npl_op_exec cpu_get_rows = {.exec = exec_get_rows};
 
 /* ---- rms_norm ---- */
 static void rms_norm_row(const npl_exec_ctx *c, int64_t r) {
@@ -75,12 +77,14 @@ static int exec_rms_norm(npl_exec_ctx *c) {
     for_rows(c, n_rows(&c->src[0]), rms_norm_row);
     return 0;
 }
+static const npl_op_exec cpu_rms_norm = {.exec = exec_rms_norm};
 
 /* ---- matmul ---- */
 static size_t scratch_matmul(const npl_exec_ctx *c) { return npl_cpu_matmul_scratch(&c->src[0], &c->src[1]); }
 static int exec_matmul(npl_exec_ctx *c) {
     return npl_cpu_matmul(cpu(c), c->pool, &c->src[0], &c->src[1], &c->dst, c->scratch, c->err, c->errlen);
 }
+static const npl_op_exec cpu_matmul = {.exec = exec_matmul, .scratch = scratch_matmul};
 
 /* ---- elementwise ---- */
 static void add_row(const npl_exec_ctx *c, int64_t r) {
@@ -130,7 +134,8 @@ static int all_f32(npl_exec_ctx *c) {
         if (!all_f32(c)) return -1;                             \
         for_rows(c, n_rows(&c->src[0]), fn);                    \
         return 0;                                               \
-    }
+    }                                                           \
+    static const npl_op_exec cpu_##name = {.exec = exec_##name};
 ELEMENTWISE(add, add_row)
 ELEMENTWISE(mul, mul_row)
 ELEMENTWISE(scale, scale_row)
@@ -174,6 +179,7 @@ static int exec_rope(npl_exec_ctx *c) {
     for_rows(c, c->src[0].shape.ne[2], rope_row);
     return 0;
 }
+static const npl_op_exec cpu_rope = {.exec = exec_rope};
 
 /* ---- attention: write k/v rows into the caches, then attend ---- */
 typedef struct {
@@ -272,8 +278,19 @@ static size_t scratch_attention(const npl_exec_ctx *c) {
                                   npl_pool_size(c->pool));
     return n;
 }
+static const npl_op_exec cpu_attention = {.exec = exec_attention, .scratch = scratch_attention};
 
 static int exec_reshape(npl_exec_ctx *c) { (void)c; return 0; } /* a view: the session aliases it */
+static const npl_op_exec cpu_reshape = {.exec = exec_reshape};
+
+static const npl_op_exec cpu_none = {0}; /* leaves and plugin ops: nothing to run here */
+
+/* the op table's cpu column (core/ops.h) */
+static const npl_op_exec *const cpu_execs[NPL_OP_COUNT] = {
+#define CPU_EXEC(e, name, lo, hi, shape, cpu, file, lower) [NPL_OP_##e] = &cpu_##cpu,
+    NPL_OP_LIST(CPU_EXEC)
+#undef CPU_EXEC
+};
 
 void npl_cpu_backend_init(npl_backend *be, npl_cpu_ctx *ctx, npl_isa isa) {
     memset(be, 0, sizeof(*be));
@@ -282,18 +299,5 @@ void npl_cpu_backend_init(npl_backend *be, npl_cpu_ctx *ctx, npl_isa isa) {
     ctx->isa = ctx->k->isa;
     be->name = "cpu";
     be->ctx = ctx;
-    be->ops[NPL_OP_GET_ROWS].exec = exec_get_rows;
-    be->ops[NPL_OP_RMS_NORM].exec = exec_rms_norm;
-    be->ops[NPL_OP_MATMUL].exec = exec_matmul;
-    be->ops[NPL_OP_MATMUL].scratch = scratch_matmul;
-    be->ops[NPL_OP_ADD].exec = exec_add;
-    be->ops[NPL_OP_MUL].exec = exec_mul;
-    be->ops[NPL_OP_SCALE].exec = exec_scale;
-    be->ops[NPL_OP_SOFTCAP].exec = exec_softcap;
-    be->ops[NPL_OP_SWIGLU].exec = exec_swiglu;
-    be->ops[NPL_OP_GEGLU].exec = exec_geglu;
-    be->ops[NPL_OP_ROPE].exec = exec_rope;
-    be->ops[NPL_OP_ATTENTION].exec = exec_attention;
-    be->ops[NPL_OP_ATTENTION].scratch = scratch_attention;
-    be->ops[NPL_OP_RESHAPE].exec = exec_reshape;
+    for (int op = 0; op < NPL_OP_COUNT; op++) be->ops[op] = *cpu_execs[op];
 }

@@ -145,35 +145,66 @@ int npl_gguf_copy_kv(npl_gguf_writer *w, const npl_gguf *src, const char *const 
 }
 
 
+/* ---- rebuilding a node from its stored fields: the op table's file column ----
+ * Each load_<x> appends a node like `like` (sources s, weight bytes wdata);
+ * npl_graph_append_like then copies the stored params over. */
+
+/* leaves are found by name: a file's empty name would leave them unreachable */
+static int named(npl_graph *g, const npl_node *like, const char *name) {
+    if (name && *name) return 1;
+    npl_graph_set_error(g, "npullm.graph.name: %s node without a name", npl_op_name(like->op));
+    return 0;
+}
+
+static int load_input(npl_graph *g, const npl_node *like, const int *s, const char *name, const void *wdata) {
+    (void)s; (void)wdata;
+    if (!named(g, like, name)) return -1;
+    return npl_input(g, name, like->type, like->shape.n_dims, like->shape.ne);
+}
+static int load_state(npl_graph *g, const npl_node *like, const int *s, const char *name, const void *wdata) {
+    (void)s; (void)wdata;
+    if (!named(g, like, name)) return -1;
+    return npl_state(g, name, like->type, like->shape.n_dims, like->shape.ne);
+}
+static int load_weight(npl_graph *g, const npl_node *like, const int *s, const char *name, const void *wdata) {
+    (void)s;
+    if (!named(g, like, name)) return -1;
+    return npl_weight(g, name, like->type, like->shape.n_dims, like->shape.ne, wdata);
+}
+/* every op whose node is its sources plus ip/fp params */
+static int load_plain(npl_graph *g, const npl_node *like, const int *s, const char *name, const void *wdata) {
+    (void)name; (void)wdata;
+    return npl_graph_push(g, like->op, like->type, like->n_src, s);
+}
+static int load_reshape(npl_graph *g, const npl_node *like, const int *s, const char *name, const void *wdata) {
+    (void)name; (void)wdata;
+    int64_t rne[4] = {1, 1, 1, 1};
+    int nr = like->ip[0];
+    if (nr < 1 || nr > 4) {
+        npl_graph_set_error(g, "npullm.graph.ip: reshape to %d dims (1..4)", nr);
+        return -1;
+    }
+    for (int d = 0; d < nr; d++) rne[d] = like->ip[1 + d];
+    return npl_reshape(g, s[0], nr, rne); /* checks the dims */
+}
+static int load_plugin(npl_graph *g, const npl_node *like, const int *s, const char *name, const void *wdata) {
+    (void)name; (void)wdata;
+    return npl_plugin(g, "?", like->n_src, s, like->type); /* the attributes (type included) follow */
+}
+
+typedef int (*load_fn)(npl_graph *g, const npl_node *like, const int *s, const char *name, const void *wdata);
+static const load_fn load_table[NPL_OP_COUNT] = {
+#define LOAD_FN(e, name, lo, hi, shape, cpu, file, lower) [NPL_OP_##e] = load_##file,
+    NPL_OP_LIST(LOAD_FN)
+#undef LOAD_FN
+};
+/* graph files store op enum values: a row inserted before the last would
+ * change the meaning of every file written before */
+_Static_assert(NPL_OP_PLUGIN == 15, "ops.h rows are append-only");
+
 int npl_graph_append_like(npl_graph *g, const npl_node *like, const int *s, const char *name, const void *wdata) {
-    int id = -1, o = like->op;
-    const npl_shape *sh = &like->shape;
-    switch ((npl_op)o) {
-    case NPL_OP_INPUT: return npl_input(g, name, like->type, sh->n_dims, sh->ne);
-    case NPL_OP_STATE: return npl_state(g, name, like->type, sh->n_dims, sh->ne);
-    case NPL_OP_WEIGHT: return npl_weight(g, name, like->type, sh->n_dims, sh->ne, wdata);
-    case NPL_OP_RMS_NORM: id = npl_rms_norm(g, s[0], like->n_src == 2 ? s[1] : -1, like->fp[0]); break;
-    case NPL_OP_SCALE: id = npl_scale(g, s[0], like->fp[0]); break;
-    case NPL_OP_SOFTCAP: id = npl_softcap(g, s[0], like->fp[0]); break;
-    case NPL_OP_ROPE: id = npl_apply_rope_ext(g, s[0], s[1], like->n_src == 3 ? s[2] : -1, 2, 0, 1, 1, NULL); break;
-    case NPL_OP_ATTENTION: id = npl_attention(g, s[0], s[1], s[2], s[3], s[4], s[5], like->fp[0], 0, 0); break;
-    case NPL_OP_RESHAPE: {
-        int64_t rne[4] = {1, 1, 1, 1};
-        int nr = like->ip[0];
-        if (nr < 1 || nr > 4) return -1;
-        for (int d = 0; d < nr; d++) rne[d] = like->ip[1 + d];
-        id = npl_reshape(g, s[0], nr, rne);
-        break;
-    }
-    case NPL_OP_PLUGIN: id = npl_plugin(g, "?", like->n_src, s, like->type); break;
-    case NPL_OP_GET_ROWS: id = npl_get_rows(g, s[0], s[1]); break;
-    case NPL_OP_MATMUL: id = npl_matmul(g, s[0], s[1]); break;
-    case NPL_OP_ADD: id = npl_add(g, s[0], s[1]); break;
-    case NPL_OP_MUL: id = npl_mul(g, s[0], s[1]); break;
-    case NPL_OP_SWIGLU: id = npl_swiglu(g, s[0], s[1]); break;
-    case NPL_OP_GEGLU: id = npl_geglu(g, s[0], s[1]); break;
-    default: return -1;
-    }
+    if ((unsigned)like->op >= NPL_OP_COUNT) return -1;
+    const int id = load_table[like->op](g, like, s, name, wdata);
     if (id < 0) return -1;
     npl_node *m = npl_graph_node_mut(g, id);
     memcpy(m->ip, like->ip, sizeof m->ip);
@@ -257,15 +288,6 @@ npl_graph *npl_graph_file_load(const npl_gguf *f, char *err, size_t errlen) {
             npl_errf(err, errlen, NPL_ERR_FILE, "%s: %s: node %llu: invalid value", npl_gguf_path(f), bad, (unsigned long long)i);
             free(name);
             goto fail;
-        }
-        if (o == NPL_OP_RESHAPE) {
-            int32_t nr = get_i32(ip, i * NPL_MAX_IPARAMS);
-            if (nr < 1 || nr > 4) {
-                snprintf(err, errlen, "%s: npullm.graph.ip: node %llu: reshape to %d dims", npl_gguf_path(f),
-                         (unsigned long long)i, nr);
-                free(name);
-                goto fail;
-            }
         }
         const void *wdata = NULL;
         if (o == NPL_OP_WEIGHT) {
