@@ -23,7 +23,7 @@ static npl_graph *build(float *w_f32, unsigned char *w_q8, float *norm) {
     int h = npl_rms_norm(g, x, nw, 1e-6f);
     int a = npl_matmul(g, wq, h), b = npl_matmul(g, wf, h);
     int64_t rs[3] = {8, 4, -1};
-    int y = npl_add(g, npl_reshape(g, a, 3, rs), npl_reshape(g, npl_scale(g, b, 0.5f), 3, rs));
+    int y = npl_add(g, npl_reshape(g, a, 3, rs), npl_reshape(g, npl_softmax(g, npl_scale(g, b, 0.5f), 3.0f), 3, rs));
     npl_graph_set_name(g, y, "y");
     int p = npl_plugin(g, "accel", 1, &y, NPL_TYPE_F32);
     int64_t shapes[2] = {128, 1};

@@ -161,8 +161,35 @@ static void test_chain(void) {
     npl_graph_free(g);
 }
 
+/* Softmax lowers to the accelerator's Softmax with beta = the node's scale,
+ * reading the MatMul's output */
+static void test_softmax(void) {
+    enum { E = 32 };
+    static float w[E * E];
+    npl_graph *g = npl_graph_new();
+    int64_t xs[2] = {E, NPL_DIM_SEQ}, ws[2] = {E, E};
+    int x = npl_input(g, "x", NPL_TYPE_F32, 2, xs), wi = npl_weight(g, "w", NPL_TYPE_F32, 2, ws, w);
+    int y = npl_softmax(g, npl_matmul(g, wi, x), 0.125f);
+    CHECK(npl_lower_refusal(g, y) == NULL);
+    CHECK_EQ_INT(lower_graph(g, y, 2), 0);
+    CHECK_EQ_INT(st.n_n, 2);
+    int mm = -1, sm = -1;
+    CHECK(find_node("MatMul", &mm) && find_node("Softmax", &sm));
+    if (mm >= 0 && sm >= 0) {
+        CHECK_EQ_INT(st.n[sm].np, 1);
+        CHECK(param_f(sm, "beta") == 0.125);
+        CHECK_EQ_INT(st.n[sm].nin, 1);
+        CHECK_EQ_INT(st.n[sm].in[0], st.n[mm].out);
+        const npl_accel_tensor_desc *o = &st.t[st.n[sm].out];
+        CHECK(o->kind == NPL_ACCEL_APP_READ && o->dtype == NPL_ACCEL_DT_F32 && o->rank == 2 && o->dims[0] == 2 &&
+              o->dims[1] == E);
+    }
+    npl_graph_free(g);
+}
+
 int main(void) {
     test_refusals();
     test_chain();
+    test_softmax();
     TEST_MAIN_END();
 }

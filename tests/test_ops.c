@@ -115,6 +115,38 @@ static void test_norm_and_elementwise(void) {
     npl_graph_free(g);
 }
 
+/* softmax of scale * x over each row, against double precision; rows long
+ * enough (and enough of them) that the thread pool splits them, and a row
+ * length that is no multiple of the vector width */
+static void test_softmax(int64_t E, int64_t R, float scale) {
+    float *x = malloc(sizeof(float) * E * R);
+    fill(x, E * R, 8.0f);
+    npl_graph *g = npl_graph_new();
+    int y = npl_softmax(g, input2(g, "x", NPL_TYPE_F32, E, R, x), scale);
+    npl_shape sh;
+    const float *out = read_f32(g, y, &sh);
+    CHECK_EQ_INT(sh.ne[0], E);
+    CHECK_EQ_INT(sh.ne[1], R);
+    double maxerr = 0;
+    for (int64_t r = 0; out && r < R; r++) {
+        const float *xr = x + r * E;
+        double mx = -1e300, sum = 0, total = 0;
+        for (int64_t i = 0; i < E; i++) mx = fmax(mx, (double)scale * xr[i]);
+        for (int64_t i = 0; i < E; i++) sum += exp((double)scale * xr[i] - mx);
+        for (int64_t i = 0; i < E; i++) {
+            const double ref = exp((double)scale * xr[i] - mx) / sum;
+            maxerr = fmax(maxerr, fabs(out[r * E + i] - ref) / ref); /* relative: small probabilities count too */
+            total += out[r * E + i];
+        }
+        CHECK_NEAR(total, 1.0, 1e-5);
+    }
+    if (maxerr > 1e-5) fprintf(stderr, "softmax E=%lld R=%lld scale=%g isa=%s: max rel err %g\n", (long long)E,
+                               (long long)R, scale, npl_isa_name(cc.isa), maxerr);
+    CHECK(maxerr <= 1e-5);
+    npl_graph_free(g);
+    free(x);
+}
+
 static void test_get_rows_reshape(void) {
     enum { E = 64, V = 10 };
     float tab[E * V];
@@ -320,6 +352,8 @@ int main(void) {
         test_op_table();
         test_norm_and_elementwise();
         test_get_rows_reshape();
+        test_softmax(37, 3, 1.0f);
+        test_softmax(1000, 9, 0.35f);
         test_rope_attention(64, 4, 1, 9, 0);
         test_rope_attention(128, 8, 2, 37, 5);
         test_rope_attention(256, 4, 4, 20, 0);

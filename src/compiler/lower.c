@@ -2,7 +2,7 @@
  * (ne[0] innermost) become ABI dims (dims[0] outermost) by reversal.
  *
  *   MATMUL w[k,n], x[k,m]   -> MatMul x[m,k] . w[n,k] (transpose_in1=1), w STATIC
- *   RMS_NORM, ADD, MUL, SCALE, SWIGLU, GEGLU, ROPE -> the op of the same name
+ *   RMS_NORM, ADD, MUL, SCALE, SWIGLU, GEGLU, ROPE, SOFTMAX -> the op of the same name
  *   ATTENTION q,k,v,kc,vc,pos -> Attention (caches = APP_READWRITE f16 [C, Hkv, D]
  *                               context tensors named like the STATE nodes,
  *                               shared by every graph of the context) + Reshape
@@ -424,6 +424,16 @@ static int lower_reshape_fn(lw *l, int id) {
     return node(l, l->tdt[id] == sdt ? "Reshape" : "Cast", NULL, 0, &in, 1, o, id);
 }
 static const op_lowering lower_reshape = {.lower = lower_reshape_fn};
+
+/* Softmax over the innermost dim (the ABI's last) of beta * x */
+static int lower_softmax_fn(lw *l, int id) {
+    const npl_node *nd = npl_graph_node(l->a->g, id);
+    npl_accel_param p = pflt("beta", nd->fp[0]);
+    uint32_t in, o;
+    if (src_tensor(l, nd->src[0], &in) || out_tensor(l, id, act_of(l, id), &o)) return -1;
+    return node(l, "Softmax", &p, 1, &in, 1, o, id);
+}
+static const op_lowering lower_softmax = {.lower = lower_softmax_fn};
 
 static const op_lowering *const lowerings[NPL_OP_COUNT] = {
 #define LOWERING(e, name, lo, hi, shape, cpu, file, lower) [NPL_OP_##e] = &lower_##lower,

@@ -244,6 +244,11 @@ int npl_softcap(npl_graph *g, int x, float cap) {
     if (id >= 0) g->nodes[id].fp[0] = cap;
     return id;
 }
+int npl_softmax(npl_graph *g, int x, float scale) {
+    int id = op1(g, NPL_OP_SOFTMAX, x);
+    if (id >= 0) g->nodes[id].fp[0] = scale;
+    return id;
+}
 int npl_reshape(npl_graph *g, int x, int n_dims, const int64_t *ne) {
     if (g->failed) return -1;
     if (n_dims < 1 || n_dims > NPL_MAX_DIMS) {

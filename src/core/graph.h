@@ -108,6 +108,8 @@ int npl_attention(npl_graph *g, int q, int k, int v, int kcache, int vcache, int
 int npl_swiglu(npl_graph *g, int gate, int up);
 int npl_geglu(npl_graph *g, int gate, int up);
 int npl_softcap(npl_graph *g, int x, float cap);
+/* softmax over ne0 (each row) of scale * x; fp: scale */
+int npl_softmax(npl_graph *g, int x, float scale);
 /* New shape of the same elements; at most one dim may be -1 (inferred). */
 int npl_reshape(npl_graph *g, int x, int n_dims, const int64_t *ne);
 /* Opaque plugin op of `type` (attribute "type"); outputs described by attributes. */

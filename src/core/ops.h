@@ -48,7 +48,9 @@
     /* view with a new shape (ip: n_dims, ne..., -1 = infer) */                                                    \
     X(RESHAPE, "reshape", 1, 1, reshape, reshape, reshape, reshape)                                                \
     /* opaque op run by a plugin kernel (attrs) */                                                                 \
-    X(PLUGIN, "plugin", 0, 16, plugin, none, plugin, plugin)
+    X(PLUGIN, "plugin", 0, 16, plugin, none, plugin, plugin)                                                      \
+    /* softmax over ne0 of fp[0] * x (routers, attention written out as ops) */                                    \
+    X(SOFTMAX, "softmax", 1, 1, same, softmax, plain, softmax)
 
 typedef enum {
 #define NPL_OP_ENUM(e, name, lo, hi, shape, cpu, file, lower) NPL_OP_##e,

@@ -120,6 +120,13 @@ static void geglu_row(const npl_exec_ctx *c, int64_t r) {
                                                       (const float *)c->src[1].data + r * n,
                                                       (float *)c->dst.data + r * n, (int)n);
 }
+static void softmax_row(const npl_exec_ctx *c, int64_t r) {
+    int64_t n = c->src[0].shape.ne[0];
+    const float *x = (const float *)c->src[0].data + r * n;
+    float *y = (float *)c->dst.data + r * n, s = c->node->fp[0];
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] * s;
+    cpu(c)->nn->softmax(y, (int)n);
+}
 static int all_f32(npl_exec_ctx *c) {
     for (int i = 0; i < c->n_src; i++)
         if (c->src[i].type != NPL_TYPE_F32) {
@@ -142,6 +149,7 @@ ELEMENTWISE(scale, scale_row)
 ELEMENTWISE(softcap, softcap_row)
 ELEMENTWISE(swiglu, swiglu_row)
 ELEMENTWISE(geglu, geglu_row)
+ELEMENTWISE(softmax, softmax_row)
 
 /* ---- rope: x [hd, heads, seq] (, freq factors f32 [n_rot/2]) ---- */
 static npl_rope_args rope_args(const npl_exec_ctx *c) {
