@@ -38,6 +38,11 @@ static const char k_re_llama3[] =
 static const char k_re_qwen2[] =
     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n" PL PN "]?[" PL "]+|[" PN "]"
     "| ?[^" WS PL PN "]+[\\r\\n]*|[" WS "]*[\\r\\n]+|[" WS "]+(?![^" WS "])|[" WS "]+";
+/* qwen35: qwen2 whose letter runs also take combining marks (\p{M}), as
+ * llama.cpp's unicode_regex_split_custom_qwen35 */
+static const char k_re_qwen35[] =
+    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n" PL PN "]?[" PL "\\p{M}]+|[" PN "]"
+    "| ?[^" WS PL "\\p{M}" PN "]+[\\r\\n]*|[" WS "]*[\\r\\n]+|[" WS "]+(?![^" WS "])|[" WS "]+";
 static const char k_re_gpt2[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?[" PL "]+| ?[" PN "]+| ?[^" WS PL PN "]+|[" WS "]+(?![^" WS "])";
 /* llama.cpp's starcoder family splits "\p{N}" first (every number its own
@@ -50,7 +55,7 @@ static const char k_re_starcoder[] =
 
 int npl_bpe_init(npl_tokenizer *t, char *msg, size_t msglen) {
     const char *re = t->pre == NPL_PRE_LLAMA3 ? k_re_llama3 : t->pre == NPL_PRE_QWEN2 ? k_re_qwen2
-                   : t->pre == NPL_PRE_STARCODER ? k_re_starcoder : k_re_gpt2;
+                   : t->pre == NPL_PRE_QWEN35 ? k_re_qwen35 : t->pre == NPL_PRE_STARCODER ? k_re_starcoder : k_re_gpt2;
     int ec;
     PCRE2_SIZE eo;
     pcre2_code *code = pcre2_compile((PCRE2_SPTR)re, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &ec, &eo, NULL);

@@ -44,7 +44,7 @@ typedef struct {
 
 #define NPL_TOK_ROLL 0x100000001b3ull
 
-typedef enum { NPL_PRE_NONE = 0, NPL_PRE_GPT2, NPL_PRE_LLAMA3, NPL_PRE_QWEN2, NPL_PRE_STARCODER } npl_pre_type;
+typedef enum { NPL_PRE_NONE = 0, NPL_PRE_GPT2, NPL_PRE_LLAMA3, NPL_PRE_QWEN2, NPL_PRE_QWEN35, NPL_PRE_STARCODER } npl_pre_type;
 
 struct npl_tokenizer {
     npl_vocab_type type;

@@ -387,6 +387,7 @@ static const char *const k_pre_llama3[] = {
     "dbrx", "smaug-bpe", NULL };
 static const char *const k_pre_qwen2[] = {
     "qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "stablelm2", "hunyuan", "solar-open", NULL };
+static const char *const k_pre_qwen35[] = { "qwen35", NULL };   /* clean_spaces off too */
 static const char *const k_pre_gpt2[] = { "gpt-2", "mpt", "olmo", "jais", "trillion", "granite-docling", NULL };
 /* llama.cpp's STARCODER, REFACT, COMMAND_R, SMOLLM, CODESHELL, EXAONE,
  * MINERVA and MELLUM2: "\p{N}" then the gpt2 regex */
@@ -397,7 +398,7 @@ static const char *const k_pre_starcoder_no_clean[] = { "command-r", "smollm", N
 
 /* "a, b, c" of every name above, for the unknown-name error */
 static void known_pre_names(char *buf, size_t n) {
-    const char *const *lists[] = { k_pre_llama3, k_pre_qwen2, k_pre_gpt2, k_pre_starcoder };
+    const char *const *lists[] = { k_pre_llama3, k_pre_qwen2, k_pre_qwen35, k_pre_gpt2, k_pre_starcoder };
     size_t at = 0;
     buf[0] = '\0';
     for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++)
@@ -450,6 +451,9 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
         } else if (is_one_of(pre.ptr, pre.len, k_pre_qwen2)) {
             t->pre = NPL_PRE_QWEN2;
             if (is_one_of(pre.ptr, pre.len, k_pre_no_clean)) t->clean_spaces = 0;
+        } else if (is_one_of(pre.ptr, pre.len, k_pre_qwen35)) {
+            t->pre = NPL_PRE_QWEN35;
+            t->clean_spaces = 0;
         } else if (is_one_of(pre.ptr, pre.len, k_pre_gpt2)) {
             t->pre = NPL_PRE_GPT2;
         } else if (is_one_of(pre.ptr, pre.len, k_pre_starcoder)) {
