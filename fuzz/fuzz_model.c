@@ -54,7 +54,7 @@ static void md_forward(const npl_gguf *f, const npl_hparams *hp, npl_model_graph
     npl_backend be;
     npl_cpu_backend_init(&be, &cc, generic ? NPL_ISA_GENERIC : npl_cpu_best_isa());
     char err[512] = "";
-    npl_session *s = npl_session_new(mg->g, &be, pool, &mg->logits, 1, err, sizeof err);
+    npl_graph_session *s = npl_graph_session_new(mg->g, &be, pool, &mg->logits, 1, err, sizeof err);
     if (!s) {
         md_check_err(err, sizeof err);
         return;
@@ -66,23 +66,23 @@ static void md_forward(const npl_gguf *f, const npl_hparams *hp, npl_model_graph
             char name[32];
             if (!(kv[2 * l + k] = calloc(1, row))) abort();
             snprintf(name, sizeof name, "%ccache.%d", k ? 'v' : 'k', l);
-            if (npl_session_set_state(s, name, kv[2 * l + k])) abort(); /* the builder made every cache */
+            if (npl_graph_session_set_state(s, name, kv[2 * l + k])) abort(); /* the builder made every cache */
         }
     int32_t tokens[2] = {0, hp->n_vocab - 1}, pos[2] = {0, 1}, rows[1] = {1};
     npl_shape sh = {1, {2, 1, 1, 1}}, so = {1, {1, 1, 1, 1}};
-    if (npl_session_set_input_id(s, mg->tokens, tokens, &sh) || npl_session_set_input_id(s, mg->pos, pos, &sh) ||
-        npl_session_set_input_id(s, mg->out_rows, rows, &so))
+    if (npl_graph_session_set_input_id(s, mg->tokens, tokens, &sh) || npl_graph_session_set_input_id(s, mg->pos, pos, &sh) ||
+        npl_graph_session_set_input_id(s, mg->out_rows, rows, &so))
         abort();
-    if (npl_session_run(s)) {
-        const char *e = npl_session_error(s);
+    if (npl_graph_session_run(s)) {
+        const char *e = npl_graph_session_error(s);
         if (!e || !e[0]) abort();
     } else {
-        const npl_tensor *out = npl_session_output(s, 0);
+        const npl_tensor *out = npl_graph_session_output(s, 0);
         if (!out || out->type != NPL_TYPE_F32 || out->shape.ne[0] != hp->n_vocab || out->shape.ne[1] != 1) abort();
         volatile float md_sink = ((const float *)out->data)[hp->n_vocab - 1];
         (void)md_sink;
     }
-    npl_session_free(s);
+    npl_graph_session_free(s);
     for (int i = 0; i < 2 * hp->n_layer; i++) free(kv[i]);
     free(kv);
 }

@@ -214,18 +214,18 @@ static void test_rope_attention(int hd, int nh, int nkv, int P, int window) {
     float scale = 1.0f / sqrtf((float)hd);
     int o = npl_attention(g, qr, kr, vi, kci, vci, pi, scale, window, 0.0f);
     char err[256];
-    npl_session *s = npl_session_new(g, &be, pool, &o, 1, err, sizeof(err));
+    npl_graph_session *s = npl_graph_session_new(g, &be, pool, &o, 1, err, sizeof(err));
     CHECK(s != NULL);
     if (!s) return;
     npl_shape s3q = {3, {hd, nh, P, 1}}, s3k = {3, {hd, nkv, P, 1}}, s1 = {1, {P, 1, 1, 1}};
-    npl_session_set_input(s, "q", q, &s3q);
-    npl_session_set_input(s, "k", k, &s3k);
-    npl_session_set_input(s, "v", v, &s3k);
-    npl_session_set_input(s, "pos", pos, &s1);
-    npl_session_set_state(s, "kc", kc);
-    npl_session_set_state(s, "vc", vc);
-    CHECK(npl_session_run(s) == 0);
-    const float *out = npl_session_output(s, 0)->data;
+    npl_graph_session_set_input(s, "q", q, &s3q);
+    npl_graph_session_set_input(s, "k", k, &s3k);
+    npl_graph_session_set_input(s, "v", v, &s3k);
+    npl_graph_session_set_input(s, "pos", pos, &s1);
+    npl_graph_session_set_state(s, "kc", kc);
+    npl_graph_session_set_state(s, "vc", vc);
+    CHECK(npl_graph_session_run(s) == 0);
+    const float *out = npl_graph_session_output(s, 0)->data;
     /* reference: rope in double, keys/values rounded to f16 as the cache holds them */
     double *qd = malloc(sizeof(double) * hd * nh * P), *kd = malloc(sizeof(double) * hd * nkv * P);
     for (int p = 0; p < P; p++) {
@@ -260,22 +260,22 @@ static void test_rope_attention(int hd, int nh, int nkv, int P, int window) {
                                window, npl_isa_name(cc.isa), maxerr);
     CHECK(maxerr <= 2e-3); /* q.k in f32 against f16-rounded keys */
     /* same shapes again: the cached plan is reused */
-    CHECK(npl_session_run(s) == 0);
-    CHECK_EQ_INT(npl_session_n_plans(s), 1);
+    CHECK(npl_graph_session_run(s) == 0);
+    CHECK_EQ_INT(npl_graph_session_n_plans(s), 1);
     /* a decode step (seq 1) makes a second plan */
     npl_shape d3q = {3, {hd, nh, 1, 1}}, d3k = {3, {hd, nkv, 1, 1}}, d1 = {1, {1, 1, 1, 1}};
     int32_t dpos = P;
-    npl_session_set_input(s, "q", q, &d3q);
-    npl_session_set_input(s, "k", k, &d3k);
-    npl_session_set_input(s, "v", v, &d3k);
-    npl_session_set_input(s, "pos", &dpos, &d1);
-    CHECK(npl_session_run(s) == 0);
-    CHECK_EQ_INT(npl_session_n_plans(s), 2);
+    npl_graph_session_set_input(s, "q", q, &d3q);
+    npl_graph_session_set_input(s, "k", k, &d3k);
+    npl_graph_session_set_input(s, "v", v, &d3k);
+    npl_graph_session_set_input(s, "pos", &dpos, &d1);
+    CHECK(npl_graph_session_run(s) == 0);
+    CHECK_EQ_INT(npl_graph_session_n_plans(s), 2);
     /* a position past the cache is a clean error */
     dpos = n_ctx;
-    CHECK(npl_session_run(s) != 0);
-    CHECK(strstr(npl_session_error(s), "outside the cache") != NULL);
-    npl_session_free(s);
+    CHECK(npl_graph_session_run(s) != 0);
+    CHECK(strstr(npl_graph_session_error(s), "outside the cache") != NULL);
+    npl_graph_session_free(s);
     npl_graph_free(g);
     free(q); free(k); free(v); free(pos); free(kc); free(vc); free(qd); free(kd); free(sc);
 }
@@ -290,14 +290,14 @@ static void test_arena_reuse(void) {
     int y = xi;
     for (int i = 0; i < 10; i++) y = npl_scale(g, y, 1.5f);
     char err[256];
-    npl_session *s = npl_session_new(g, &be, pool, &y, 1, err, sizeof(err));
+    npl_graph_session *s = npl_graph_session_new(g, &be, pool, &y, 1, err, sizeof(err));
     npl_shape sh = {2, {E, R, 1, 1}};
-    npl_session_set_input(s, "x", x, &sh);
-    CHECK(npl_session_run(s) == 0);
-    CHECK(npl_session_arena_size(s) <= 2 * E * R * sizeof(float)); /* 10 outputs, 2 live at a time */
-    const float *out = npl_session_output(s, 0)->data;
+    npl_graph_session_set_input(s, "x", x, &sh);
+    CHECK(npl_graph_session_run(s) == 0);
+    CHECK(npl_graph_session_arena_size(s) <= 2 * E * R * sizeof(float)); /* 10 outputs, 2 live at a time */
+    const float *out = npl_graph_session_output(s, 0)->data;
     CHECK_NEAR(out[5], x[5] * pow(1.5, 10), 1e-4);
-    npl_session_free(s);
+    npl_graph_session_free(s);
     npl_graph_free(g);
 }
 
@@ -308,14 +308,14 @@ static void test_builder_errors(void) {
     int x = npl_input(g, "x", NPL_TYPE_F32, 2, a), w = npl_input(g, "w", NPL_TYPE_F32, 2, b);
     int m = npl_matmul(g, w, x);
     char err[256];
-    npl_session *s = npl_session_new(g, &be, pool, &m, 1, err, sizeof(err));
+    npl_graph_session *s = npl_graph_session_new(g, &be, pool, &m, 1, err, sizeof(err));
     npl_shape sa = {2, {8, 4, 1, 1}}, sb = {2, {6, 4, 1, 1}};
     float buf[64] = {0};
-    npl_session_set_input(s, "x", buf, &sa);
-    npl_session_set_input(s, "w", buf, &sb);
-    CHECK(npl_session_run(s) != 0);
-    CHECK(strstr(npl_session_error(s), "inner dims") != NULL);
-    npl_session_free(s);
+    npl_graph_session_set_input(s, "x", buf, &sa);
+    npl_graph_session_set_input(s, "w", buf, &sb);
+    CHECK(npl_graph_session_run(s) != 0);
+    CHECK(strstr(npl_graph_session_error(s), "inner dims") != NULL);
+    npl_graph_session_free(s);
     CHECK(npl_add(g, x, 99) < 0);
     CHECK(npl_graph_error(g) && strstr(npl_graph_error(g), "missing node") != NULL);
     CHECK(npl_scale(g, x, 1.0f) < 0); /* sticky */

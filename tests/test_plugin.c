@@ -99,25 +99,25 @@ int main(void) {
     npl_cpu_backend_init(&be, &cc, npl_cpu_best_isa());
     npl_plugin_backend_init(&pb, rt, &be);
     npl_pool *pool = npl_pool_new(1);
-    npl_session *s = npl_session_new(g, &be, pool, &y, 1, err, sizeof err);
+    npl_graph_session *s = npl_graph_session_new(g, &be, pool, &y, 1, err, sizeof err);
     CHECK(s != NULL);
     float xd[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
     if (s) {
         CHECK_EQ_INT(twice_calls[0], 1);
-        CHECK_EQ_INT(npl_session_set_input(s, "x", xd, &s3), 0);
-        CHECK_EQ_INT(npl_session_run(s), 0);
-        const float *yd = npl_session_output(s, 0)->data;
+        CHECK_EQ_INT(npl_graph_session_set_input(s, "x", xd, &s3), 0);
+        CHECK_EQ_INT(npl_graph_session_run(s), 0);
+        const float *yd = npl_graph_session_output(s, 0)->data;
         CHECK_NEAR(yd[11], 24, 0);
-        CHECK_EQ_INT(npl_session_run(s), 0);
-        CHECK_EQ_INT(npl_session_set_input(s, "x", xd, &s1), 0);
-        CHECK_EQ_INT(npl_session_run(s), 0);
+        CHECK_EQ_INT(npl_graph_session_run(s), 0);
+        CHECK_EQ_INT(npl_graph_session_set_input(s, "x", xd, &s1), 0);
+        CHECK_EQ_INT(npl_graph_session_run(s), 0);
         CHECK_EQ_INT(twice_calls[1], 2);
         CHECK_EQ_INT(twice_calls[2], 3);
-        CHECK_EQ_INT(npl_session_set_input(s, "x", xd, &s2), 0);
-        CHECK(npl_session_run(s) != 0); /* a shape that was not compiled */
-        printf("run at an unknown shape: %s\n", npl_session_error(s));
-        CHECK(strstr(npl_session_error(s), "allInputShape") != NULL);
-        npl_session_free(s);
+        CHECK_EQ_INT(npl_graph_session_set_input(s, "x", xd, &s2), 0);
+        CHECK(npl_graph_session_run(s) != 0); /* a shape that was not compiled */
+        printf("run at an unknown shape: %s\n", npl_graph_session_error(s));
+        CHECK(strstr(npl_graph_session_error(s), "allInputShape") != NULL);
+        npl_graph_session_free(s);
     }
 
     /* a node whose type has no kernel fails at session creation, naming the type */
@@ -125,7 +125,7 @@ int main(void) {
     int x2 = npl_input(g2, "x", NPL_TYPE_F32, 2, ne);
     int y2 = npl_plugin(g2, "mystery", 1, &x2, NPL_TYPE_F32);
     npl_attr_set_ints(g2, y2, "allInputShape", shapes, 8);
-    s = npl_session_new(g2, &be, pool, &y2, 1, err, sizeof err);
+    s = npl_graph_session_new(g2, &be, pool, &y2, 1, err, sizeof err);
     CHECK(s == NULL);
     CHECK(strstr(err, "mystery") != NULL);
     printf("unknown type: %s\n", err);

@@ -126,14 +126,14 @@ static int run_samples(const npl_model_graph *mg, const npl_hparams *hp, const n
     int outs[NPL_SEG_MAX_IO + 1], n_outs = 0, rc = -1;
     for (int i = 0; i < sg->n_inputs; i++) outs[n_outs++] = sg->inputs[i];
     outs[n_outs++] = sg->outputs[0];
-    npl_session *s = pool ? npl_session_new(mg->g, &be, pool, outs, n_outs, err, errlen) : NULL;
+    npl_graph_session *s = pool ? npl_graph_session_new(mg->g, &be, pool, outs, n_outs, err, errlen) : NULL;
     size_t row = (size_t)hp->head_dim * hp->n_head_kv * 2 * (size_t)mg->n_ctx;
     void **kv = calloc(2 * (size_t)hp->n_layer, sizeof(void *));
     if (!s || !kv) goto done;
     for (int l = 0; l < 2 * hp->n_layer; l++) {
         char name[32];
         snprintf(name, sizeof name, "%ccache.%d", l & 1 ? 'v' : 'k', l / 2);
-        if (!(kv[l] = calloc(1, row)) || npl_session_set_state(s, name, kv[l])) {
+        if (!(kv[l] = calloc(1, row)) || npl_graph_session_set_state(s, name, kv[l])) {
             snprintf(err, errlen, "samples: cannot bind %s", name);
             goto done;
         }
@@ -141,9 +141,9 @@ static int run_samples(const npl_model_graph *mg, const npl_hparams *hp, const n
     for (int c = 0; c < n_cases; c++) {
         shape_case *k = &cases[c];
         npl_shape ss = {1, {k->seq, 1, 1, 1}}, so = {1, {k->n_out, 1, 1, 1}};
-        if (npl_session_set_input_id(s, mg->tokens, k->tokens, &ss) || npl_session_set_input_id(s, mg->pos, k->pos, &ss) ||
-            npl_session_set_input_id(s, mg->out_rows, k->rows, &so) || npl_session_run(s)) {
-            snprintf(err, errlen, "samples: %s", npl_session_error(s));
+        if (npl_graph_session_set_input_id(s, mg->tokens, k->tokens, &ss) || npl_graph_session_set_input_id(s, mg->pos, k->pos, &ss) ||
+            npl_graph_session_set_input_id(s, mg->out_rows, k->rows, &so) || npl_graph_session_run(s)) {
+            snprintf(err, errlen, "samples: %s", npl_graph_session_error(s));
             goto done;
         }
         sample *sp = &smp[c];
@@ -151,7 +151,7 @@ static int run_samples(const npl_model_graph *mg, const npl_hparams *hp, const n
         sp->in_bytes = calloc((size_t)sg->n_inputs, sizeof(size_t));
         if (!sp->in || !sp->in_bytes) goto done;
         for (int i = 0; i <= sg->n_inputs; i++) {
-            const npl_tensor *t = npl_session_output(s, i);
+            const npl_tensor *t = npl_graph_session_output(s, i);
             size_t bytes = (size_t)npl_shape_nelements(&t->shape) * 4; /* f32 / i32 */
             void *cp = malloc(bytes);
             if (!cp) goto done;
@@ -167,7 +167,7 @@ static int run_samples(const npl_model_graph *mg, const npl_hparams *hp, const n
     }
     rc = 0;
 done:
-    npl_session_free(s);
+    npl_graph_session_free(s);
     if (kv)
         for (int l = 0; l < 2 * hp->n_layer; l++) free(kv[l]);
     free(kv);

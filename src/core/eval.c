@@ -19,22 +19,22 @@ const void *npl_read(npl_graph *g, int id, const npl_backend *be, npl_pool *pool
         if (shape) *shape = nd->value_shape;
         return nd->value;
     }
-    npl_session *s = npl_session_new(g, be, pool, &id, 1, err, errlen);
+    npl_graph_session *s = npl_graph_session_new(g, be, pool, &id, 1, err, errlen);
     if (!s) return NULL;
     for (int i = 0; i < id; i++) {
         const npl_node *in = npl_graph_node(g, i);
         if (in->op == NPL_OP_INPUT && in->data &&
-            npl_session_set_input_id(s, i, (void *)in->data, &in->value_shape)) {
-            snprintf(err, errlen, "%s", npl_session_error(s));
-            npl_session_free(s);
+            npl_graph_session_set_input_id(s, i, (void *)in->data, &in->value_shape)) {
+            snprintf(err, errlen, "%s", npl_graph_session_error(s));
+            npl_graph_session_free(s);
             return NULL;
         }
     }
     const void *result = NULL;
-    if (npl_session_run(s)) {
-        snprintf(err, errlen, "%s", npl_session_error(s));
+    if (npl_graph_session_run(s)) {
+        snprintf(err, errlen, "%s", npl_graph_session_error(s));
     } else {
-        const npl_tensor *t = npl_session_output(s, 0);
+        const npl_tensor *t = npl_graph_session_output(s, 0);
         size_t row, bytes;
         int64_t rows = npl_shape_nelements(&t->shape) / t->shape.ne[0];
         if (npl_row_size(t->type, t->shape.ne[0], &row) || npl_mul_size(row, (size_t)rows, &bytes) ||
@@ -47,6 +47,6 @@ const void *npl_read(npl_graph *g, int id, const npl_backend *be, npl_pool *pool
             result = nd->value;
         }
     }
-    npl_session_free(s);
+    npl_graph_session_free(s);
     return result;
 }

@@ -20,7 +20,7 @@ typedef struct {
     unsigned long long last_used;
 } plan;
 
-struct npl_session {
+struct npl_graph_session {
     const npl_graph *g;
     const npl_backend *be;
     npl_pool *pool;
@@ -45,19 +45,19 @@ struct npl_session {
 
 /* A failure with its code (core/status.h): fail() for a failed run,
  * fail_code() for another kind. Both return -1. */
-static int fail_va(npl_session *s, npl_status code, const char *fmt, va_list ap) {
+static int fail_va(npl_graph_session *s, npl_status code, const char *fmt, va_list ap) {
     vsnprintf(s->err, sizeof(s->err), fmt, ap);
     npl_status_note(code);
     return -1;
 }
-static int fail_code(npl_session *s, npl_status code, const char *fmt, ...) {
+static int fail_code(npl_graph_session *s, npl_status code, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fail_va(s, code, fmt, ap);
     va_end(ap);
     return -1;
 }
-static int fail(npl_session *s, const char *fmt, ...) {
+static int fail(npl_graph_session *s, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fail_va(s, NPL_ERR_RUNTIME, fmt, ap);
@@ -65,7 +65,7 @@ static int fail(npl_session *s, const char *fmt, ...) {
     return -1;
 }
 
-const char *npl_session_error(const npl_session *s) { return s->err; }
+const char *npl_graph_session_error(const npl_graph_session *s) { return s->err; }
 
 static void plan_free(plan *p) {
     free(p->in_shapes);
@@ -74,7 +74,7 @@ static void plan_free(plan *p) {
     memset(p, 0, sizeof(*p));
 }
 
-void npl_session_free(npl_session *s) {
+void npl_graph_session_free(npl_graph_session *s) {
     if (!s) return;
     for (int i = 0; i < s->n_plans; i++) plan_free(&s->plans[i]);
     if (s->op_state)
@@ -94,7 +94,7 @@ void npl_session_free(npl_session *s) {
     free(s);
 }
 
-static void fill_ctx(npl_session *s, const plan *p, int id, npl_exec_ctx *c) {
+static void fill_ctx(npl_graph_session *s, const plan *p, int id, npl_exec_ctx *c) {
     const npl_node *nd = npl_graph_node(s->g, id);
     memset(c, 0, sizeof(*c));
     c->graph = s->g;
@@ -116,9 +116,9 @@ static void fill_ctx(npl_session *s, const plan *p, int id, npl_exec_ctx *c) {
     if (p) c->dst.shape = p->shapes[id];
 }
 
-npl_session *npl_session_new(const npl_graph *g, const npl_backend *be, npl_pool *pool,
+npl_graph_session *npl_graph_session_new(const npl_graph *g, const npl_backend *be, npl_pool *pool,
                              const int *outputs, int n_outputs, char *err, size_t errlen) {
-    npl_session *s = calloc(1, sizeof(*s));
+    npl_graph_session *s = calloc(1, sizeof(*s));
     int n = npl_graph_n_nodes(g);
     if (!s) goto oom;
     s->g = g;
@@ -128,7 +128,7 @@ npl_session *npl_session_new(const npl_graph *g, const npl_backend *be, npl_pool
     s->cur = -1;
     if (npl_graph_error(g)) {
         snprintf(err, errlen, "graph has an error: %s", npl_graph_error(g));
-        npl_session_free(s);
+        npl_graph_session_free(s);
         return NULL;
     }
     s->needed = calloc((size_t)n + 1, 1);
@@ -145,7 +145,7 @@ npl_session *npl_session_new(const npl_graph *g, const npl_backend *be, npl_pool
     for (int i = 0; i < n_outputs; i++) {
         if (outputs[i] < 0 || outputs[i] >= n) {
             snprintf(err, errlen, "output %d refers to missing node %d", i, outputs[i]);
-            npl_session_free(s);
+            npl_graph_session_free(s);
             return NULL;
         }
         s->outputs[i] = outputs[i];
@@ -166,7 +166,7 @@ npl_session *npl_session_new(const npl_graph *g, const npl_backend *be, npl_pool
         else if (nd->op != NPL_OP_STATE) {
             if (!be->ops[nd->op].exec) {
                 snprintf(err, errlen, "backend %s cannot run op %s (node %d)", be->name, npl_op_name(nd->op), i);
-                npl_session_free(s);
+                npl_graph_session_free(s);
                 return NULL;
             }
             s->order[s->n_order++] = i;
@@ -180,18 +180,18 @@ npl_session *npl_session_new(const npl_graph *g, const npl_backend *be, npl_pool
         fill_ctx(s, NULL, id, &c);
         if (ox->create(&c, &s->op_state[id]) != 0) {
             snprintf(err, errlen, "%s", s->err);
-            npl_session_free(s);
+            npl_graph_session_free(s);
             return NULL;
         }
     }
     return s;
 oom:
     npl_errf(err, errlen, NPL_ERR_MEMORY, "out of memory creating a session");
-    npl_session_free(s);
+    npl_graph_session_free(s);
     return NULL;
 }
 
-int npl_session_set_input_id(npl_session *s, int id, void *data, const npl_shape *shape) {
+int npl_graph_session_set_input_id(npl_graph_session *s, int id, void *data, const npl_shape *shape) {
     const npl_node *nd = npl_graph_node(s->g, id);
     if (!nd || (nd->op != NPL_OP_INPUT && nd->op != NPL_OP_STATE))
         return fail_code(s, NPL_ERR_ARGUMENT, "node %d is not an input or state", id);
@@ -209,17 +209,17 @@ int npl_session_set_input_id(npl_session *s, int id, void *data, const npl_shape
     return 0;
 }
 
-int npl_session_set_input(npl_session *s, const char *name, void *data, const npl_shape *shape) {
+int npl_graph_session_set_input(npl_graph_session *s, const char *name, void *data, const npl_shape *shape) {
     int id = npl_graph_find(s->g, name);
     if (id < 0) return fail_code(s, NPL_ERR_ARGUMENT, "no input named '%s'", name);
-    return npl_session_set_input_id(s, id, data, shape);
+    return npl_graph_session_set_input_id(s, id, data, shape);
 }
 
-int npl_session_set_state(npl_session *s, const char *name, void *data) {
-    return npl_session_set_input(s, name, data, NULL);
+int npl_graph_session_set_state(npl_graph_session *s, const char *name, void *data) {
+    return npl_graph_session_set_input(s, name, data, NULL);
 }
 
-static int same_key(const npl_session *s, const plan *p) {
+static int same_key(const npl_graph_session *s, const plan *p) {
     for (int i = 0; i < s->n_inputs; i++)
         if (memcmp(p->in_shapes[i].ne, s->bound_shape[s->inputs[i]].ne, sizeof(p->in_shapes[i].ne))) return 0;
     return 1;
@@ -269,7 +269,7 @@ static void free_block(block *fl, int *nfl, size_t off, size_t size) {
     }
 }
 
-static int make_plan(npl_session *s, plan *p) {
+static int make_plan(npl_graph_session *s, plan *p) {
     const npl_graph *g = s->g;
     int n = s->n_nodes, rc = -1;
     int *last_use = NULL;
@@ -360,7 +360,7 @@ done:
     return rc;
 }
 
-static int ensure(npl_session *s, void **buf, size_t *cap, size_t need) {
+static int ensure(npl_graph_session *s, void **buf, size_t *cap, size_t need) {
     if (need <= *cap) return 0;
     void *nb = NULL;
     if (posix_memalign(&nb, ARENA_ALIGN, need ? need : ARENA_ALIGN)) return fail_code(s, NPL_ERR_MEMORY, "out of memory: %zu bytes", need);
@@ -370,7 +370,7 @@ static int ensure(npl_session *s, void **buf, size_t *cap, size_t need) {
     return 0;
 }
 
-static plan *select_plan(npl_session *s) {
+static plan *select_plan(npl_graph_session *s) {
     for (int i = 0; i < s->n_inputs; i++)
         if (!s->bound[s->inputs[i]]) {
             fail_code(s, NPL_ERR_ARGUMENT, "input '%s' is not bound", npl_graph_node(s->g, s->inputs[i])->name);
@@ -409,7 +409,7 @@ static plan *select_plan(npl_session *s) {
     return p;
 }
 
-int npl_session_run(npl_session *s) {
+int npl_graph_session_run(npl_graph_session *s) {
     s->err[0] = 0;
     plan *p = select_plan(s);
     if (!p) return -1;
@@ -444,8 +444,8 @@ int npl_session_run(npl_session *s) {
     return 0;
 }
 
-const npl_tensor *npl_session_output(const npl_session *s, int i) {
+const npl_tensor *npl_graph_session_output(const npl_graph_session *s, int i) {
     return (i >= 0 && i < s->n_outputs) ? &s->out_tensors[i] : NULL;
 }
-int npl_session_n_plans(const npl_session *s) { return s->n_plans; }
-size_t npl_session_arena_size(const npl_session *s) { return s->cur >= 0 ? s->plans[s->cur].arena_size : 0; }
+int npl_graph_session_n_plans(const npl_graph_session *s) { return s->n_plans; }
+size_t npl_graph_session_arena_size(const npl_graph_session *s) { return s->cur >= 0 ? s->plans[s->cur].arena_size : 0; }

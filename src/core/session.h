@@ -9,26 +9,26 @@
 #define NPL_SESSION_H
 #include "core/backend.h"
 
-typedef struct npl_session npl_session;
+typedef struct npl_graph_session npl_graph_session;
 
 /* outputs: node ids to compute. The graph must outlive the session. */
-npl_session *npl_session_new(const npl_graph *g, const npl_backend *be, npl_pool *pool,
+npl_graph_session *npl_graph_session_new(const npl_graph *g, const npl_backend *be, npl_pool *pool,
                              const int *outputs, int n_outputs, char *err, size_t errlen);
-void npl_session_free(npl_session *s);
+void npl_graph_session_free(npl_graph_session *s);
 
 /* Bind INPUT node `name` (shape may differ from run to run) or STATE node. */
-int npl_session_set_input(npl_session *s, const char *name, void *data, const npl_shape *shape);
-int npl_session_set_input_id(npl_session *s, int node, void *data, const npl_shape *shape);
-int npl_session_set_state(npl_session *s, const char *name, void *data);
+int npl_graph_session_set_input(npl_graph_session *s, const char *name, void *data, const npl_shape *shape);
+int npl_graph_session_set_input_id(npl_graph_session *s, int node, void *data, const npl_shape *shape);
+int npl_graph_session_set_state(npl_graph_session *s, const char *name, void *data);
 
-/* Compute the outputs. 0, or -1 with npl_session_error(). */
-int npl_session_run(npl_session *s);
-const char *npl_session_error(const npl_session *s);
+/* Compute the outputs. 0, or -1 with npl_graph_session_error(). */
+int npl_graph_session_run(npl_graph_session *s);
+const char *npl_graph_session_error(const npl_graph_session *s);
 
 /* Output i of the last run (valid until the next run). */
-const npl_tensor *npl_session_output(const npl_session *s, int i);
+const npl_tensor *npl_graph_session_output(const npl_graph_session *s, int i);
 /* Plan facts, for tests and benchmarks. */
-int npl_session_n_plans(const npl_session *s);
-size_t npl_session_arena_size(const npl_session *s);
+int npl_graph_session_n_plans(const npl_graph_session *s);
+size_t npl_graph_session_arena_size(const npl_graph_session *s);
 
 #endif

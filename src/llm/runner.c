@@ -21,7 +21,7 @@ struct npl_runner {
     npl_cpu_ctx cc;
     npl_backend be;
     npl_pool *pool;
-    npl_session *sess;
+    npl_graph_session *sess;
     uint16_t **kv;        /* 2 * n_layer buffers */
     int32_t *pos_buf, *rows_buf;
     int buf_cap;
@@ -45,7 +45,7 @@ npl_runner_params npl_runner_default_params(void) {
 
 void npl_runner_close(npl_runner *r) {
     if (!r) return;
-    npl_session_free(r->sess);
+    npl_graph_session_free(r->sess);
     if (r->kv)
         for (int i = 0; i < 2 * r->hp.n_layer; i++) free(r->kv[i]);
     free(r->kv);
@@ -200,7 +200,7 @@ static int open_package(npl_runner *r, const char *graph_path, const npl_runner_
         return -1;
     }
     /* plugin kernels init here: the context binary is mapped and checked now */
-    if (!(r->sess = npl_session_new(r->mg.g, &r->be, r->pool, &r->mg.logits, 1, err, errlen))) {
+    if (!(r->sess = npl_graph_session_new(r->mg.g, &r->be, r->pool, &r->mg.logits, 1, err, errlen))) {
         /* name the package's graph file: the session's message names only the node */
         char why[512];
         snprintf(why, sizeof why, "%s", err);
@@ -217,8 +217,8 @@ static int open_package(npl_runner *r, const char *graph_path, const npl_runner_
         if (npl_row_size(nd->type, nd->shape.ne[0], &row)) goto oom;
         if (!(r->states[r->n_states] = calloc(1, row * (size_t)(nd->shape.ne[1] * nd->shape.ne[2] * nd->shape.ne[3]))))
             goto oom;
-        if (npl_session_set_state(r->sess, nd->name, r->states[r->n_states++])) {
-            snprintf(err, errlen, "%s", npl_session_error(r->sess));
+        if (npl_graph_session_set_state(r->sess, nd->name, r->states[r->n_states++])) {
+            snprintf(err, errlen, "%s", npl_graph_session_error(r->sess));
             return -1;
         }
     }
@@ -286,7 +286,7 @@ npl_runner *npl_runner_open(const char *path, const npl_runner_params *p, char *
         npl_err_memory(err, errlen); /* the pool fails only to allocate */
         goto fail;
     }
-    if (!(r->sess = npl_session_new(r->mg.g, &r->be, r->pool, &r->mg.logits, 1, err, errlen))) goto fail;
+    if (!(r->sess = npl_graph_session_new(r->mg.g, &r->be, r->pool, &r->mg.logits, 1, err, errlen))) goto fail;
     if (!(r->kv = calloc(2 * (size_t)r->hp.n_layer, sizeof(uint16_t *)))) goto oom;
     for (int l = 0; l < r->hp.n_layer; l++) {
         char name[32];
@@ -294,8 +294,8 @@ npl_runner *npl_runner_open(const char *path, const npl_runner_params *p, char *
             /* calloc: pages are only touched as positions are written */
             if (!(r->kv[2 * l + kv] = calloc(1, per_layer))) goto oom;
             snprintf(name, sizeof(name), "%ccache.%d", kv ? 'v' : 'k', l);
-            if (npl_session_set_state(r->sess, name, r->kv[2 * l + kv])) {
-                snprintf(err, errlen, "%s", npl_session_error(r->sess));
+            if (npl_graph_session_set_state(r->sess, name, r->kv[2 * l + kv])) {
+                snprintf(err, errlen, "%s", npl_graph_session_error(r->sess));
                 goto fail;
             }
         }
@@ -361,13 +361,13 @@ static const float *forward_pkg(npl_runner *r, const int32_t *tokens, const int3
         else
             r->prows[0] = want ? only : r->rows_skip ? -1 : m - 1;
         npl_shape s = {1, {P, 1, 1, 1}}, so = {1, {no, 1, 1, 1}};
-        if (npl_session_set_input_id(r->sess, r->mg.tokens, r->ptok, &s) ||
-            npl_session_set_input_id(r->sess, r->mg.pos, r->ppos, &s) ||
-            npl_session_set_input_id(r->sess, r->mg.out_rows, r->prows, &so) || npl_session_run(r->sess)) {
-            snprintf(err, errlen, "%s", npl_session_error(r->sess));
+        if (npl_graph_session_set_input_id(r->sess, r->mg.tokens, r->ptok, &s) ||
+            npl_graph_session_set_input_id(r->sess, r->mg.pos, r->ppos, &s) ||
+            npl_graph_session_set_input_id(r->sess, r->mg.out_rows, r->prows, &so) || npl_graph_session_run(r->sess)) {
+            snprintf(err, errlen, "%s", npl_graph_session_error(r->sess));
             return NULL;
         }
-        const float *lg = npl_session_output(r->sess, 0)->data;
+        const float *lg = npl_graph_session_output(r->sess, 0)->data;
         for (int k = 0; k < n_out; k++) {
             if (out_rows[k] < i || out_rows[k] >= i + m) continue;
             int row = want > 1 ? out_rows[k] - i : 0;
@@ -400,13 +400,13 @@ const float *npl_runner_forward_ex(npl_runner *r, const int32_t *tokens, const i
         }
     if (r->is_pkg) return forward_pkg(r, tokens, pos, n, out_rows, n_out, err, errlen);
     npl_shape s = {1, {n, 1, 1, 1}}, so = {1, {n_out, 1, 1, 1}};
-    if (npl_session_set_input_id(r->sess, r->mg.tokens, (void *)tokens, &s) ||
-        npl_session_set_input_id(r->sess, r->mg.pos, (void *)pos, &s) ||
-        npl_session_set_input_id(r->sess, r->mg.out_rows, (void *)out_rows, &so) || npl_session_run(r->sess)) {
-        snprintf(err, errlen, "%s", npl_session_error(r->sess));
+    if (npl_graph_session_set_input_id(r->sess, r->mg.tokens, (void *)tokens, &s) ||
+        npl_graph_session_set_input_id(r->sess, r->mg.pos, (void *)pos, &s) ||
+        npl_graph_session_set_input_id(r->sess, r->mg.out_rows, (void *)out_rows, &so) || npl_graph_session_run(r->sess)) {
+        snprintf(err, errlen, "%s", npl_graph_session_error(r->sess));
         return NULL;
     }
-    return npl_session_output(r->sess, 0)->data;
+    return npl_graph_session_output(r->sess, 0)->data;
 }
 
 const float *npl_runner_forward(npl_runner *r, const int32_t *tokens, int n, int pos0, int n_out, char *err,

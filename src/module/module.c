@@ -14,7 +14,7 @@ struct npl_module {
     npl_cpu_ctx cc;
     npl_backend be;
     npl_pool *pool;
-    npl_session *s;
+    npl_graph_session *s;
     char err[512];
 };
 
@@ -25,7 +25,7 @@ npl_module_params npl_module_default_params(void) {
 
 void npl_module_free(npl_module *m) {
     if (!m) return;
-    npl_session_free(m->s);
+    npl_graph_session_free(m->s);
     npl_pool_free(m->pool);
     npl_graph_free(m->g);
     npl_gguf_close(m->file);
@@ -58,7 +58,7 @@ npl_module *npl_module_load(const char *path, const char *const *outputs, int n_
         npl_err_memory(err, errlen); /* the pool fails only to allocate */
         goto fail;
     }
-    if (!(m->s = npl_session_new(m->g, &m->be, m->pool, ids, n_outputs, err, errlen))) goto fail;
+    if (!(m->s = npl_graph_session_new(m->g, &m->be, m->pool, ids, n_outputs, err, errlen))) goto fail;
     free(ids);
     return m;
 fail:
@@ -68,22 +68,22 @@ fail:
 }
 
 int npl_module_set(npl_module *m, const char *name, void *data, const npl_shape *shape) {
-    if (npl_session_set_input(m->s, name, data, shape)) {
-        snprintf(m->err, sizeof(m->err), "%s", npl_session_error(m->s));
+    if (npl_graph_session_set_input(m->s, name, data, shape)) {
+        snprintf(m->err, sizeof(m->err), "%s", npl_graph_session_error(m->s));
         return -1;
     }
     return 0;
 }
 
 int npl_module_forward(npl_module *m) {
-    if (npl_session_run(m->s)) {
-        snprintf(m->err, sizeof(m->err), "%s", npl_session_error(m->s));
+    if (npl_graph_session_run(m->s)) {
+        snprintf(m->err, sizeof(m->err), "%s", npl_graph_session_error(m->s));
         return -1;
     }
     return 0;
 }
 
-const npl_tensor *npl_module_output(const npl_module *m, int i) { return npl_session_output(m->s, i); }
+const npl_tensor *npl_module_output(const npl_module *m, int i) { return npl_graph_session_output(m->s, i); }
 const char *npl_module_error(const npl_module *m) { return m->err; }
 const npl_graph *npl_module_graph(const npl_module *m) { return m->g; }
 const npl_gguf *npl_module_file(const npl_module *m) { return m->file; }
