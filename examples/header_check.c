@@ -3,6 +3,11 @@
  * the build. Each header comes first so it must include what it needs. */
 #include "npullm.h"
 #include "npullm_accel.h"
+#include "npullm_bench.h"
+#include "npullm_compile.h"
+#include "npullm_gguf.h"
+#include "npullm_plugin.h"
+#include "npullm_tokenizer.h"
 
 /* touch a few declarations so they are type-checked, not just parsed */
 typedef char npl_header_check_status_is_int_sized[sizeof(npl_status) == sizeof(int) ? 1 : -1];

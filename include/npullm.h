@@ -25,6 +25,16 @@
 extern "C" {
 #endif
 
+/* Marks the library's public functions: libnpullm.so is built with hidden
+ * visibility, so only these are exported (a test checks the export list). */
+#ifndef NPL_API
+#if defined(__GNUC__) || defined(__clang__)
+#define NPL_API __attribute__((visibility("default")))
+#else
+#define NPL_API
+#endif
+#endif
+
 /* Version of this header: the one source (CMakeLists.txt reads it for
  * project(VERSION)). npl_version() is the library's, which differs only when a
  * program runs against another build of the library. */
@@ -34,7 +44,7 @@ extern "C" {
 #define NPL_VERSION_STR_(a, b, c) #a "." #b "." #c
 #define NPL_VERSION_XSTR_(a, b, c) NPL_VERSION_STR_(a, b, c)
 #define NPL_VERSION_STRING NPL_VERSION_XSTR_(NPL_VERSION_MAJOR, NPL_VERSION_MINOR, NPL_VERSION_PATCH)
-const char *npl_version(void);
+NPL_API const char *npl_version(void);
 
 typedef enum {
     NPL_OK = 0,
@@ -91,59 +101,134 @@ typedef struct npl_engine npl_engine;
 /* Called with each complete UTF-8 piece of text; return nonzero to stop. */
 typedef int (*npl_text_cb)(const char *text, size_t len, void *user);
 
-npl_engine_params npl_engine_default_params(void);
+NPL_API npl_engine_params npl_engine_default_params(void);
 
 /* Opens a GGUF file or an MNN-style config.json (llm_model, thread_num,
  * chunk_limits, sampler_type, ...). NULL on failure, with a message in err. */
-npl_engine *npl_engine_open(const char *path, const npl_engine_params *params, char *err, size_t errlen);
+NPL_API npl_engine *npl_engine_open(const char *path, const npl_engine_params *params, char *err, size_t errlen);
 /* npl_engine_open that also says what went wrong: *status (if status is not
  * NULL) is NPL_OK, or NPL_ERR_ARGUMENT (a bad parameter), NPL_ERR_FILE (the
  * file is missing, unreadable or malformed), NPL_ERR_MEMORY (out of memory,
  * or the KV cache over kv_budget_bytes) or NPL_ERR_RUNTIME. */
-npl_engine *npl_engine_open2(const char *path, const npl_engine_params *params, npl_status *status, char *err,
+NPL_API npl_engine *npl_engine_open2(const char *path, const npl_engine_params *params, npl_status *status, char *err,
                              size_t errlen);
-void npl_engine_close(npl_engine *e);
+NPL_API void npl_engine_close(npl_engine *e);
 
 /* Appends a user turn (rendered through the chat template unless disabled),
  * prefills only the tokens the KV cache does not hold yet, and generates the
  * answer, streaming it to cb. Returns NPL_DONE, NPL_CONTEXT_FULL,
  * NPL_CANCELLED or an error. */
-npl_status npl_engine_chat(npl_engine *e, const char *user_text, npl_text_cb cb, void *user);
+NPL_API npl_status npl_engine_chat(npl_engine *e, const char *user_text, npl_text_cb cb, void *user);
 /* Raw completion of `text` after the current history (no template). */
-npl_status npl_engine_complete(npl_engine *e, const char *text, npl_text_cb cb, void *user);
+NPL_API npl_status npl_engine_complete(npl_engine *e, const char *text, npl_text_cb cb, void *user);
 
 /* Step API (ailia style): set a prompt, then take one token's text at a time.
  * npl_engine_next returns NPL_OK with a piece (maybe empty while a UTF-8
  * character is incomplete), or NPL_DONE / an error when generation ends. */
-npl_status npl_engine_set_prompt(npl_engine *e, const char *user_text);
-npl_status npl_engine_next(npl_engine *e, const char **text, size_t *len);
+NPL_API npl_status npl_engine_set_prompt(npl_engine *e, const char *user_text);
+NPL_API npl_status npl_engine_next(npl_engine *e, const char **text, size_t *len);
 
 /* Forget the last n tokens of history (they are re-computed if needed). */
-npl_status npl_engine_rollback(npl_engine *e, int n_tokens);
+NPL_API npl_status npl_engine_rollback(npl_engine *e, int n_tokens);
 /* Forget the whole conversation; keeps the model loaded. */
-npl_status npl_engine_reset(npl_engine *e);
+NPL_API npl_status npl_engine_reset(npl_engine *e);
 /* Ask a running generation to stop; safe from any thread. */
-void npl_engine_cancel(npl_engine *e);
-npl_status npl_engine_stats(const npl_engine *e, npl_stats *out);
+NPL_API void npl_engine_cancel(npl_engine *e);
+NPL_API npl_status npl_engine_stats(const npl_engine *e, npl_stats *out);
 /* The message and the code of the last call on e that failed (a call that
  * returns an npl_status other than NPL_OK/NPL_DONE, or -1 from the tokenizer
  * calls); NPL_OK and "" while none has. */
-const char *npl_engine_last_error(const npl_engine *e);
-npl_status npl_engine_last_status(const npl_engine *e);
+NPL_API const char *npl_engine_last_error(const npl_engine *e);
+NPL_API npl_status npl_engine_last_status(const npl_engine *e);
 /* "ok", "done", "bad argument", "file error", "out of memory", ... */
-const char *npl_status_name(npl_status st);
+NPL_API const char *npl_status_name(npl_status st);
 
 /* Tokenizer access. Returns the token count (writes at most cap), or -1
  * with the last error set (NPL_ERR_ARGUMENT or NPL_ERR_MEMORY). */
-int64_t npl_engine_tokenize(npl_engine *e, const char *text, size_t len, int add_special, int parse_special,
+NPL_API int64_t npl_engine_tokenize(npl_engine *e, const char *text, size_t len, int add_special, int parse_special,
                             int32_t *ids, int64_t cap);
 /* Text of one token (bytes written or needed), -1 if id is out of range. */
-int npl_engine_token_to_piece(npl_engine *e, int32_t id, char *buf, int cap);
-int npl_engine_n_vocab(const npl_engine *e);
+NPL_API int npl_engine_token_to_piece(npl_engine *e, int32_t id, char *buf, int cap);
+NPL_API int npl_engine_n_vocab(const npl_engine *e);
 
 /* Logits of the next token after feeding `ids` at the end of the history
  * (teacher forcing; used by perplexity tools). Valid until the next call. */
-const float *npl_engine_eval(npl_engine *e, const int32_t *ids, int n, npl_status *status);
+NPL_API const float *npl_engine_eval(npl_engine *e, const int32_t *ids, int n, npl_status *status);
+
+/* ---- config.json ----
+ * The MNN-style config.json that npl_engine_open reads, for a program that
+ * merges it with settings of its own (the CLI: defaults < config < flags). */
+typedef struct npl_config npl_config;
+/* 1 if path names a .json file (a config rather than a model). */
+NPL_API int npl_config_is_json(const char *path);
+/* Applies the file's keys over *p. The strings it sets in *p (system_prompt)
+ * belong to the returned handle: keep it until p is no longer used. NULL on
+ * failure with "PATH: KEY: what" in err and the code in *status. */
+NPL_API npl_config *npl_config_load(const char *path, npl_engine_params *p, npl_status *status, char *err,
+                                    size_t errlen);
+/* The model the config names (llm_model, resolved against its directory). */
+NPL_API const char *npl_config_model_path(const npl_config *c);
+NPL_API void npl_config_free(npl_config *c);
+
+/* ---- model and session ----
+ * An npl_model is what one file holds: hyperparameters, vocabulary and
+ * weights (a GGUF file, or a compiled package's graph and context binaries),
+ * immutable once open. An npl_session runs forward passes over a model with
+ * a KV cache of its own; a session is used by one thread at a time, and a
+ * model may have several sessions (today each session maps the weights
+ * itself; sharing them is issue 18). npl_engine is the one-handle
+ * convenience over a model, a session, a tokenizer and a sampler. */
+typedef struct npl_model npl_model;
+typedef struct npl_session npl_session;
+
+typedef struct {
+    int vocab_only;            /* 1 = hyperparameters and vocabulary only (no sessions) */
+    int n_threads;             /* 0 = one per core */
+    int kernel_family;         /* -1 = best this CPU has; else a cap (0 plain C .. 3 AMX) */
+    int arithmetic;            /* CPU arithmetic: 0 = ours (default); 1 = llama.cpp's RoPE, GEGLU and
+                                  flash-attention rounding, 2 = the same without flash attention
+                                  (verification runs against llama.cpp; slow) */
+} npl_model_params;
+
+typedef struct {
+    int n_ctx;                 /* KV cache positions; 0 = the model's, capped at 4096 */
+    size_t kv_budget_bytes;    /* refuse a KV cache larger than this; 0 = 4 GiB */
+} npl_session_params;
+
+NPL_API npl_model_params npl_model_default_params(void);
+NPL_API npl_session_params npl_session_default_params(void);
+
+/* Opens a GGUF file or a package's graph file (PKG/model.gguf). NULL on
+ * failure with one line in err and the code in *status (either may be NULL). */
+NPL_API npl_model *npl_model_open(const char *path, const npl_model_params *params, npl_status *status,
+                                  char *err, size_t errlen);
+NPL_API void npl_model_close(npl_model *m);
+NPL_API const char *npl_model_arch(const npl_model *m);   /* general.architecture, e.g. "gemma3" */
+NPL_API int npl_model_n_vocab(const npl_model *m);
+NPL_API int npl_model_n_ctx_train(const npl_model *m);    /* the context it was trained with */
+
+/* A session on m (which must outlive it). NULL on failure with err/status. */
+NPL_API npl_session *npl_session_new(npl_model *m, const npl_session_params *params, npl_status *status,
+                                     char *err, size_t errlen);
+NPL_API void npl_session_free(npl_session *s);
+NPL_API int npl_session_n_ctx(const npl_session *s);
+NPL_API int npl_session_n_threads(const npl_session *s); /* threads it runs (0 in params: one per core) */
+NPL_API const char *npl_session_kernel_family(const npl_session *s); /* "avx2", ... or "accel" */
+/* Runs n tokens at positions pos0..pos0+n-1 (their K/V rows replace what the
+ * cache held there) and returns the logits of the last n_out of them,
+ * [n_out][n_vocab], valid until the next call on s. NULL on failure, with
+ * the code in *status (may be NULL) and the message in npl_session_last_error. */
+NPL_API const float *npl_session_forward(npl_session *s, const int32_t *tokens, int n, int pos0, int n_out,
+                                         npl_status *status);
+NPL_API const char *npl_session_last_error(const npl_session *s);
+
+/* ---- this build and this CPU ---- */
+/* Kernel families compiled in: 0 .. n-1 (x86: plain C, AVX2, AVX-512, AMX). */
+NPL_API int npl_kernel_families_built(void);
+/* "generic", "avx2", "avx512", "amx"; "?" out of range. */
+NPL_API const char *npl_kernel_family_name(int family);
+/* The best family this CPU runs. */
+NPL_API int npl_kernel_family_best(void);
 
 #ifdef __cplusplus
 }

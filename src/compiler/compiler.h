@@ -36,17 +36,9 @@
 #include "npullm_accel.h"
 #include "plugin/plugin.h"
 
-/* A compile's files on disk until they are in place, shared with a thread
- * that may stop it. After npl_compile_guard_abort returns nothing of the
- * compile is left on disk, it creates nothing more, and npl_compile fails
- * with "interrupted" at its next step. Safe from any thread at any time, but
- * not from a signal handler: the CLI waits for signals in a thread of its
- * own (sigwait) and calls it there. */
-typedef struct npl_compile_guard npl_compile_guard;
-npl_compile_guard *npl_compile_guard_new(void);
-void npl_compile_guard_free(npl_compile_guard *g);
-/* 1 when the package was already in place (the compile had finished). */
-int npl_compile_guard_abort(npl_compile_guard *g);
+/* npl_compile_guard: a compile's files on disk until they are in place,
+ * shared with a thread that may stop it (public: npullm_compile.h). */
+#include "npullm_compile.h"
 
 typedef enum { NPL_ACT_F32, NPL_ACT_F16, NPL_ACT_BF16, NPL_ACT_INT16 } npl_act_prec;
 typedef enum { NPL_WEIGHTS_KEEP, NPL_WEIGHTS_Q4, NPL_WEIGHTS_Q8 } npl_weight_prec;

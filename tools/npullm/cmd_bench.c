@@ -8,7 +8,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "llm/runner.h"
+#include "npullm.h"
 
 static const char *USAGE =
     "usage: npullm bench -m MODEL [-p N[,N...]] [-n N] [-d N] [--pg P,N] [-r REPS] [-t THREADS] [-c CTX] [-ub N] [-o md|csv|json]\n"
@@ -43,9 +43,9 @@ static double cpu_seconds(void) {
 }
 
 /* Prefill of n tokens at p0 in forward passes of at most ub rows. */
-static int prefill(npl_runner *r, const int32_t *tok, int n, int p0, int ub, char *err, size_t errlen) {
+static int prefill(npl_session *s, const int32_t *tok, int n, int p0, int ub) {
     for (int i = 0; i < n; i += ub)
-        if (!npl_runner_forward(r, tok + i, n - i < ub ? n - i : ub, p0 + i, 1, err, errlen)) return -1;
+        if (!npl_session_forward(s, tok + i, n - i < ub ? n - i : ub, p0 + i, 1, NULL)) return -1;
     return 0;
 }
 
@@ -97,28 +97,36 @@ int npl_cmd_bench(int argc, char **argv) {
     for (int i = 0; i < n_pp; i++) if (pp[i] > need) need = pp[i];
     if (pg[0] + pg[1] > need) need = pg[0] + pg[1];
     need += (int)depth;
-    npl_runner_params rp = npl_runner_default_params();
-    rp.n_threads = (int)threads;
-    rp.n_ctx = ctx ? (int)ctx : need;
+    npl_model_params mp = npl_model_default_params();
+    mp.n_threads = (int)threads;
+    npl_session_params sp = npl_session_default_params();
+    sp.n_ctx = ctx ? (int)ctx : need;
     char err[512];
     mem_info m0 = read_mem();
-    npl_runner *r = npl_runner_open(model, &rp, err, sizeof(err));
-    if (!r) { fprintf(stderr, "npullm bench: %s\n", err); return 1; }
+    npl_model *mdl = npl_model_open(model, &mp, NULL, err, sizeof(err));
+    npl_session *r = mdl ? npl_session_new(mdl, &sp, NULL, err, sizeof(err)) : NULL;
+    if (!r) {
+        fprintf(stderr, "npullm bench: %s\n", err);
+        npl_model_close(mdl);
+        return 1;
+    }
     mem_info m_open = read_mem();
-    const npl_hparams *hp = npl_runner_hparams(r);
-    if (need > npl_runner_n_ctx(r)) {
-        fprintf(stderr, "npullm bench: tests need %d positions, context is %d\n", need, npl_runner_n_ctx(r));
-        npl_runner_close(r);
+    const int n_vocab = npl_model_n_vocab(mdl);
+    const char *arch = npl_model_arch(mdl);
+    if (need > npl_session_n_ctx(r)) {
+        fprintf(stderr, "npullm bench: tests need %d positions, context is %d\n", need, npl_session_n_ctx(r));
+        npl_session_free(r);
+        npl_model_close(mdl);
         return 1;
     }
     int32_t *tok = malloc(sizeof(int32_t) * (size_t)need);
-    for (int i = 0; i < need; i++) tok[i] = (int32_t)((i * 7919 + 13) % hp->n_vocab); /* fixed pseudo-random ids */
+    for (int i = 0; i < need; i++) tok[i] = (int32_t)((i * 7919 + 13) % n_vocab); /* fixed pseudo-random ids */
     double *tps = malloc(sizeof(double) * (size_t)reps), *cpu = malloc(sizeof(double) * (size_t)reps);
     int first = 1, rc = 0;
     /* what ran, not what was asked: -t absent means one thread per core */
-    const int n_threads = npl_runner_n_threads(r);
-    const char *isa = npl_runner_isa(r), *cpu_model = cli_cpu_model();
-    if (ctx) cli_warn_ctx("bench", "-c", (int)ctx, hp->n_ctx_train);
+    const int n_threads = npl_session_n_threads(r);
+    const char *isa = npl_session_kernel_family(r), *cpu_model = cli_cpu_model();
+    if (ctx) cli_warn_ctx("bench", "-c", (int)ctx, npl_model_n_ctx_train(mdl));
     if (!strcmp(fmt, "md")) {
         printf("CPU: %s\n\n", cpu_model);
         printf("| model | arch | isa | threads | test | t/s | cpu s/run |\n|---|---|---|---|---|---|---|\n");
@@ -131,22 +139,22 @@ int npl_cmd_bench(int argc, char **argv) {
         int n = kind == 0 ? pp[t] : kind == 1 ? (int)n_gen : pg[0] + pg[1];
         for (int rep = 0; rep < reps; rep++) {
             /* the context already holds `depth` tokens (not timed) */
-            if (depth && prefill(r, tok, (int)depth, 0, (int)ubatch, err, sizeof(err))) { rc = 1; break; }
+            if (depth && prefill(r, tok, (int)depth, 0, (int)ubatch)) { rc = 1; break; }
             int p0 = (int)depth;
             double c0 = cpu_seconds(), t0 = cli_now();
             if (kind == 0) {
-                if (prefill(r, tok, n, p0, (int)ubatch, err, sizeof(err))) { rc = 1; break; }
+                if (prefill(r, tok, n, p0, (int)ubatch)) { rc = 1; break; }
             } else {
                 int n_pre = kind == 2 ? pg[0] : 0, n_dec = kind == 2 ? pg[1] : n;
-                if (n_pre && prefill(r, tok, n_pre, p0, (int)ubatch, err, sizeof(err))) { rc = 1; break; }
+                if (n_pre && prefill(r, tok, n_pre, p0, (int)ubatch)) { rc = 1; break; }
                 for (int i = 0; i < n_dec; i++)
-                    if (!npl_runner_forward(r, tok + n_pre + i, 1, p0 + n_pre + i, 1, err, sizeof(err))) { rc = 1; break; }
+                    if (!npl_session_forward(r, tok + n_pre + i, 1, p0 + n_pre + i, 1, NULL)) { rc = 1; break; }
             }
             tps[rep] = n / (cli_now() - t0);
             cpu[rep] = cpu_seconds() - c0;
             if (first) { m_first = read_mem(); first = 0; }
         }
-        if (rc) { fprintf(stderr, "npullm bench: %s\n", err); break; }
+        if (rc) { fprintf(stderr, "npullm bench: %s\n", npl_session_last_error(r)); break; }
         double mean, sd, cm, csd;
         stats(tps, (int)reps, &mean, &sd);
         stats(cpu, (int)reps, &cm, &csd);
@@ -156,20 +164,21 @@ int npl_cmd_bench(int argc, char **argv) {
         if (depth) snprintf(test + strlen(test), sizeof(test) - strlen(test), " @ d%lld", depth);
         const char *name = strrchr(model, '/') ? strrchr(model, '/') + 1 : model;
         if (!strcmp(fmt, "md"))
-            printf("| %s | %s | %s | %d | %s | %.2f ± %.2f | %.3f |\n", name, hp->arch_name, isa, n_threads, test, mean,
+            printf("| %s | %s | %s | %d | %s | %.2f ± %.2f | %.3f |\n", name, arch, isa, n_threads, test, mean,
                    sd, cm);
         else if (!strcmp(fmt, "csv"))
-            printf("%s,%s,%s,%d,\"%s\",%s,%d,%.3f,%.3f,%.4f\n", name, hp->arch_name, isa, n_threads, cpu_model, test, n,
+            printf("%s,%s,%s,%d,\"%s\",%s,%d,%.3f,%.3f,%.4f\n", name, arch, isa, n_threads, cpu_model, test, n,
                    mean, sd, cm);
         else {
             char jn[512], jc[300];
             printf("%s  {\"model\": \"%s\", \"arch\": \"%s\", \"isa\": \"%s\", \"threads\": %d, \"cpu\": \"%s\", "
                    "\"test\": \"%s\", \"n\": %d, \"tps_mean\": %.3f, \"tps_std\": %.3f, \"cpu_s\": %.4f}",
-                   t ? ",\n" : "", cli_json_esc(name, jn, sizeof jn), hp->arch_name, isa, n_threads,
+                   t ? ",\n" : "", cli_json_esc(name, jn, sizeof jn), arch, isa, n_threads,
                    cli_json_esc(cpu_model, jc, sizeof jc), test, n, mean, sd, cm);
         }
     }
-    npl_runner_close(r);
+    npl_session_free(r);
+    npl_model_close(mdl);
     mem_info m_close = read_mem();
     if (!strcmp(fmt, "json")) printf("\n]\n");
     fprintf(!strcmp(fmt, "md") ? stdout : stderr,

@@ -4,36 +4,23 @@
  * first / exec / release / total times and errors against a double
  * product; (b) STATIC weights against APP_WRITE weights (bound at every
  * execute), with context-binary, static and per-run input sizes; and the CPU
- * backend's f32 matmul (npl_cpu_matmul) on the same shapes for comparison. */
+ * backend's f32 matmul on the same shapes for comparison. Public API only:
+ * the accelerator through npullm_plugin.h / npullm_accel.h, the CPU backend
+ * through npullm_bench.h. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench_matmul_flags.h"
 #include "bench_matmul_qnn.h"
 #include "cli_util.h"
 #include "commands.h"
-#include "kernels/dtype.h"
-#include "kernels/threadpool.h"
-#include "cpu/cpu_backend.h"
 #include "npullm_accel.h"
-#include "plugin/plugin.h"
-
-/* vnpu is a plugin (libnpl_accel_vnpu.so next to the executable), loaded
- * once as a package would load it and closed at exit */
-static npl_plugin_rt *vnpu_rt;
-static void vnpu_close(void) { npl_plugin_rt_free(vnpu_rt); }
-static const npl_accel_api *vnpu_api(char *err, size_t errlen) {
-    if (!vnpu_rt) {
-        char dir[4096];
-        npl_plugin_rt_params p = {.base_dir = "."};
-        if (!npl_plugin_default_dir(dir, sizeof dir)) p.plugin_dir = dir;
-        if (!(vnpu_rt = npl_plugin_rt_new(&p, err, errlen))) return NULL;
-        atexit(vnpu_close);
-    }
-    return npl_plugin_accel_api(vnpu_rt, "vnpu", err, errlen);
-}
+#include "npullm_bench.h"
+#include "npullm_plugin.h"
 
 static const char *USAGE =
     "usage: npullm bench-matmul [--m M] [--k K] [--n N] [--warmup W] [--iters I]\n"
@@ -88,16 +75,18 @@ static void errors(const setup *s, const float *c, double *max_err, double *mean
     *mean_err = sum / (double)cnt;
 }
 
-/* ---- the double-precision reference, split over the pool ---- */
+/* ---- the double-precision reference, split over threads ---- */
 
 typedef struct {
     const setup *s;
     double *ref;
+    int ith, nth;
 } ref_job;
 
-static void ref_task(void *arg, int ith, int nth) {
+static void *ref_task(void *arg) {
     const ref_job *j = arg;
     const setup *s = j->s;
+    const int ith = j->ith, nth = j->nth;
     for (int i = s->m * ith / nth; i < s->m * (ith + 1) / nth; i++) {
         double *c = j->ref + (size_t)i * s->n;
         for (int q = 0; q < s->n; q++) c[q] = 0;
@@ -106,6 +95,26 @@ static void ref_task(void *arg, int ith, int nth) {
             const float *br = s->b + (size_t)l * s->n;
             for (int q = 0; q < s->n; q++) c[q] += av * br[q];
         }
+    }
+    return NULL;
+}
+
+/* The reference on up to `threads` threads (0: one per core); the calling
+ * thread takes the first share, and any thread that fails to start too. */
+static void reference(const setup *s, double *ref, int threads) {
+    enum { MAX_THREADS = 64 };
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int nth = threads > 0 ? threads : cores > 0 ? (int)cores : 1;
+    if (nth > MAX_THREADS) nth = MAX_THREADS;
+    ref_job jobs[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    for (int i = 0; i < nth; i++) jobs[i] = (ref_job){s, ref, i, nth};
+    for (int i = 1; i < nth; i++) started[i] = pthread_create(&tid[i], NULL, ref_task, &jobs[i]) == 0;
+    ref_task(&jobs[0]);
+    for (int i = 1; i < nth; i++) {
+        if (started[i]) pthread_join(tid[i], NULL);
+        else ref_task(&jobs[i]);
     }
 }
 
@@ -130,10 +139,7 @@ typedef struct {
     npl_accel_buffer in[2], out;
     uint32_t n_in;
     /* cpu */
-    npl_pool *pool;
-    npl_cpu_ctx cc;
-    float *wt;
-    npl_tensor w, x, y;
+    npl_bench_matmul *bm;
 } runner;
 
 static int fail(runner *rn, const char *what, int st) {
@@ -144,19 +150,20 @@ static int fail(runner *rn, const char *what, int st) {
 static int exec_once(runner *rn, double *ms) {
     const double t0 = cli_now();
     int st;
-    if (rn->is_cpu) st = npl_cpu_matmul(&rn->cc, rn->pool, &rn->w, &rn->x, &rn->y, NULL, rn->r.err, sizeof rn->r.err);
-    else if ((st = rn->api->graph_execute(rn->g, rn->in, rn->n_in, &rn->out, 1))) fail(rn, "execute", st);
+    if (rn->is_cpu) {
+        if ((st = npl_bench_matmul_run(rn->bm, rn->c)))
+            snprintf(rn->r.err, sizeof rn->r.err, "%s", npl_bench_matmul_last_error(rn->bm));
+    } else if ((st = rn->api->graph_execute(rn->g, rn->in, rn->n_in, &rn->out, 1))) fail(rn, "execute", st);
     *ms = (cli_now() - t0) * 1e3;
     rn->exec_sum += *ms;
     return st;
 }
 
-static int open_vnpu(runner *rn, const setup *s, const precision *p, int app_write) {
+static int open_vnpu(runner *rn, const npl_accel_api *api, const setup *s, const precision *p, int app_write) {
     char thr[16], err[200];
     memset(rn, 0, sizeof *rn);
     rn->s = s;
-    if (!(rn->api = vnpu_api(rn->r.err, sizeof rn->r.err))) return -1;
-    const npl_accel_api *api = rn->api;
+    rn->api = api;
     snprintf(thr, sizeof thr, "%d", s->threads);
     npl_accel_option opts[2] = {{"threads", thr}, {"kernel_family", s->family}};
     if (!(rn->c = malloc(sizeof(float) * (size_t)s->m * s->n)) ||
@@ -229,22 +236,15 @@ static int open_cpu(runner *rn, const setup *s) {
     memset(rn, 0, sizeof *rn);
     rn->is_cpu = 1;
     rn->s = s;
-    rn->pool = npl_pool_new(s->threads);
-    rn->wt = malloc(sizeof(float) * (size_t)s->k * s->n); /* its layout: n rows of k */
     rn->c = malloc(sizeof(float) * (size_t)s->m * s->n);
     rn->times = malloc(sizeof(double) * (size_t)(s->iters + 1));
-    if (!rn->pool || !rn->wt || !rn->c || !rn->times) {
+    if (!rn->c || !rn->times) {
         snprintf(rn->r.err, sizeof rn->r.err, "out of memory");
         return -1;
     }
-    for (int l = 0; l < s->k; l++)
-        for (int q = 0; q < s->n; q++) rn->wt[(size_t)q * s->k + l] = s->b[(size_t)l * s->n + q];
-    npl_backend be;
-    npl_cpu_backend_init(&be, &rn->cc, npl_cpu_best_isa());
-    rn->w = (npl_tensor){NPL_TYPE_F32, {2, {s->k, s->n, 1, 1}}, rn->wt};
-    rn->x = (npl_tensor){NPL_TYPE_F32, {2, {s->k, s->m, 1, 1}}, (void *)s->a};
-    rn->y = (npl_tensor){NPL_TYPE_F32, {2, {s->n, s->m, 1, 1}}, rn->c};
-    snprintf(rn->r.kernel, sizeof rn->r.kernel, "f32/%s", npl_isa_name(rn->cc.isa));
+    if (!(rn->bm = npl_bench_matmul_new(s->m, s->k, s->n, s->a, s->b, s->threads, NULL, rn->r.err, sizeof rn->r.err)))
+        return -1;
+    snprintf(rn->r.kernel, sizeof rn->r.kernel, "%s", npl_bench_matmul_kernel(rn->bm));
     if (exec_once(rn, &rn->r.first)) return -1;
     errors(s, rn->c, &rn->r.max_err, &rn->r.mean_err);
     rn->r.static_mb = (double)s->k * s->n * 4 / (1 << 20);
@@ -257,12 +257,12 @@ static void close_runner(runner *rn) {
     if (rn->ctx) rn->api->context_free(rn->ctx);
     if (rn->dev) rn->api->device_free(rn->dev);
     if (rn->be) rn->api->backend_free(rn->be);
-    if (rn->pool) npl_pool_free(rn->pool);
+    npl_bench_matmul_free(rn->bm);
     rn->r.release = (cli_now() - t0) * 1e3;
     rn->r.total = rn->r.init + rn->r.build + rn->r.fin + rn->exec_sum + rn->r.release;
-    rn->ctx = NULL, rn->dev = NULL, rn->be = NULL, rn->pool = NULL;
-    free(rn->wt), free(rn->c), free(rn->times);
-    rn->wt = rn->c = NULL;
+    rn->ctx = NULL, rn->dev = NULL, rn->be = NULL, rn->bm = NULL;
+    free(rn->c), free(rn->times);
+    rn->c = NULL;
     rn->times = NULL;
 }
 
@@ -300,8 +300,8 @@ static int make_precision(const setup *s, const char *name, precision *p) {
         return -1;
     }
     if (p->dtype == NPL_ACCEL_DT_F32) memcpy(p->w, s->b, kn * 4);
-    for (size_t i = 0; p->dtype == NPL_ACCEL_DT_F16 && i < kn; i++) ((uint16_t *)p->w)[i] = npl_f32_to_f16(s->b[i]);
-    for (size_t i = 0; p->dtype == NPL_ACCEL_DT_BF16 && i < kn; i++) ((uint16_t *)p->w)[i] = npl_f32_to_bf16(s->b[i]);
+    for (size_t i = 0; p->dtype == NPL_ACCEL_DT_F16 && i < kn; i++) ((uint16_t *)p->w)[i] = npl_accel_f32_to_f16(s->b[i]);
+    for (size_t i = 0; p->dtype == NPL_ACCEL_DT_BF16 && i < kn; i++) ((uint16_t *)p->w)[i] = npl_accel_f32_to_bf16(s->b[i]);
     if (bits) { /* symmetric per output channel */
         const float lim = bits == 8 ? 127.0f : 32767.0f;
         for (int q = 0; q < s->n; q++) {
@@ -378,11 +378,7 @@ int npl_cmd_bench_matmul(int argc, char **argv) {
     for (long long i = 0; i < m * k; i++) a[i] = urand();
     for (long long i = 0; i < k * n; i++) b[i] = urand() * bs;
     s.a = a, s.b = b, s.ref = ref;
-    npl_pool *pool = npl_pool_new((int)threads);
-    ref_job rj = {&s, ref};
-    if (pool) npl_pool_run(pool, ref_task, &rj);
-    else ref_task(&rj, 0, 1);
-    npl_pool_free(pool);
+    reference(&s, ref, (int)threads);
     char list[256];
     snprintf(list, sizeof list, "%s", prec_list);
     for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -390,13 +386,18 @@ int npl_cmd_bench_matmul(int argc, char **argv) {
         if (make_precision(&s, tok, &prec[np])) return 2;
         np++;
     }
+    char err[256];
+    npl_accel_lib *lib = npl_accel_lib_open("vnpu", NULL, NULL, err, sizeof err);
+    if (!lib) { fprintf(stderr, "npullm bench-matmul: %s\n", err); return 1; }
+    const npl_accel_api *api = npl_accel_lib_api(lib);
     npl_accel_backend *be;
     npl_accel_backend_info bi;
-    char err[512];
-    const npl_accel_api *api = vnpu_api(err, sizeof err);
-    if (!api) { fprintf(stderr, "npullm bench-matmul: %s\n", err); return 1; }
     npl_accel_option fo = {"kernel_family", family};
-    if (api->backend_create(&fo, 1, &be, err, sizeof err)) { fprintf(stderr, "npullm bench-matmul: %s\n", err); return 1; }
+    if (api->backend_create(&fo, 1, &be, err, sizeof err)) {
+        fprintf(stderr, "npullm bench-matmul: %s\n", err);
+        npl_accel_lib_close(lib);
+        return 1;
+    }
     api->backend_get_info(be, &bi);
     api->backend_free(be);
     printf("vnpu MatMul benchmark: A[%lld, %lld] x B[%lld, %lld] -> C[%lld, %lld], warmup %lld, iterations %lld\n",
@@ -411,7 +412,7 @@ int npl_cmd_bench_matmul(int argc, char **argv) {
     int best = -1;
     if (!S || !A || !rs || !ra) { fprintf(stderr, "npullm bench-matmul: out of memory\n"); return 1; }
     for (int i = 0; i < np; i++) {
-        int ok = !open_vnpu(&S[i], &s, &prec[i], 0) && !open_vnpu(&A[i], &s, &prec[i], 1);
+        int ok = !open_vnpu(&S[i], api, &s, &prec[i], 0) && !open_vnpu(&A[i], api, &s, &prec[i], 1);
         runner *pair[2] = {&S[i], &A[i]};
         if (!ok || interleave(pair, 2, &s)) {
             fprintf(stderr, "%s: %s%s\n", prec[i].name, S[i].r.err, A[i].r.err);
@@ -444,6 +445,7 @@ int npl_cmd_bench_matmul(int argc, char **argv) {
         rs[i] = S[i].r;
     }
     free(S), free(A);
+    npl_accel_lib_close(lib); /* every backend of its table is freed */
 
     printf("\n(a) precisions, STATIC weights\n");
     printf("%-9s %-12s %9s %9s %10s %9s %16s %11s %10s %12s %12s\n", "precision", "kernel", "init(ms)", "build(ms)",
@@ -470,7 +472,7 @@ int npl_cmd_bench_matmul(int argc, char **argv) {
                    r->first, ex, r->max_err, r->mean_err);
         }
     if (rcpu.ok) {
-        printf("%-9s %-10s %12s %11.4f %12.4f %10s %10.3f %8.3f±%-7.3f %12.6f %12.6f   <- CPU backend npl_cpu_matmul (%s)\n",
+        printf("%-9s %-10s %12s %11.4f %12.4f %10s %10.3f %8.3f±%-7.3f %12.6f %12.6f   <- CPU backend f32 matmul (%s)\n",
                "fp32", "cpu", "-", (double)k * n * 4 / (1 << 20), (double)m * k * 4 / (1 << 20), "-", rcpu.first,
                rcpu.mean, rcpu.sd, rcpu.max_err, rcpu.mean_err, rcpu.kernel);
         if (best >= 0 && rs[best].mean > 0 && rcpu.mean > 0) {

@@ -20,8 +20,8 @@
 #include "bench_matmul_flags.h"
 #include "bench_matmul_qnn.h"
 #include "cli_util.h"
-#include "kernels/dtype.h"
 #include "npullm_accel.h"
+#include "npullm_plugin.h"
 
 static const char *USAGE =
     "usage: npullm bench-matmul --accel qnn-htp [--soc NAME] [--qnn-lib DIR] [--plugin PATH]\n"
@@ -69,7 +69,7 @@ typedef struct {
 
 static double elem(npl_accel_dtype dt, const void *p, size_t i, float s, int32_t o) {
     switch (dt) {
-    case NPL_ACCEL_DT_F16: return npl_f16_to_f32(((const uint16_t *)p)[i]);
+    case NPL_ACCEL_DT_F16: return npl_accel_f16_to_f32(((const uint16_t *)p)[i]);
     case NPL_ACCEL_DT_UINT8: return (((const uint8_t *)p)[i] + o) * (double)s;
     case NPL_ACCEL_DT_INT16: return (((const int16_t *)p)[i] + o) * (double)s;
     default: return ((const int8_t *)p)[i] * (double)s;
@@ -77,7 +77,7 @@ static double elem(npl_accel_dtype dt, const void *p, size_t i, float s, int32_t
 }
 
 static void put(npl_accel_dtype dt, void *p, size_t i, double v, float s, int32_t o) {
-    if (dt == NPL_ACCEL_DT_F16) { ((uint16_t *)p)[i] = npl_f32_to_f16((float)v); return; }
+    if (dt == NPL_ACCEL_DT_F16) { ((uint16_t *)p)[i] = npl_accel_f32_to_f16((float)v); return; }
     double q = nearbyint(v / s) - o;
     double lo = dt == NPL_ACCEL_DT_UINT8 ? 0 : dt == NPL_ACCEL_DT_INT16 ? -32768 : -127;
     double hi = dt == NPL_ACCEL_DT_UINT8 ? 255 : dt == NPL_ACCEL_DT_INT16 ? 32767 : 127;

@@ -15,7 +15,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "compiler/compiler.h"
+#include "npullm_compile.h"
 
 static const char *USAGE =
     "usage: npullm compile -m MODEL.gguf -o PKG [--chunk N] [--ctx N] [--act f16|bf16|int16|f32]\n"
@@ -79,7 +79,7 @@ static int catch_signals(sig_waiter *w) {
 
 int npl_cmd_compile(int argc, char **argv) {
     const char *model = NULL, *out = NULL, *v;
-    npl_compile_params p = npl_compile_default_params();
+    npl_compile_options p = npl_compile_default_options();
     long long x;
     static const cli_opt OPTS[] = {
         {"-m", "--model", 1}, {"-o", "--output", 1}, {"--chunk", NULL, 1}, {"--ctx", "-c|--ctx-size", 1},
@@ -102,10 +102,10 @@ int npl_cmd_compile(int argc, char **argv) {
         else if (!strcmp(a, "--ctx")) { if (cli_int("compile", a, v, 1, 1 << 20, &x)) return 2; p.n_ctx = (int)x; }
         else if (!strcmp(a, "-t")) { if (cli_int("compile", a, v, 1, 256, &x)) return 2; p.n_threads = (int)x; }
         else if (!strcmp(a, "--act")) {
-            if (!strcmp(v, "f16")) p.act = NPL_ACT_F16;
-            else if (!strcmp(v, "bf16")) p.act = NPL_ACT_BF16;
-            else if (!strcmp(v, "f32")) p.act = NPL_ACT_F32;
-            else if (!strcmp(v, "int16")) p.act = NPL_ACT_INT16;
+            if (!strcmp(v, "f16")) p.act = NPL_COMPILE_ACT_F16;
+            else if (!strcmp(v, "bf16")) p.act = NPL_COMPILE_ACT_BF16;
+            else if (!strcmp(v, "f32")) p.act = NPL_COMPILE_ACT_F32;
+            else if (!strcmp(v, "int16")) p.act = NPL_COMPILE_ACT_INT16;
             else { fprintf(stderr, "npullm compile: --act: '%s' is not f16, bf16, int16 or f32\n", v); return 2; }
         } else if (!strcmp(a, "--tolerance")) {
             char *end;
@@ -116,15 +116,15 @@ int npl_cmd_compile(int argc, char **argv) {
             }
             p.tolerance = t;
         } else if (!strcmp(a, "--weights")) {
-            if (!strcmp(v, "keep")) p.weights = NPL_WEIGHTS_KEEP;
-            else if (!strcmp(v, "q4")) p.weights = NPL_WEIGHTS_Q4;
-            else if (!strcmp(v, "q8")) p.weights = NPL_WEIGHTS_Q8;
+            if (!strcmp(v, "keep")) p.weights = NPL_COMPILE_WEIGHTS_KEEP;
+            else if (!strcmp(v, "q4")) p.weights = NPL_COMPILE_WEIGHTS_Q4;
+            else if (!strcmp(v, "q8")) p.weights = NPL_COMPILE_WEIGHTS_Q8;
             else { fprintf(stderr, "npullm compile: --weights: '%s' is not q4, q8 or keep\n", v); return 2; }
         } else if (!strcmp(a, "--output-weights")) {
-            if (!strcmp(v, "q4_0")) p.output_weights = NPL_TYPE_Q4_0;
-            else if (!strcmp(v, "q5_0")) p.output_weights = NPL_TYPE_Q5_0;
-            else if (!strcmp(v, "q8_0")) p.output_weights = NPL_TYPE_Q8_0;
-            else if (!strcmp(v, "keep")) p.output_weights = -1;
+            if (!strcmp(v, "q4_0")) p.output_weights = NPL_COMPILE_OUTPUT_Q4_0;
+            else if (!strcmp(v, "q5_0")) p.output_weights = NPL_COMPILE_OUTPUT_Q5_0;
+            else if (!strcmp(v, "q8_0")) p.output_weights = NPL_COMPILE_OUTPUT_Q8_0;
+            else if (!strcmp(v, "keep")) p.output_weights = NPL_COMPILE_OUTPUT_AS_WEIGHTS;
             else { fprintf(stderr, "npullm compile: --output-weights: '%s' is not q4_0, q5_0, q8_0 or keep\n", v); return 2; }
         }
     }
@@ -136,7 +136,7 @@ int npl_cmd_compile(int argc, char **argv) {
     static sig_waiter waiter;
     if (!catch_signals(&waiter)) p.guard = waiter.g;
     char err[1024];
-    if (npl_compile(model, out, &p, err, sizeof err)) {
+    if (npl_compile_model(model, out, &p, err, sizeof err) != NPL_OK) {
         /* stopped by the signal thread: it exits with 128 + signal */
         while (atomic_load(&waiter.caught)) pause();
         fprintf(stderr, "npullm compile: %s\n", err);

@@ -7,8 +7,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "cpu/cpu_backend.h"
-#include "llm/runner.h"
+#include "npullm.h"
 
 static const char *USAGE =
     "usage: npullm eval-logits -m MODEL --ids IDS_FILE --out LOGITS_FILE [--ctx N] [-t N] [-b N] [--isa 0-3]\n"
@@ -23,6 +22,7 @@ static const char *USAGE =
 int npl_cmd_eval_logits(int argc, char **argv) {
     const char *model = NULL, *ids_path = NULL, *out_path = NULL, *v;
     long long ctx = 512, threads = 0, batch = 64, isa = -1;
+    int arith = 0;
     static const cli_opt OPTS[] = {
         {"-m", "--model", 1}, {"--ids", NULL, 1}, {"--out", NULL, 1}, {"--ctx", "-c|--ctx-size", 1},
         {"-t", "--threads", 1}, {"-b", "--batch-size|-ub|--ubatch-size", 1}, {"--isa", NULL, 1}, {"--arith", NULL, 1},
@@ -40,9 +40,9 @@ int npl_cmd_eval_logits(int argc, char **argv) {
         else if (!strcmp(a, "-b")) { if (cli_int("eval-logits", a, v, 1, 4096, &batch)) return 2; }
         else if (!strcmp(a, "--isa")) { if (cli_int("eval-logits", a, v, 0, 3, &isa)) return 2; }
         else if (!strcmp(a, "--arith")) {
-            if (!strcmp(v, "ours")) npl_cpu_set_llamacpp_arith(NPL_ARITH_OURS);
-            else if (!strcmp(v, "llamacpp")) npl_cpu_set_llamacpp_arith(NPL_ARITH_LLAMACPP_FA);
-            else if (!strcmp(v, "llamacpp-nofa")) npl_cpu_set_llamacpp_arith(NPL_ARITH_LLAMACPP_NOFA);
+            if (!strcmp(v, "ours")) arith = 0;
+            else if (!strcmp(v, "llamacpp")) arith = 1;
+            else if (!strcmp(v, "llamacpp-nofa")) arith = 2;
             else {
                 fprintf(stderr, "npullm eval-logits: --arith: '%s' is not ours, llamacpp or llamacpp-nofa\n", v);
                 return 2;
@@ -70,14 +70,22 @@ int npl_cmd_eval_logits(int argc, char **argv) {
     free(text);
     if (!ids || !n) { fprintf(stderr, "npullm eval-logits: %s: no token ids\n", ids_path); free(ids); return 1; }
     char err[512];
-    npl_runner_params rp = npl_runner_default_params();
-    rp.n_ctx = (int)ctx;
-    rp.n_threads = (int)threads;
-    rp.isa = (int)isa;
-    npl_runner *r = npl_runner_open(model, &rp, err, sizeof(err));
-    if (!r) { fprintf(stderr, "npullm eval-logits: %s\n", err); free(ids); return 1; }
-    int n_vocab = npl_runner_hparams(r)->n_vocab, rc = 1;
-    cli_warn_ctx("eval-logits", "--ctx", (int)ctx, npl_runner_hparams(r)->n_ctx_train);
+    npl_model_params mp = npl_model_default_params();
+    mp.n_threads = (int)threads;
+    mp.kernel_family = (int)isa;
+    mp.arithmetic = arith;
+    npl_session_params sp = npl_session_default_params();
+    sp.n_ctx = (int)ctx;
+    npl_model *mdl = npl_model_open(model, &mp, NULL, err, sizeof(err));
+    npl_session *sess = mdl ? npl_session_new(mdl, &sp, NULL, err, sizeof(err)) : NULL;
+    if (!sess) {
+        fprintf(stderr, "npullm eval-logits: %s\n", err);
+        npl_model_close(mdl);
+        free(ids);
+        return 1;
+    }
+    int n_vocab = npl_model_n_vocab(mdl), rc = 1;
+    cli_warn_ctx("eval-logits", "--ctx", (int)ctx, npl_model_n_ctx_train(mdl));
     char tmp[4096];
     snprintf(tmp, sizeof(tmp), "%s.tmp", out_path);
     FILE *fp = fopen(tmp, "wb");
@@ -86,8 +94,8 @@ int npl_cmd_eval_logits(int argc, char **argv) {
         int c1 = c0 + (int)ctx < n ? c0 + (int)ctx : n;
         for (int b0 = c0; b0 < c1; b0 += (int)batch) {
             int nb = b0 + (int)batch < c1 ? (int)batch : c1 - b0;
-            const float *lg = npl_runner_forward(r, ids + b0, nb, b0 - c0, nb, err, sizeof(err));
-            if (!lg) { fprintf(stderr, "npullm eval-logits: %s\n", err); goto done; }
+            const float *lg = npl_session_forward(sess, ids + b0, nb, b0 - c0, nb, NULL);
+            if (!lg) { fprintf(stderr, "npullm eval-logits: %s\n", npl_session_last_error(sess)); goto done; }
             if (fwrite(lg, sizeof(float) * (size_t)n_vocab, (size_t)nb, fp) != (size_t)nb) {
                 fprintf(stderr, "npullm eval-logits: %s: write failed\n", tmp);
                 goto done;
@@ -100,7 +108,8 @@ int npl_cmd_eval_logits(int argc, char **argv) {
 done:
     if (fp) fclose(fp);
     if (rc) remove(tmp);
-    npl_runner_close(r);
+    npl_session_free(sess);
+    npl_model_close(mdl);
     free(ids);
     return rc;
 }

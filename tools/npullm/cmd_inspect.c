@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "format/gguf.h"
+#include "npullm_gguf.h"
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -40,14 +40,14 @@ int npl_cmd_inspect(int argc, char **argv) {
         return 2;
     }
     char err[512];
-    npl_gguf *g = npl_gguf_open(file, NULL, err, sizeof err);
+    npl_gguf_file *g = npl_gguf_file_open(file, NULL, err, sizeof err);
     if (!g) {
         fprintf(stderr, "npullm inspect: %s\n", err);
         return 1;
     }
-    int rc = npl_gguf_inspect(g, stdout);
-    npl_gguf_close(g);
-    if (rc || fflush(stdout)) {
+    npl_status st = npl_gguf_file_print(g, stdout);
+    npl_gguf_file_close(g);
+    if (st != NPL_OK || fflush(stdout)) {
         fprintf(stderr, "npullm inspect: error writing to stdout\n");
         return 1;
     }

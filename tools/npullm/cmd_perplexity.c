@@ -10,8 +10,8 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "llm/runner.h"
-#include "llm/tokenizer.h"
+#include "npullm.h"
+#include "npullm_tokenizer.h"
 
 static const char *USAGE =
     "usage: npullm perplexity -m MODEL -f TEXT [--ctx N] [-t N] [-b N] [--chunks N] [--dump FILE]\n";
@@ -41,25 +41,26 @@ int npl_cmd_perplexity(int argc, char **argv) {
     char *text = cli_read_file("perplexity", file, &len);
     if (!text) return 1;
     char err[512];
-    npl_runner_params rp = npl_runner_default_params();
-    rp.n_ctx = (int)ctx;
-    rp.n_threads = (int)threads;
-    npl_runner *r = npl_runner_open(model, &rp, err, sizeof(err));
-    npl_tokenizer *t = r ? npl_tokenizer_load(npl_runner_gguf(r), err, sizeof(err)) : NULL;
+    npl_model_params mp = npl_model_default_params();
+    mp.n_threads = (int)threads;
+    npl_session_params sp = npl_session_default_params();
+    sp.n_ctx = (int)ctx;
+    npl_model *mdl = npl_model_open(model, &mp, NULL, err, sizeof(err));
+    npl_session *sess = mdl ? npl_session_new(mdl, &sp, NULL, err, sizeof(err)) : NULL;
     int rc = 1;
     int32_t *ids = NULL;
     FILE *df = NULL;
-    if (!t) { fprintf(stderr, "npullm perplexity: %s\n", err); goto done; }
-    cli_warn_ctx("perplexity", "--ctx", (int)ctx, npl_runner_hparams(r)->n_ctx_train);
-    int add_bos = npl_tokenizer_add_bos(t);
-    int64_t n = npl_tokenize(t, text, len, add_bos, 0, NULL, 0);
+    if (!sess) { fprintf(stderr, "npullm perplexity: %s\n", err); goto done; }
+    cli_warn_ctx("perplexity", "--ctx", (int)ctx, npl_model_n_ctx_train(mdl));
+    int add_bos = npl_model_add_bos(mdl);
+    int64_t n = npl_model_tokenize(mdl, text, len, add_bos, 0, NULL, 0);
     ids = n > 0 ? malloc(sizeof(int32_t) * (size_t)n) : NULL;
-    if (!ids || npl_tokenize(t, text, len, add_bos, 0, ids, n) != n) { fprintf(stderr, "npullm perplexity: tokenization failed\n"); goto done; }
+    if (!ids || npl_model_tokenize(mdl, text, len, add_bos, 0, ids, n) != n) { fprintf(stderr, "npullm perplexity: tokenization failed\n"); goto done; }
     int64_t n_chunks = n / ctx;
     if (max_chunks && n_chunks > max_chunks) n_chunks = max_chunks;
     if (n_chunks < 1) { fprintf(stderr, "npullm perplexity: %s: %lld tokens, need at least --ctx %lld\n", file, (long long)n, ctx); goto done; }
     if (dump && !(df = fopen(dump, "w"))) { fprintf(stderr, "npullm perplexity: %s: cannot write\n", dump); goto done; }
-    int n_vocab = npl_runner_hparams(r)->n_vocab, first = (int)ctx / 2;
+    int n_vocab = npl_model_n_vocab(mdl), first = (int)ctx / 2;
     double nll = 0;
     int64_t scored = 0;
     int32_t *chunk = malloc(sizeof(int32_t) * (size_t)ctx);
@@ -67,11 +68,11 @@ int npl_cmd_perplexity(int argc, char **argv) {
     fprintf(stderr, "perplexity: %lld tokens, %lld chunks of %lld\n", (long long)n, (long long)n_chunks, ctx);
     for (int64_t c = 0; c < n_chunks; c++) {
         memcpy(chunk, ids + c * ctx, sizeof(int32_t) * (size_t)ctx);
-        if (add_bos) chunk[0] = npl_tokenizer_bos(t);
+        if (add_bos) chunk[0] = npl_model_token_bos(mdl);
         for (int b0 = 0; b0 < ctx - 1; b0 += (int)batch) {
             int nb = b0 + (int)batch < ctx - 1 ? (int)batch : (int)ctx - 1 - b0;
-            const float *lg = npl_runner_forward(r, chunk + b0, nb, b0, nb, err, sizeof(err));
-            if (!lg) { fprintf(stderr, "npullm perplexity: %s\n", err); free(chunk); goto done; }
+            const float *lg = npl_session_forward(sess, chunk + b0, nb, b0, nb, NULL);
+            if (!lg) { fprintf(stderr, "npullm perplexity: %s\n", npl_session_last_error(sess)); free(chunk); goto done; }
             for (int j = 0; j < nb; j++) {
                 int pos = b0 + j;
                 if (pos < first) continue;
@@ -96,8 +97,8 @@ int npl_cmd_perplexity(int argc, char **argv) {
 done:
     if (df && fclose(df) != 0) rc = 1;
     free(ids);
-    npl_tokenizer_free(t);
-    npl_runner_close(r);
+    npl_session_free(sess);
+    npl_model_close(mdl);
     free(text);
     return rc;
 }

@@ -5,8 +5,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "format/gguf.h"
-#include "llm/tokenizer.h"
+#include "npullm_tokenizer.h"
 
 static const char *USAGE =
     "usage: npullm tokenize -m MODEL [-p TEXT | -f FILE] [--ids] [--no-parse-special] [--no-bos]\n"
@@ -37,14 +36,15 @@ int npl_cmd_tokenize(int argc, char **argv) {
     char *text = NULL;
     if (file && !(text = cli_read_file("tokenize", file, &len))) return 1;
     char err[512];
-    npl_gguf *g = npl_gguf_open(model, NULL, err, sizeof(err));
-    npl_tokenizer *t = g ? npl_tokenizer_load(g, err, sizeof(err)) : NULL;
+    npl_model_params mp = npl_model_default_params();
+    mp.vocab_only = 1; /* the vocabulary is all it needs */
+    npl_model *mdl = npl_model_open(model, &mp, NULL, err, sizeof(err));
     int rc = 1;
-    if (!t) { fprintf(stderr, "npullm tokenize: %s\n", err); goto done; }
+    if (!mdl) { fprintf(stderr, "npullm tokenize: %s\n", err); goto done; }
     const char *src = text ? text : prompt;
-    int64_t n = npl_tokenize(t, src, len, add_special, parse_special, NULL, 0);
+    int64_t n = npl_model_tokenize(mdl, src, len, add_special, parse_special, NULL, 0);
     int32_t *ids = n >= 0 ? malloc(sizeof(int32_t) * (size_t)(n + 1)) : NULL;
-    if (!ids || npl_tokenize(t, src, len, add_special, parse_special, ids, n) != n) {
+    if (!ids || npl_model_tokenize(mdl, src, len, add_special, parse_special, ids, n) != n) {
         fprintf(stderr, "npullm tokenize: tokenization failed\n");
         free(ids);
         goto done;
@@ -56,9 +56,9 @@ int npl_cmd_tokenize(int argc, char **argv) {
     } else {
         for (int64_t i = 0; i < n; i++) {
             char small[512], *piece = small;
-            int pl = npl_token_to_piece(t, ids[i], small, sizeof(small), 1);
+            int pl = npl_model_token_to_piece(mdl, ids[i], small, sizeof(small), 1);
             if (pl > (int)sizeof(small) && (piece = malloc((size_t)pl))) /* token texts may be of any length */
-                pl = npl_token_to_piece(t, ids[i], piece, pl, 1);
+                pl = npl_model_token_to_piece(mdl, ids[i], piece, pl, 1);
             if (!piece) {
                 fprintf(stderr, "npullm tokenize: out of memory\n");
                 free(ids);
@@ -71,8 +71,7 @@ int npl_cmd_tokenize(int argc, char **argv) {
     free(ids);
     rc = 0;
 done:
-    npl_tokenizer_free(t);
-    npl_gguf_close(g);
+    npl_model_close(mdl);
     free(text);
     return rc;
 }

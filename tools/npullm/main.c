@@ -4,7 +4,6 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "kernels/vec_dot.h"
 #include "npullm.h"
 
 typedef struct {
@@ -27,15 +26,11 @@ static const npl_command commands[] = {
 /* The version, the kernel families this build has and what this CPU runs. */
 static int version(void) {
     printf("npullm %s (library %s)\n", NPL_VERSION_STRING, npl_version());
-#if defined(__x86_64__) || defined(__i386__)
-    const int n_built = NPL_ISA_AMX + 1;
-#else
-    const int n_built = 1; /* the x86 kernels are compiled for x86 only */
-#endif
+    const int n_built = npl_kernel_families_built();
     printf("kernel families built:");
-    for (int i = 0; i < n_built; i++) printf("%s %d %s", i ? "," : "", i, npl_isa_name((npl_isa)i));
-    npl_isa best = npl_cpu_best_isa();
-    printf("\ncpu: %s (runs family %d %s)\n", cli_cpu_model(), (int)best, npl_isa_name(best));
+    for (int i = 0; i < n_built; i++) printf("%s %d %s", i ? "," : "", i, npl_kernel_family_name(i));
+    const int best = npl_kernel_family_best();
+    printf("\ncpu: %s (runs family %d %s)\n", cli_cpu_model(), best, npl_kernel_family_name(best));
     return 0;
 }
 

@@ -8,9 +8,7 @@
 #include <sys/stat.h>
 
 #include "cli_util.h"
-#include "format/gguf.h"
-#include "llm/engine_config.h"
-#include "models/model.h"
+#include "npullm_gguf.h"
 
 /* llama.cpp's names (common/arg.cpp) are aliases of ours. */
 static const cli_opt OPTS[] = {
@@ -107,25 +105,20 @@ static void list_str(const int *v, int n, char *buf, size_t len) {
  * named in a warning. */
 static int check_model(const npl_engine_params *p, const run_args *ra, const char *ctx_from) {
     char err[512];
-    npl_gguf *g = npl_gguf_open(ra->model_path, NULL, err, sizeof err);
+    npl_gguf_file *g = npl_gguf_file_open(ra->model_path, NULL, err, sizeof err);
     if (!g) return 0; /* the engine reports it when it opens the file */
     int rc = 0;
-    uint32_t pkg_ctx = 0;
-    if (npl_gguf_get_u32(g, "npullm.package.n_ctx", &pkg_ctx) == 0 && pkg_ctx > 0) {
-        if (ra->has_ctx && p->n_ctx != 0 && p->n_ctx != (int)pkg_ctx) {
-            fprintf(stderr, "npullm run: -c %d: %s was compiled for a context of %u, which fixes its KV cache; "
-                    "leave -c out or compile again with --ctx %d\n", p->n_ctx, ra->model, pkg_ctx, p->n_ctx);
+    int64_t pkg_ctx = 0, limits[NPL_MAX_CHUNK_LIMITS];
+    if (npl_gguf_file_get_int(g, "npullm.package.n_ctx", &pkg_ctx) == NPL_OK && pkg_ctx > 0) {
+        if (ra->has_ctx && p->n_ctx != 0 && p->n_ctx != pkg_ctx) {
+            fprintf(stderr, "npullm run: -c %d: %s was compiled for a context of %lld, which fixes its KV cache; "
+                    "leave -c out or compile again with --ctx %d\n", p->n_ctx, ra->model, (long long)pkg_ctx, p->n_ctx);
             rc = 2;
         }
-        int64_t ki = npl_gguf_find_key(g, "npullm.package.chunk_limits");
-        if (!rc && ra->has_chunk && ki >= 0 && npl_gguf_arr_type(g, ki) == NPL_GGUF_INT64 &&
-            npl_gguf_arr_n(g, ki) >= 1 && npl_gguf_arr_n(g, ki) <= NPL_MAX_CHUNK_LIMITS) {
-            int comp[NPL_MAX_CHUNK_LIMITS], want[NPL_MAX_CHUNK_LIMITS], n = (int)npl_gguf_arr_n(g, ki);
-            for (int i = 0; i < n; i++) {
-                int64_t x;
-                memcpy(&x, (const char *)npl_gguf_arr_data(g, ki) + 8 * i, 8);
-                comp[i] = (int)x;
-            }
+        int64_t nl = npl_gguf_file_get_int_array(g, "npullm.package.chunk_limits", limits, NPL_MAX_CHUNK_LIMITS);
+        if (!rc && ra->has_chunk && nl >= 1 && nl <= NPL_MAX_CHUNK_LIMITS) {
+            int comp[NPL_MAX_CHUNK_LIMITS], want[NPL_MAX_CHUNK_LIMITS], n = (int)nl;
+            for (int i = 0; i < n; i++) comp[i] = (int)limits[i];
             memcpy(want, p->chunk_limits, sizeof want);
             char c[96], w[96];
             list_str(want, p->n_chunk_limits, w, sizeof w); /* as given */
@@ -143,10 +136,14 @@ static int check_model(const npl_engine_params *p, const run_args *ra, const cha
             }
         }
     }
-    npl_hparams hp;
-    if (!rc && p->n_ctx > 0 && npl_hparams_load(g, &hp, err, sizeof err) == 0)
-        cli_warn_ctx("run", ctx_from, p->n_ctx, hp.n_ctx_train);
-    npl_gguf_close(g);
+    /* the trained context, ARCH.context_length (as llama.cpp names it) */
+    char arch[64], key[96];
+    int64_t n_ctx_train;
+    if (!rc && p->n_ctx > 0 && npl_gguf_file_get_str(g, "general.architecture", arch, sizeof arch) > 0 &&
+        snprintf(key, sizeof key, "%s.context_length", arch) < (int)sizeof key &&
+        npl_gguf_file_get_int(g, key, &n_ctx_train) == NPL_OK && n_ctx_train > 0 && n_ctx_train <= 1 << 30)
+        cli_warn_ctx("run", ctx_from, p->n_ctx, (int)n_ctx_train);
+    npl_gguf_file_close(g);
     return rc;
 }
 
@@ -157,7 +154,7 @@ static const char *config_of(const char *model, char *buf, size_t len) {
         snprintf(buf, len, "%s/config.json", model);
         return buf;
     }
-    return npl_engine_config_is_json(model) ? model : NULL;
+    return npl_config_is_json(model) ? model : NULL;
 }
 
 int run_flags_resolve(int argc, char **argv, const char *usage, npl_engine_params *p, run_args *ra) {
@@ -202,10 +199,13 @@ int run_flags_resolve(int argc, char **argv, const char *usage, npl_engine_param
     char cfgbuf[4200], err[512];
     const char *cfg = config_of(ra->model, cfgbuf, sizeof cfgbuf);
     snprintf(ra->model_path, sizeof ra->model_path, "%s", ra->model);
-    if (cfg && npl_engine_config_load(cfg, p, ra->model_path, sizeof ra->model_path, &ra->owned, err, sizeof err)) {
-        fprintf(stderr, "npullm run: %s\n", err);
-        rc = 1;
-        goto done;
+    if (cfg) {
+        if (!(ra->config = npl_config_load(cfg, p, NULL, err, sizeof err))) {
+            fprintf(stderr, "npullm run: %s\n", err);
+            rc = 1;
+            goto done;
+        }
+        snprintf(ra->model_path, sizeof ra->model_path, "%s", npl_config_model_path(ra->config));
     }
     const int cfg_template = p->use_template;
     const char *cfg_system = p->system_prompt;
@@ -232,6 +232,6 @@ done:
 }
 
 void run_flags_free(run_args *ra) {
-    free(ra->owned);
-    ra->owned = NULL;
+    npl_config_free(ra->config);
+    ra->config = NULL;
 }

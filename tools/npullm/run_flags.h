@@ -13,7 +13,7 @@ typedef struct {
     /* set when the flag was given (the config's value is then overridden) */
     int has_ctx, has_chunk, has_system, has_template;
     char model_path[4096]; /* what the engine opens: the GGUF or package graph */
-    char *owned;           /* strings the config set (system_prompt) */
+    npl_config *config;    /* the config -m names (owns the strings it set in the params) */
 } run_args;
 
 /* Parses argv, loads the config (when -m names one or a package) and merges
