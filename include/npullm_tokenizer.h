@@ -8,7 +8,9 @@
  *   ... npl_model_tokenize(m, text, len, 1, 1, ids, n) ...
  *
  * The vocabulary is immutable: these calls may run on one model from many
- * threads at once. */
+ * threads at once. A model file without a vocabulary (no
+ * tokenizer.ggml.model) opens, unless vocab_only, and runs on token ids;
+ * these calls then fail (-1). */
 #ifndef NPULLM_TOKENIZER_H
 #define NPULLM_TOKENIZER_H
 
@@ -22,6 +24,8 @@ extern "C" {
  * NULL with cap 0 to ask for it), or -1 on failure (out of memory).
  * add_special: BOS/EOS as the vocabulary adds them; parse_special: special
  * token text (e.g. "<end_of_turn>") becomes its token rather than plain text. */
+/* 1 if the model has a vocabulary (see above). */
+NPL_API int npl_model_has_vocab(const npl_model *m);
 NPL_API int64_t npl_model_tokenize(const npl_model *m, const char *text, size_t len, int add_special,
                                    int parse_special, int32_t *ids, int64_t cap);
 /* The text of token id: bytes written, or the size needed when it exceeds

@@ -129,6 +129,7 @@ static void test_tokenizer_matches(void) {
         if (a == b && a > 0 && a <= 64 && memcmp(p1, p2, (size_t)a)) CHECK(0);
     }
     CHECK_EQ_INT(npl_model_token_to_piece(m, npl_model_n_vocab(m), p1, sizeof p1, 1), -1);
+    CHECK_EQ_INT(npl_model_has_vocab(m), 1);
     /* vocab_only: no sessions */
     npl_status st = NPL_OK;
     CHECK(npl_session_new(m, NULL, &st, err, sizeof err) == NULL);

@@ -51,6 +51,10 @@ int npl_cmd_perplexity(int argc, char **argv) {
     int32_t *ids = NULL;
     FILE *df = NULL;
     if (!sess) { fprintf(stderr, "npullm perplexity: %s\n", err); goto done; }
+    if (!npl_model_has_vocab(mdl)) {
+        fprintf(stderr, "npullm perplexity: %s: tokenizer.ggml.model: missing (no vocabulary to tokenize -f with)\n", model);
+        goto done;
+    }
     cli_warn_ctx("perplexity", "--ctx", (int)ctx, npl_model_n_ctx_train(mdl));
     int add_bos = npl_model_add_bos(mdl);
     int64_t n = npl_model_tokenize(mdl, text, len, add_bos, 0, NULL, 0);
