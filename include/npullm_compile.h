@@ -58,6 +58,8 @@ typedef struct {
     FILE *log;                 /* progress and summary; NULL = silent */
     npl_compile_guard *guard;  /* NULL = one of its own */
     const char *stall_at;      /* test hook "S:D[:MS]": hold stage S at step D for MS ms or until aborted */
+    const char *target;        /* accelerator plugin (libnpl_accel_TARGET.so); default the build's ("vnpu") */
+    const char *plugin_dir;    /* look for the plugin only here; NULL = next to libnpullm.so / the executable */
 } npl_compile_options;
 
 NPL_API npl_compile_options npl_compile_default_options(void);

@@ -7,6 +7,7 @@
 npl_compile_options npl_compile_default_options(void) {
     npl_compile_options o = {.chunk = 128, .act = NPL_COMPILE_ACT_F16, .weights = NPL_COMPILE_WEIGHTS_KEEP,
                              .output_weights = NPL_COMPILE_OUTPUT_AS_WEIGHTS, .check = 1};
+    o.target = npl_compile_default_params().target;
     return o;
 }
 
@@ -38,6 +39,8 @@ npl_status npl_compile_model(const char *model_path, const char *out_dir, const 
     p.log = o->log;
     p.guard = o->guard;
     p.stall_at = o->stall_at;
+    if (o->target) p.target = o->target;
+    p.plugin_dir = o->plugin_dir;
     if (npl_compile(model_path, out_dir, &p, err, errlen)) return npl_status_take(NPL_ERR_FILE);
     return NPL_OK;
 }
