@@ -11,7 +11,8 @@
  * every older one. Caller-filled structs (descs, options, buffers) follow
  * the ABI version the caller requested and are also append-only.
  *
- *   const npl_accel_api *api = get_api(NPL_ACCEL_ABI_VERSION);
+ *   uint32_t v;  const npl_accel_api *api = npl_accel_get_newest_api(get_api, &v);
+ *   if (npl_accel_api_check(api, 1)) ...refuse...;   // then NPL_ACCEL_API_HAS per v2 method
  *   npl_accel_backend *be;  npl_accel_device *dev;  npl_accel_context *ctx;
  *   api->backend_create(NULL, 0, &be, err, sizeof err);
  *   api->device_create(be, NULL, 0, &dev);
@@ -26,11 +27,20 @@
  * gives the message of the most recent failure of any call on that backend
  * or its devices, contexts and graphs. A backend and everything created from
  * it must be used by one thread at a time (the implementation may use its
- * own worker threads inside a call).
+ * own worker threads, or the host's pool given to backend_create_on_pool,
+ * inside a call).
  *
  * Shapes: dims[0] is the OUTERMOST dimension and dims[rank-1] the contiguous
  * one (QNN's row-major order; note this is the reverse of ggml's ne[]).
  * Tensors are dense and contiguous.
+ *
+ * Version 2 appends validate_node (would this node be accepted, and if not
+ * why), list_ops (the op set with its params) and backend_create_on_pool
+ * (run on the host's thread pool instead of the implementation's own
+ * threads). A version-2 implementation may leave any of the three NULL (not
+ * offered); test with NPL_ACCEL_API_HAS(api, method), which also handles a
+ * version-1 table. A loader asks for the newest version first and then older
+ * ones (npl_accel_get_newest_api), so version-1 libraries keep loading.
  *
  * Plain C, no dependency headers: this file must compile on its own. */
 #ifndef NPULLM_ACCEL_H
@@ -43,7 +53,7 @@
 extern "C" {
 #endif
 
-#define NPL_ACCEL_ABI_VERSION 1u
+#define NPL_ACCEL_ABI_VERSION 2u
 #define NPL_ACCEL_MAX_RANK 6
 /* The symbol a plugin library exports (for dlsym). */
 #define NPL_ACCEL_ENTRY_POINT "npl_accel_get_api"
@@ -233,6 +243,60 @@ typedef struct {
     uint64_t size;
 } npl_accel_buffer;
 
+/* ---- the op vocabulary ----
+ * Op type names for graph_add_node, validate_node and list_ops. Every
+ * implementation offers a subset (list_ops says which, validate_node which
+ * tensor types / shapes); an adapter maps each to its vendor's op (QNN:
+ * MatMul -> MatMul / FullyConnected, RmsNorm -> RmsNorm, Softmax -> Softmax,
+ * ...). Shapes are outermost first; "float" is F32 / F16 / BF16 or an
+ * integer type with quant params (what an implementation takes of those it
+ * says in validate_node); arithmetic is as in f32. Inputs marked ? are
+ * optional (trailing). Params in [] with their default; a FLOAT param may
+ * also be given as an INT value.
+ *
+ *   MatMul         x [.., M, K], w [K, N] (or [N, K] with transpose_in1=1), bias [N]?
+ *                  -> [.., M, N]. [transpose_in0 INT 0, transpose_in1 INT 0].
+ *                  w may be a quantized / block type (STATIC).
+ *   FullyConnected x [M, K], w [N, K], bias [N]? -> [M, N]  (MatMul with transpose_in1=1).
+ *                  [keep_dims INT 0]
+ *   RmsNorm        x [.., D], gamma [D]? -> x shape: x / sqrt(mean(x^2) + epsilon) * gamma.
+ *                  [epsilon FLOAT 1e-6]
+ *   Rope           x [S, H, D], positions INT32 [S], freq_factors F32 [n_rot/2]? -> x shape.
+ *                  llama.cpp's ggml_rope_ext on the first n_rot dims of each head:
+ *                  [n_rot INT D, neox INT 0 (1: pairs (i, i + n_rot/2), 0: (2i, 2i+1)),
+ *                  base FLOAT 10000, freq_scale FLOAT 1, ext_factor FLOAT 0,
+ *                  attn_factor FLOAT 1, corr_low INT 0, corr_high INT 0 (YaRN ramp)].
+ *                  freq_factors divide pair i's angle; position -1 leaves the row unchanged.
+ *   Attention      q [S, Hq, D], k [S, Hkv, D], v [S, Hkv, D], k_cache, v_cache
+ *                  (APP_READWRITE F16 [C, Hkv, D]), positions INT32 [S] -> [S, Hq, D].
+ *                  Writes the k / v rows into the caches at their positions
+ *                  (position -1 = padding: not written, output row 0), then
+ *                  causal attention of each q row over cache rows <= its position
+ *                  (Hq / Hkv query heads share a KV head):
+ *                  softmax(softcap(q.k * scale)) . v.
+ *                  [scale FLOAT 1/sqrt(D), window INT 0 (> 0: only the last window
+ *                  positions), softcap FLOAT 0 (> 0: softcap * tanh(s / softcap))]
+ *   Add, Mul       a, b -> the larger's shape; the smaller broadcasts over the
+ *                  other's leading dims (its trailing dims equal, leading ones 1).
+ *   Scale          x -> x * scale. [scale FLOAT 1]
+ *   Silu, Gelu     x -> x * sigmoid(x), gelu (tanh approximation).
+ *   SwiGLU, GeGLU  gate, up (same shape) -> silu(gate) * up, gelu(gate) * up.
+ *   Softmax        x -> softmax(beta * x) over the last dim. [beta FLOAT 1]
+ *   Reshape        x -> same element count and type, any shape (no data movement).
+ *   Transpose      x -> x permuted: out dims[i] = x dims[perm[i]]. [perm INTS]
+ *   Concat         x1..xn (same type; shapes equal except along axis) -> joined
+ *                  along axis. [axis INT 0; negative counts from the end]
+ *   Gather         table [V, D], indices INT32 [..] -> [.., D]: rows of the table.
+ *                  [axis INT 0 (only 0)]
+ *   Cast           x -> the output's type (same shape): a conversion.
+ *
+ * Composite ops (Attention, Rope, the gated FFN SwiGLU / GeGLU) are offered
+ * by a target that has them; for a target that does not, the compiler
+ * decomposes them into primitives it accepts (MatMul, Mul, Add, Softmax,
+ * ...), or leaves them on the CPU. An implementation may accept extra
+ * vendor ops; their names carry a prefix ("qnn.", "vnpu.") so they never
+ * collide with this vocabulary. */
+
 /* ---- information returned by the implementation ---- */
 
 typedef struct {
@@ -285,6 +349,33 @@ typedef struct {
     char kernel_family[32];
     char detail[256];                    /* free text: kernels per op, fusions */
 } npl_accel_profile;
+
+/* An op of the implementation's set (list_ops). */
+typedef struct {
+    const char *name;                    /* param name for npl_accel_param */
+    npl_accel_param_type type;           /* FLOAT params also take INT values */
+} npl_accel_param_info;
+
+typedef struct {
+    const char *name;                    /* op type, see the op vocabulary above */
+    uint32_t min_inputs, max_inputs;     /* optional inputs are trailing */
+    uint32_t n_outputs;
+    uint32_t n_params;
+    const npl_accel_param_info *params;  /* every param the op takes (all optional) */
+} npl_accel_op_info;
+
+/* The host's thread pool (backend_create_on_pool). run() calls
+ * fn(arg, i, n_tasks) once for every i in [0, n_tasks) on the host's threads
+ * (the calling thread included) and returns when all are done. Tasks may run
+ * one after another on one thread, so a task must not wait for another. The
+ * implementation calls run only from inside one of its own calls, one call
+ * at a time, never from inside a task; it typically uses n_tasks = n_threads. */
+typedef void (*npl_accel_task_fn)(void *arg, int task, int n_tasks);
+typedef struct {
+    void *pool;                          /* the host's handle, passed to run */
+    uint32_t n_threads;                  /* threads run spreads tasks over (>= 1) */
+    void (*run)(void *pool, int n_tasks, npl_accel_task_fn fn, void *arg);
+} npl_accel_host_pool;
 
 /* ---- the table ---- */
 typedef struct npl_accel_api {
@@ -356,23 +447,77 @@ typedef struct npl_accel_api {
     npl_accel_status (*context_tensor_data)(npl_accel_context *ctx, const char *name, void **data,
                                             uint64_t *size);
     /* ---- version 1 ends here; newer methods are appended below ---- */
+
+    /* ---- version 2 (each may be NULL: not offered; see NPL_ACCEL_API_HAS) ---- */
+    /* Would graph_add_node accept this node? Nothing is created. The node's
+     * tensors come as descriptions instead of ids: inputs[i] stands for the
+     * i-th input and outputs[j] for the j-th output (node->n_inputs and
+     * node->n_outputs count them; the id arrays node->inputs / node->outputs
+     * are not read and may be NULL). Descriptions are those tensor_create
+     * takes; names may be NULL, STATIC data is not read (data may be NULL,
+     * data_size 0). Returns NPL_ACCEL_OK if supported, else the status
+     * graph_add_node would return (UNKNOWN_OP, SHAPE_MISMATCH for input
+     * counts or shapes, TYPE_MISMATCH, BAD_PARAM, UNSUPPORTED, ...) with a
+     * one-line reason naming the node, the tensor or param and what is wrong,
+     * in reason (if not NULL) and in last_error. Like QNN's
+     * backendValidateOpConfig and ggml's supports_op. */
+    npl_accel_status (*validate_node)(npl_accel_backend *be, const npl_accel_node_desc *node,
+                                      const npl_accel_tensor_desc *inputs, const npl_accel_tensor_desc *outputs,
+                                      char *reason, uint32_t reason_len);
+    /* The op set graph_add_node accepts: *ops points to *n_ops entries owned by
+     * the implementation, valid until backend_free. */
+    npl_accel_status (*list_ops)(npl_accel_backend *be, const npl_accel_op_info **ops, uint32_t *n_ops);
+    /* backend_create on the host's thread pool (see npl_accel_host_pool): the
+     * backend starts no compute threads of its own and runs its parallel work
+     * through pool->run. *pool is copied; the host's pool must stay valid
+     * until backend_free. pool NULL is backend_create. */
+    npl_accel_status (*backend_create_on_pool)(const npl_accel_option *opts, uint32_t n_opts,
+                                               const npl_accel_host_pool *pool, npl_accel_backend **out,
+                                               char *err, uint32_t errlen);
+    /* ---- version 2 ends here ---- */
 } npl_accel_api;
 
 /* Size of a version-1 table: everything up to and including context_tensor_data. */
 #define NPL_ACCEL_API_V1_SIZE (offsetof(npl_accel_api, context_tensor_data) + sizeof(void (*)(void)))
+/* Size of a version-2 table: up to and including backend_create_on_pool. */
+#define NPL_ACCEL_API_V2_SIZE (offsetof(npl_accel_api, backend_create_on_pool) + sizeof(void (*)(void)))
+
+/* Whether the table offers `method` (a member appended after version 1):
+ * the table is large enough to hold it and it is not NULL. */
+#define NPL_ACCEL_API_HAS(api, method)                                                                   \
+    ((api)->struct_size >= offsetof(npl_accel_api, method) + sizeof((api)->method) && (api)->method != 0)
 
 /* The entry point: a constant table for `requested_version`, or NULL if this
  * library cannot serve it. */
 typedef const npl_accel_api *(*npl_accel_get_api_fn)(uint32_t requested_version);
 
 /* The loader's check: NULL if `api` may be used as a table of
- * `wanted_version`, else a message saying why not. */
+ * `wanted_version` (the oldest version the caller can work with), else a
+ * message saying why not. A table must be at least as large as the table of
+ * the version it claims (up to the newest this header knows). */
 static inline const char *npl_accel_api_check(const npl_accel_api *api, uint32_t wanted_version) {
     if (!api) return "the library returned no table for this ABI version";
     if (wanted_version == 0 || wanted_version > NPL_ACCEL_ABI_VERSION) return "this header does not know that ABI version";
     if (api->abi_version < wanted_version) return "the table is of an older ABI version";
     if (api->struct_size < NPL_ACCEL_API_V1_SIZE) return "the table is smaller than a version-1 table";
+    if (api->abi_version >= 2 && api->struct_size < NPL_ACCEL_API_V2_SIZE)
+        return "the table claims ABI version 2 but is smaller than a version-2 table";
     return (const char *)0;
+}
+
+/* Asks `get` for the newest ABI version this header knows, then older ones,
+ * down to 1; returns the first table served (NULL if none) and the version
+ * asked for in *version (0 if none). Check it with npl_accel_api_check. */
+static inline const npl_accel_api *npl_accel_get_newest_api(npl_accel_get_api_fn get, uint32_t *version) {
+    for (uint32_t v = NPL_ACCEL_ABI_VERSION; v >= 1; v--) {
+        const npl_accel_api *api = get(v);
+        if (api) {
+            *version = v;
+            return api;
+        }
+    }
+    *version = 0;
+    return (const npl_accel_api *)0;
 }
 
 #ifdef __cplusplus

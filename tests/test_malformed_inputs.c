@@ -470,8 +470,8 @@ static void package_cases(void) {
     binary_edit(SIZE_MAX, 1, 0, 0);
     package_fails("context binary magic flipped", "accel_0.bin", "context binary: bad magic");
     copy_package();
-    binary_edit(SIZE_MAX, -1, NPL_ACCEL_ABI_VERSION + 1, 0);
-    package_fails("context binary of another ABI version", "accel_0.bin", "context binary: ABI version 2");
+    binary_edit(SIZE_MAX, -1, 99, 0);
+    package_fails("context binary of another ABI version", "accel_0.bin", "context binary: ABI version 99");
     copy_package();
     pkg_file(path, sizeof path, bad, "accel_0.bin");
     unlink(path);

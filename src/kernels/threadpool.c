@@ -40,6 +40,8 @@ struct npl_pool {
     atomic_int stop;
     npl_pool_fn fn; /* written before the generation is published */
     void *arg;
+    npl_pool_host_run host_run; /* hosted pool: jobs go to the host's run, no threads here */
+    void *host;
 };
 
 static inline uint32_t gen_of(uint64_t s) { return (uint32_t)(s >> 32); }
@@ -115,6 +117,16 @@ npl_pool *npl_pool_new(int n_threads) {
     return p;
 }
 
+npl_pool *npl_pool_new_hosted(int n_threads, npl_pool_host_run run, void *host) {
+    if (!run || n_threads < 1) return NULL;
+    npl_pool *p = npl_pool_new(1); /* no workers */
+    if (!p) return NULL;
+    p->n = n_threads > 256 ? 256 : n_threads;
+    p->host_run = run;
+    p->host = host;
+    return p;
+}
+
 void npl_pool_free(npl_pool *p) {
     if (!p) return;
     atomic_store(&p->stop, 1);
@@ -133,6 +145,10 @@ int npl_pool_size(const npl_pool *p) { return p ? p->n : 1; }
 void npl_pool_run(npl_pool *p, npl_pool_fn fn, void *arg) {
     if (!p || p->n == 1) {
         fn(arg, 0, 1);
+        return;
+    }
+    if (p->host_run) {
+        p->host_run(p->host, p->n, fn, arg);
         return;
     }
     p->fn = fn;

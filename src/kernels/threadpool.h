@@ -19,4 +19,10 @@ int npl_pool_size(const npl_pool *p);
  * wait for another share. */
 void npl_pool_run(npl_pool *p, npl_pool_fn fn, void *arg);
 
+/* A pool without threads of its own: npl_pool_run(p, fn, arg) becomes
+ * run(host, n_threads, fn, arg), the host's pool running the n shares (an
+ * accelerator on its host's threads, npl_accel_host_pool). NULL on failure. */
+typedef void (*npl_pool_host_run)(void *host, int n_tasks, npl_pool_fn fn, void *arg);
+npl_pool *npl_pool_new_hosted(int n_threads, npl_pool_host_run run, void *host);
+
 #endif

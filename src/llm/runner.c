@@ -190,15 +190,16 @@ static int open_package(npl_runner *r, const char *graph_path, const npl_runner_
         for (int k = 0; k < nd->n_src; k++)
             if (nd->src[k] == r->mg.out_rows && nd->op != NPL_OP_PLUGIN) r->rows_skip = 0;
     }
-    npl_plugin_rt_params pp = {.base_dir = dir, .plugin_dir = p->plugin_dir, .n_threads = p->n_threads,
-                               .providers = p->providers, .n_providers = p->n_providers};
-    if (!(r->rt = npl_plugin_rt_new(&pp, err, errlen))) return -1;
-    npl_cpu_backend_init(&r->be, &r->cc, p->isa < 0 ? npl_cpu_best_isa() : (npl_isa)p->isa);
-    npl_plugin_backend_init(&r->pb, r->rt, &r->be);
     if (!(r->pool = npl_pool_new(p->n_threads))) {
         npl_err_memory(err, errlen); /* the pool fails only to allocate */
         return -1;
     }
+    /* the accelerator runs on the session's pool: one pool of n_threads in the process */
+    npl_plugin_rt_params pp = {.base_dir = dir, .plugin_dir = p->plugin_dir, .n_threads = p->n_threads,
+                               .providers = p->providers, .n_providers = p->n_providers, .host_pool = r->pool};
+    if (!(r->rt = npl_plugin_rt_new(&pp, err, errlen))) return -1;
+    npl_cpu_backend_init(&r->be, &r->cc, p->isa < 0 ? npl_cpu_best_isa() : (npl_isa)p->isa);
+    npl_plugin_backend_init(&r->pb, r->rt, &r->be);
     /* plugin kernels init here: the context binary is mapped and checked now */
     if (!(r->sess = npl_graph_session_new(r->mg.g, &r->be, r->pool, &r->mg.logits, 1, err, errlen))) {
         /* name the package's graph file: the session's message names only the node */

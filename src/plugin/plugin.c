@@ -37,6 +37,7 @@ typedef struct {
 struct npl_plugin_rt {
     char *base_dir, *plugin_dir; /* plugin_dir NULL: the default places */
     int n_threads;
+    npl_accel_host_pool host_pool; /* the host's pool for accelerators; run NULL: none */
     shape_entry shapes[MAX_KINDS];
     int n_shapes;
     compute_entry computes[MAX_KINDS];
@@ -45,6 +46,28 @@ struct npl_plugin_rt {
     int n_accels;
 };
 
+/* npl_accel_host_pool.run on an npl_pool: n_tasks spread over the pool's
+ * shares (one task per share when they match, as accelerators ask). */
+typedef struct {
+    int n_tasks;
+    npl_accel_task_fn fn;
+    void *arg;
+} spread_job;
+
+static void spread_share(void *arg, int ith, int nth) {
+    const spread_job *j = arg;
+    for (int t = ith; t < j->n_tasks; t += nth) j->fn(j->arg, t, j->n_tasks);
+}
+
+static void host_pool_run(void *pool, int n_tasks, npl_accel_task_fn fn, void *arg) {
+    if (n_tasks == npl_pool_size(pool)) {
+        npl_pool_run(pool, fn, arg);
+        return;
+    }
+    spread_job j = {n_tasks, fn, arg};
+    npl_pool_run(pool, spread_share, &j);
+}
+
 npl_plugin_rt *npl_plugin_rt_new(const npl_plugin_rt_params *p, char *err, size_t errlen) {
     npl_plugin_rt *rt = calloc(1, sizeof(*rt));
     if (!rt) goto oom;
@@ -52,6 +75,8 @@ npl_plugin_rt *npl_plugin_rt_new(const npl_plugin_rt_params *p, char *err, size_
     rt->base_dir = strdup(base);
     rt->plugin_dir = p && p->plugin_dir ? strdup(p->plugin_dir) : NULL;
     rt->n_threads = p ? p->n_threads : 0;
+    if (p && p->host_pool)
+        rt->host_pool = (npl_accel_host_pool){p->host_pool, (uint32_t)npl_pool_size(p->host_pool), host_pool_run};
     if (!rt->base_dir || (p && p->plugin_dir && !rt->plugin_dir)) goto oom;
     for (int i = 0; p && i < p->n_providers; i++)
         if (npl_plugin_rt_add_accel(rt, p->providers[i].name, p->providers[i].get_api)) goto oom;
@@ -137,16 +162,18 @@ int npl_plugin_infer_shape(npl_plugin_rt *rt, const npl_graph *g, int id, const 
 
 /* ---- accelerator libraries ---- */
 
+/* Version-1 tables are accepted: the version-2 methods are used only where
+ * NPL_ACCEL_API_HAS says the table has them. */
 int npl_plugin_check_api(const npl_accel_api *api, const char *who, char *err, size_t errlen) {
-    const char *why = npl_accel_api_check(api, NPL_ACCEL_ABI_VERSION);
-    if (!why && api->struct_size < sizeof(npl_accel_api) && api->abi_version >= NPL_ACCEL_ABI_VERSION)
-        why = "the table is smaller than this ABI version's table";
+    /* version-1 tables are accepted: version-2 methods are used where NPL_ACCEL_API_HAS says so */
+    const char *why = npl_accel_api_check(api, 1);
     if (why && api)
-        snprintf(err, errlen, "accelerator %s: ABI check failed (want version %u, table size %zu; got version %u, "
-                 "%u bytes): %s", who, NPL_ACCEL_ABI_VERSION, sizeof(npl_accel_api), api->abi_version,
+        snprintf(err, errlen, "accelerator %s: ABI check failed (want version 1..%u, at least %zu bytes; got version "
+                 "%u, %u bytes): %s", who, NPL_ACCEL_ABI_VERSION, (size_t)NPL_ACCEL_API_V1_SIZE, api->abi_version,
                  api->struct_size, why);
     else if (why)
-        snprintf(err, errlen, "accelerator %s: ABI check failed (want version %u): %s", who, NPL_ACCEL_ABI_VERSION, why);
+        snprintf(err, errlen, "accelerator %s: ABI check failed (want version 1..%u): %s", who, NPL_ACCEL_ABI_VERSION,
+                 why);
     return why ? -1 : 0;
 }
 
@@ -250,7 +277,8 @@ const npl_accel_api *npl_plugin_accel_api(npl_plugin_rt *rt, const char *name, c
     if (!a->api) {
         char who[4400];
         snprintf(who, sizeof who, "%s (%s)", name, a->path);
-        const npl_accel_api *api = a->get_api(NPL_ACCEL_ABI_VERSION);
+        uint32_t version;
+        const npl_accel_api *api = npl_accel_get_newest_api(a->get_api, &version);
         if (npl_plugin_check_api(api, who, err, errlen)) return NULL;
         a->api = api;
     }
@@ -278,9 +306,14 @@ npl_accel_backend *npl_plugin_accel_backend(npl_plugin_rt *rt, const npl_accel_a
             char thr[16], why[512] = "";
             snprintf(thr, sizeof thr, "%d", rt->n_threads);
             npl_accel_option opt = {"threads", thr};
-            npl_accel_status st = api->backend_create(&opt, 1, &a->be, why, (uint32_t)sizeof why);
-            /* an implementation without a "threads" option runs as it likes */
-            if (st == NPL_ACCEL_ERR_INVALID_ARG) st = api->backend_create(NULL, 0, &a->be, why, (uint32_t)sizeof why);
+            npl_accel_status st;
+            if (rt->host_pool.run && NPL_ACCEL_API_HAS(api, backend_create_on_pool)) { /* one pool: the session's */
+                st = api->backend_create_on_pool(NULL, 0, &rt->host_pool, &a->be, why, (uint32_t)sizeof why);
+            } else {
+                st = api->backend_create(&opt, 1, &a->be, why, (uint32_t)sizeof why);
+                /* an implementation without a "threads" option runs as it likes */
+                if (st == NPL_ACCEL_ERR_INVALID_ARG) st = api->backend_create(NULL, 0, &a->be, why, (uint32_t)sizeof why);
+            }
             if (st != NPL_ACCEL_OK) {
                 npl_plugin_accel_status(st);
                 a->be = NULL;

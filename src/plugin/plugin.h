@@ -45,6 +45,9 @@ typedef struct {
     int n_threads;          /* accelerator worker threads (0: one per core) */
     const npl_plugin_provider *providers; /* n_providers built-in accelerators (may be NULL) */
     int n_providers;
+    npl_pool *host_pool;    /* if set, accelerators that offer backend_create_on_pool run on
+                             * this pool (the CPU session's: one pool in package mode) instead
+                             * of n_threads threads of their own; it must outlive the runtime */
 } npl_plugin_rt_params;
 
 npl_plugin_rt *npl_plugin_rt_new(const npl_plugin_rt_params *p, char *err, size_t errlen);

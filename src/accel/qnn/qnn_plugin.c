@@ -403,7 +403,7 @@ static npl_accel_status graph_finalize(npl_accel_graph *g) {
 }
 
 static const npl_accel_api api = {
-    .abi_version = 1,
+    .abi_version = NPL_ACCEL_ABI_VERSION, /* version-2 methods NULL: not offered yet */
     .struct_size = sizeof(npl_accel_api),
     .name = "qnn-htp",
     .backend_create = backend_create,

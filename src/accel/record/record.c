@@ -210,6 +210,21 @@ static npl_accel_status graph_retrieve(npl_accel_context *c, const char *name, n
 
 /* ---- tensors ---- */
 
+/* What record needs of a tensor description to write it (and, with_data,
+ * of its STATIC bytes). */
+static npl_accel_status desc_check(npl_accel_backend *be, const npl_accel_tensor_desc *d, const char *nm,
+                                   int with_data) {
+    if (d->kind >= NPL_ACCEL_KIND_COUNT || d->dtype >= NPL_ACCEL_DT_COUNT || d->rank < 1 || d->rank > NPL_ACCEL_MAX_RANK)
+        return fail(be, NPL_ACCEL_ERR_INVALID_ARG, "record: tensor '%s': bad kind, type or rank", nm);
+    for (uint32_t i = 0; i < d->rank; i++)
+        if (!d->dims[i]) return fail(be, NPL_ACCEL_ERR_SHAPE_MISMATCH, "record: tensor '%s': zero dimension", nm);
+    if ((with_data && (d->kind == NPL_ACCEL_STATIC) != (d->data != NULL && d->data_size > 0)) ||
+        (d->quant.n_scales && !d->quant.scales))
+        return fail(be, NPL_ACCEL_ERR_INVALID_ARG, "record: tensor '%s': data only (and always) for STATIC, scales "
+                    "for quant params", nm);
+    return NPL_ACCEL_OK;
+}
+
 static npl_accel_status tensor_add(npl_accel_context *c, npl_accel_graph *g, const npl_accel_tensor_desc *d,
                                    npl_accel_tensor_id *out) {
     struct npl_accel_backend *be = c->be;
@@ -218,15 +233,9 @@ static npl_accel_status tensor_add(npl_accel_context *c, npl_accel_graph *g, con
     if (g && L->g[g->rec].fin >= 0)
         return fail(be, NPL_ACCEL_ERR_STATE, "record: tensor '%s': the graph is finalized", d->name);
     const int shared = d->kind == NPL_ACCEL_STATIC || d->kind == NPL_ACCEL_APP_READWRITE;
-    if (d->kind >= NPL_ACCEL_KIND_COUNT || d->dtype >= NPL_ACCEL_DT_COUNT || d->rank < 1 || d->rank > NPL_ACCEL_MAX_RANK ||
-        (!g && !shared))
-        return fail(be, NPL_ACCEL_ERR_INVALID_ARG, "record: tensor '%s': bad kind, type or rank", d->name);
-    for (uint32_t i = 0; i < d->rank; i++)
-        if (!d->dims[i]) return fail(be, NPL_ACCEL_ERR_SHAPE_MISMATCH, "record: tensor '%s': zero dimension", d->name);
-    if ((d->kind == NPL_ACCEL_STATIC) != (d->data != NULL && d->data_size > 0) ||
-        (d->quant.n_scales && !d->quant.scales))
-        return fail(be, NPL_ACCEL_ERR_INVALID_ARG, "record: tensor '%s': data only (and always) for STATIC, scales "
-                    "for quant params", d->name);
+    npl_accel_status st = desc_check(be, d, d->name, 1);
+    if (st) return st;
+    if (!g && !shared) return fail(be, NPL_ACCEL_ERR_INVALID_ARG, "record: tensor '%s': bad kind, type or rank", d->name);
     rec_tensor t;
     memset(&t, 0, sizeof t);
     t.kind = d->kind, t.dtype = d->dtype, t.rank = d->rank;
@@ -385,6 +394,45 @@ static npl_accel_status context_tensor_data(npl_accel_context *c, const char *na
     return fail(c->be, NPL_ACCEL_ERR_UNSUPPORTED, "record: context tensors have no memory here");
 }
 
+/* ---- version 2 ----
+ * record computes nothing and has no op set of its own: it takes any op
+ * name, so validate_node accepts every node whose description it can write
+ * (whether a target takes the node is for the target the record is
+ * replayed into), list_ops is ERR_UNSUPPORTED, and a host thread pool is
+ * accepted and never used. */
+
+static npl_accel_status validate_node(npl_accel_backend *be, const npl_accel_node_desc *d,
+                                      const npl_accel_tensor_desc *in, const npl_accel_tensor_desc *out, char *reason,
+                                      uint32_t reason_len) {
+    npl_accel_status st = NPL_ACCEL_OK;
+    if (!be_ok(be)) {
+        if (reason && reason_len) snprintf(reason, reason_len, "record: invalid backend");
+        return NPL_ACCEL_ERR_INVALID_HANDLE;
+    }
+    if (!d || !d->op || !*d->op || (d->n_inputs && !in) || (d->n_outputs && !out) || (d->n_params && !d->params))
+        st = fail(be, NPL_ACCEL_ERR_INVALID_ARG, "record: validate_node: bad node description");
+    for (uint32_t i = 0; !st && i < d->n_inputs + d->n_outputs; i++) {
+        const npl_accel_tensor_desc *t = i < d->n_inputs ? &in[i] : &out[i - d->n_inputs];
+        st = desc_check(be, t, t->name ? t->name : "?", 0);
+    }
+    if (reason && reason_len) snprintf(reason, reason_len, "%s", st ? be->err : "");
+    return st;
+}
+
+static npl_accel_status list_ops(npl_accel_backend *be, const npl_accel_op_info **ops, uint32_t *n_ops) {
+    if (!be_ok(be)) return NPL_ACCEL_ERR_INVALID_HANDLE;
+    if (ops) *ops = NULL;
+    if (n_ops) *n_ops = 0;
+    return fail(be, NPL_ACCEL_ERR_UNSUPPORTED, "record: no op set of its own (it records any op; the replay target "
+                "has the op set)");
+}
+
+static npl_accel_status backend_create_on_pool(const npl_accel_option *o, uint32_t n, const npl_accel_host_pool *pool,
+                                               npl_accel_backend **out, char *err, uint32_t errlen) {
+    (void)pool; /* nothing to compute */
+    return backend_create(o, n, out, err, errlen);
+}
+
 static const npl_accel_api record_api = {
     .abi_version = NPL_ACCEL_ABI_VERSION,
     .struct_size = sizeof(npl_accel_api),
@@ -411,6 +459,9 @@ static const npl_accel_api record_api = {
     .binary_info_get = binary_info_get,
     .binary_info_free = binary_info_free,
     .context_tensor_data = context_tensor_data,
+    .validate_node = validate_node,
+    .list_ops = list_ops,
+    .backend_create_on_pool = backend_create_on_pool,
 };
 
 const npl_accel_api *npl_record_get_api(uint32_t requested_version) {

@@ -20,7 +20,10 @@
 /* The record table for `requested_version` (NULL if not served).
  * Backend options: path (required) = the file to write.
  * execute does nothing and succeeds (like MNN's convert mode); binaries,
- * binary info and context tensor data are ERR_UNSUPPORTED. */
+ * binary info and context tensor data are ERR_UNSUPPORTED. validate_node
+ * accepts every node it could record (well-formed descriptions; the op is
+ * the replay target's to judge), list_ops is ERR_UNSUPPORTED (no op set of
+ * its own) and backend_create_on_pool ignores the pool (nothing runs). */
 const npl_accel_api *npl_record_get_api(uint32_t requested_version);
 
 /* Contexts in a record file; -1 with a message in err. */

@@ -34,21 +34,34 @@
 #define VNPU_MAGIC_CONTEXT 0x564e4303u
 #define VNPU_MAGIC_GRAPH 0x564e4704u
 
-/* The op set. X(ENUM, "TypeName"); internal ops (fusion results) have names
- * starting with "vnpu." and cannot be added by callers. */
+/* The op set, one row per op: X(ENUM, "TypeName", min inputs, max inputs,
+ * outputs, params) where params names a param array of vnpu_ops.c
+ * (NP(array)) or NP_NONE. VNPU_OPS are the ops callers add (list_ops shows
+ * them); VNPU_INTERNAL_OPS are fusion results, named "vnpu.*", which callers
+ * cannot add. */
 #define VNPU_OPS(X)                                                                                      \
-    X(MATMUL, "MatMul") X(FULLY_CONNECTED, "FullyConnected") X(RMS_NORM, "RmsNorm") X(ROPE, "Rope")      \
-    X(ATTENTION, "Attention") X(ADD, "Add") X(MUL, "Mul") X(SCALE, "Scale") X(SILU, "Silu")              \
-    X(GELU, "Gelu") X(SWIGLU, "SwiGLU") X(GEGLU, "GeGLU") X(SOFTMAX, "Softmax") X(RESHAPE, "Reshape")    \
-    X(TRANSPOSE, "Transpose") X(CONCAT, "Concat") X(GATHER, "Gather") X(CAST, "Cast")                    \
-    X(MATMUL_GATED, "vnpu.MatMulGated")
+    X(MATMUL, "MatMul", 2, 3, 1, NP(p_matmul)) X(FULLY_CONNECTED, "FullyConnected", 2, 3, 1, NP(p_fc))  \
+    X(RMS_NORM, "RmsNorm", 1, 2, 1, NP(p_rms)) X(ROPE, "Rope", 2, 3, 1, NP(p_rope))                      \
+    X(ATTENTION, "Attention", 6, 6, 1, NP(p_attn)) X(ADD, "Add", 2, 2, 1, NP_NONE)                       \
+    X(MUL, "Mul", 2, 2, 1, NP_NONE) X(SCALE, "Scale", 1, 1, 1, NP(p_scale))                              \
+    X(SILU, "Silu", 1, 1, 1, NP_NONE) X(GELU, "Gelu", 1, 1, 1, NP_NONE)                                  \
+    X(SWIGLU, "SwiGLU", 2, 2, 1, NP_NONE) X(GEGLU, "GeGLU", 2, 2, 1, NP_NONE)                            \
+    X(SOFTMAX, "Softmax", 1, 1, 1, NP(p_softmax)) X(RESHAPE, "Reshape", 1, 1, 1, NP_NONE)                \
+    X(TRANSPOSE, "Transpose", 1, 1, 1, NP(p_transpose)) X(CONCAT, "Concat", 1, VNPU_MAX_IN, 1, NP(p_axis)) \
+    X(GATHER, "Gather", 2, 2, 1, NP(p_axis)) X(CAST, "Cast", 1, 1, 1, NP_NONE)
+#define VNPU_INTERNAL_OPS(X) X(MATMUL_GATED, "vnpu.MatMulGated", 3, 3, 1, NP_NONE)
 
 typedef enum {
-#define VNPU_OP_ENUM(e, s) VNPU_OP_##e,
-    VNPU_OPS(VNPU_OP_ENUM)
+#define VNPU_OP_ENUM(e, ...) VNPU_OP_##e,
+    VNPU_OPS(VNPU_OP_ENUM) VNPU_INTERNAL_OPS(VNPU_OP_ENUM)
 #undef VNPU_OP_ENUM
     VNPU_OP_COUNT
 } vnpu_op;
+
+/* ops callers may add: the enum's leading VNPU_OP_N_PUBLIC values */
+#define VNPU_OP_ONE(...) +1
+enum { VNPU_OP_N_PUBLIC = 0 VNPU_OPS(VNPU_OP_ONE) };
+#undef VNPU_OP_ONE
 
 typedef struct {
     uint32_t enc;
@@ -90,6 +103,8 @@ typedef struct {
     const char *name;
     int min_in, max_in, n_out;
     int internal;
+    uint32_t n_params;
+    const npl_accel_param_info *params; /* in slot order, see vnpu_ops.c */
 } vnpu_op_info;
 
 typedef struct {
@@ -189,6 +204,27 @@ int vnpu_pack_add(struct npl_accel_context *ctx, const vnpu_pack *p); /* -1 on O
 
 /* ---- vnpu_ops.c ---- */
 const vnpu_op_info *vnpu_op_get(uint32_t op);
+/* the public rows of the op table in the ABI's form (list_ops) */
+const npl_accel_op_info *vnpu_op_list(uint32_t *n);
+/* graph_add_node's checks, shared with validate_node (vnpu_ops.c, vnpu_api.c):
+ * op type and input / output counts (n zeroed and set up); an output's kind;
+ * params, the FullyConnected rewrite and the type / shape check against the
+ * tensors ctx->t[n->in[i]], ctx->t[n->out[0]]; one tensor description
+ * (with_data: also STATIC bytes) into dims, byte size and quant params. */
+npl_accel_status vnpu_node_begin(struct npl_accel_backend *be, const npl_accel_node_desc *d, const char *where,
+                                 vnpu_node *n);
+npl_accel_status vnpu_check_output_kind(struct npl_accel_backend *be, const char *where, const char *tname,
+                                        uint32_t kind);
+npl_accel_status vnpu_node_end(struct npl_accel_backend *be, const struct npl_accel_context *ctx, vnpu_node *n,
+                               const npl_accel_node_desc *d, const char *where);
+npl_accel_status vnpu_desc_check(struct npl_accel_backend *be, const npl_accel_tensor_desc *d, const char *nm,
+                                 int with_data, int64_t *dims, size_t *nbytes, vnpu_quant *q);
+int vnpu_backend_ok(const struct npl_accel_backend *be);
+/* the ABI's validate_node and list_ops (vnpu_validate.c) */
+npl_accel_status vnpu_validate_node(struct npl_accel_backend *be, const npl_accel_node_desc *node,
+                                    const npl_accel_tensor_desc *inputs, const npl_accel_tensor_desc *outputs,
+                                    char *reason, uint32_t reason_len);
+npl_accel_status vnpu_list_ops(struct npl_accel_backend *be, const npl_accel_op_info **ops, uint32_t *n_ops);
 int vnpu_op_from_name(const char *name); /* -1 if unknown */
 /* Parse caller params into n (defaults applied first). */
 npl_accel_status vnpu_parse_params(struct npl_accel_backend *be, vnpu_node *n, const npl_accel_param *p,

@@ -180,15 +180,24 @@ static npl_accel_status no_options(struct npl_accel_backend *be, const npl_accel
 
 /* ---- backend / device ---- */
 
-static npl_accel_status backend_create(const npl_accel_option *opts, uint32_t n_opts, npl_accel_backend **out,
-                                       char *err, uint32_t errlen) {
+/* host NULL: the backend's own pool of `threads` threads; else the host's pool */
+static npl_accel_status backend_new(const npl_accel_option *opts, uint32_t n_opts, const npl_accel_host_pool *host,
+                                    npl_accel_backend **out, char *err, uint32_t errlen) {
     char e[256] = "";
-    int family = -1, threads = 0, cpu_max = -1;
+    int family = -1, threads = -1, cpu_max = -1;
     if (!out) return NPL_ACCEL_ERR_INVALID_ARG;
     *out = NULL;
     npl_accel_status st = n_opts && !opts ? NPL_ACCEL_ERR_INVALID_ARG : NPL_ACCEL_OK;
     if (st) snprintf(e, sizeof e, "vnpu: options is NULL");
     if (!st) st = parse_backend_opts(opts, n_opts, &family, &threads, &cpu_max, e, sizeof e);
+    if (!st && host && (!host->run || host->n_threads < 1 || host->n_threads > 1024)) {
+        snprintf(e, sizeof e, "vnpu: host thread pool: run is NULL or n_threads %u is not in [1, 1024]", host->n_threads);
+        st = NPL_ACCEL_ERR_INVALID_ARG;
+    }
+    if (!st && host && threads >= 0) {
+        snprintf(e, sizeof e, "vnpu: option threads: not with a host thread pool (the host's pool sets the threads)");
+        st = NPL_ACCEL_ERR_INVALID_ARG;
+    }
     int cpu = (int)npl_cpu_best_isa();
     if (!st && cpu_max >= 0 && cpu_max < cpu) cpu = cpu_max;
     if (!st && family > cpu) {
@@ -198,7 +207,9 @@ static npl_accel_status backend_create(const npl_accel_option *opts, uint32_t n_
     }
     struct npl_accel_backend *be = NULL;
     if (!st && !(be = calloc(1, sizeof *be))) st = NPL_ACCEL_ERR_NO_MEMORY;
-    if (!st && !(be->pool = npl_pool_new(threads))) st = NPL_ACCEL_ERR_NO_MEMORY;
+    if (!st && !(be->pool = host ? npl_pool_new_hosted((int)host->n_threads, host->run, host->pool)
+                                 : npl_pool_new(threads < 0 ? 0 : threads)))
+        st = NPL_ACCEL_ERR_NO_MEMORY;
     if (st) {
         if (be) free(be);
         if (!e[0]) snprintf(e, sizeof e, "vnpu: out of memory creating the backend");
@@ -222,7 +233,19 @@ static npl_accel_status backend_create(const npl_accel_option *opts, uint32_t n_
     return NPL_ACCEL_OK;
 }
 
-static int backend_ok(const npl_accel_backend *be) { return be && be->magic == VNPU_MAGIC_BACKEND; }
+static npl_accel_status backend_create(const npl_accel_option *opts, uint32_t n_opts, npl_accel_backend **out,
+                                       char *err, uint32_t errlen) {
+    return backend_new(opts, n_opts, NULL, out, err, errlen);
+}
+
+static npl_accel_status backend_create_on_pool(const npl_accel_option *opts, uint32_t n_opts,
+                                               const npl_accel_host_pool *pool, npl_accel_backend **out, char *err,
+                                               uint32_t errlen) {
+    return backend_new(opts, n_opts, pool, out, err, errlen);
+}
+
+int vnpu_backend_ok(const npl_accel_backend *be) { return be && be->magic == VNPU_MAGIC_BACKEND; }
+static int backend_ok(const npl_accel_backend *be) { return vnpu_backend_ok(be); }
 
 static void backend_free(npl_accel_backend *be) {
     if (!backend_ok(be)) return;
@@ -449,6 +472,41 @@ static int quant_equal(const vnpu_quant *a, const vnpu_quant *b) {
     return !a->offsets || !memcmp(a->offsets, b->offsets, a->n * sizeof(int32_t));
 }
 
+/* The checks of one tensor description (kind, type, shape, quant params
+ * and, with_data, STATIC bytes): dims, byte size and a copy of the quant
+ * params (the caller frees scales / offsets) on success. */
+npl_accel_status vnpu_desc_check(struct npl_accel_backend *be, const npl_accel_tensor_desc *d, const char *nm,
+                                 int with_data, int64_t *dims, size_t *nbytes, vnpu_quant *q) {
+    if (d->kind >= NPL_ACCEL_KIND_COUNT)
+        return vnpu_fail(be, NPL_ACCEL_ERR_INVALID_ARG, "vnpu: tensor '%s': unknown kind %u", nm, d->kind);
+    if (d->dtype >= NPL_ACCEL_DT_COUNT)
+        return vnpu_fail(be, NPL_ACCEL_ERR_INVALID_ARG, "vnpu: tensor '%s': unknown data type %u", nm, d->dtype);
+    memset(dims, 0, NPL_ACCEL_MAX_RANK * sizeof dims[0]);
+    memset(q, 0, sizeof *q);
+    for (uint32_t i = 0; i < d->rank && i < NPL_ACCEL_MAX_RANK; i++) dims[i] = d->dims[i];
+    if (vnpu_tensor_nbytes(d->dtype, d->rank, dims, nbytes) || *nbytes > ((size_t)1 << 40))
+        return vnpu_fail(be, NPL_ACCEL_ERR_SHAPE_MISMATCH, "vnpu: tensor '%s': rank %u with these dims is invalid for "
+                         "%s (rank 1..%d, dims > 0, block types need a last dim multiple of their block)", nm, d->rank,
+                         vnpu_dtype_name(d->dtype), NPL_ACCEL_MAX_RANK);
+    if (vnpu_dtype_ggml(d->dtype) >= 0 && d->kind != NPL_ACCEL_STATIC)
+        return vnpu_fail(be, NPL_ACCEL_ERR_TYPE_MISMATCH, "vnpu: tensor '%s': %s is for STATIC weights only", nm,
+                         vnpu_dtype_name(d->dtype));
+    if (with_data && d->kind == NPL_ACCEL_STATIC && (!d->data || d->data_size != *nbytes))
+        return vnpu_fail(be, NPL_ACCEL_ERR_INVALID_ARG, "vnpu: tensor '%s': STATIC data of %llu bytes given, %zu "
+                         "expected", nm, (unsigned long long)d->data_size, *nbytes);
+    if (with_data && d->kind != NPL_ACCEL_STATIC && (d->data || d->data_size))
+        return vnpu_fail(be, NPL_ACCEL_ERR_INVALID_ARG, "vnpu: tensor '%s': data given for a %s tensor", nm,
+                         vnpu_kind_name(d->kind));
+    npl_accel_status st = vnpu_quant_copy(be, q, &d->quant, d->dtype, d->rank, dims, nm);
+    if (!st && q->enc == NPL_ACCEL_QUANT_DYNAMIC) st = vnpu_dyn_tensor(be, d->kind, q, d->rank, dims, nbytes, nm);
+    if (st) {
+        free(q->scales);
+        free(q->offsets);
+        memset(q, 0, sizeof *q);
+    }
+    return st;
+}
+
 static npl_accel_status tensor_add(npl_accel_context *ctx, vnpu_graph *g, const npl_accel_tensor_desc *d,
                                    npl_accel_tensor_id *out) {
     struct npl_accel_backend *be = ctx->be;
@@ -459,32 +517,13 @@ static npl_accel_status tensor_add(npl_accel_context *ctx, vnpu_graph *g, const 
         return vnpu_fail(be, NPL_ACCEL_ERR_STATE, "vnpu: tensor '%s': a context from a binary is immutable", nm);
     if (g && g->finalized)
         return vnpu_fail(be, NPL_ACCEL_ERR_STATE, "vnpu: tensor '%s': graph '%s' is already finalized", nm, g->name);
-    if (d->kind >= NPL_ACCEL_KIND_COUNT)
-        return vnpu_fail(be, NPL_ACCEL_ERR_INVALID_ARG, "vnpu: tensor '%s': unknown kind %u", nm, d->kind);
-    if (!g && d->kind != NPL_ACCEL_STATIC && d->kind != NPL_ACCEL_APP_READWRITE)
+    if (d->kind < NPL_ACCEL_KIND_COUNT && !g && d->kind != NPL_ACCEL_STATIC && d->kind != NPL_ACCEL_APP_READWRITE)
         return vnpu_fail(be, NPL_ACCEL_ERR_INVALID_ARG, "vnpu: tensor '%s': a context tensor must be STATIC or "
                          "APP_READWRITE, not %s", nm, vnpu_kind_name(d->kind));
-    if (d->dtype >= NPL_ACCEL_DT_COUNT)
-        return vnpu_fail(be, NPL_ACCEL_ERR_INVALID_ARG, "vnpu: tensor '%s': unknown data type %u", nm, d->dtype);
-    int64_t dims[NPL_ACCEL_MAX_RANK] = {0};
-    size_t nbytes = 0;
-    for (uint32_t i = 0; i < d->rank && i < NPL_ACCEL_MAX_RANK; i++) dims[i] = d->dims[i];
-    if (vnpu_tensor_nbytes(d->dtype, d->rank, dims, &nbytes) || nbytes > ((size_t)1 << 40))
-        return vnpu_fail(be, NPL_ACCEL_ERR_SHAPE_MISMATCH, "vnpu: tensor '%s': rank %u with these dims is invalid for "
-                         "%s (rank 1..%d, dims > 0, block types need a last dim multiple of their block)", nm, d->rank,
-                         vnpu_dtype_name(d->dtype), NPL_ACCEL_MAX_RANK);
-    if (vnpu_dtype_ggml(d->dtype) >= 0 && d->kind != NPL_ACCEL_STATIC)
-        return vnpu_fail(be, NPL_ACCEL_ERR_TYPE_MISMATCH, "vnpu: tensor '%s': %s is for STATIC weights only", nm,
-                         vnpu_dtype_name(d->dtype));
-    if (d->kind == NPL_ACCEL_STATIC && (!d->data || d->data_size != nbytes))
-        return vnpu_fail(be, NPL_ACCEL_ERR_INVALID_ARG, "vnpu: tensor '%s': STATIC data of %llu bytes given, %zu "
-                         "expected", nm, (unsigned long long)d->data_size, nbytes);
-    if (d->kind != NPL_ACCEL_STATIC && (d->data || d->data_size))
-        return vnpu_fail(be, NPL_ACCEL_ERR_INVALID_ARG, "vnpu: tensor '%s': data given for a %s tensor", nm,
-                         vnpu_kind_name(d->kind));
+    int64_t dims[NPL_ACCEL_MAX_RANK];
+    size_t nbytes;
     vnpu_quant q;
-    npl_accel_status st = vnpu_quant_copy(be, &q, &d->quant, d->dtype, d->rank, dims, nm);
-    if (!st && q.enc == NPL_ACCEL_QUANT_DYNAMIC) st = vnpu_dyn_tensor(be, d->kind, &q, d->rank, dims, &nbytes, nm);
+    npl_accel_status st = vnpu_desc_check(be, d, nm, 1, dims, &nbytes, &q);
     if (st) return st;
     uint32_t prev = vnpu_find_tensor(ctx, nm);
     if (prev != VNPU_NONE) {
@@ -574,20 +613,12 @@ static npl_accel_status graph_add_node(npl_accel_graph *g, const npl_accel_node_
     snprintf(where, sizeof where, "graph '%s': node '%s' (%s)", g->name, d->name ? d->name : "?", d->op);
     if (g->finalized || ctx->from_binary)
         return vnpu_fail(be, NPL_ACCEL_ERR_STATE, "vnpu: %s: the graph is finalized", where);
-    int op = vnpu_op_from_name(d->op);
-    if (op < 0 || vnpu_op_get((uint32_t)op)->internal)
-        return vnpu_fail(be, NPL_ACCEL_ERR_UNKNOWN_OP, "vnpu: %s: unknown op type", where);
-    const vnpu_op_info *oi = vnpu_op_get((uint32_t)op);
-    if ((int)d->n_inputs < oi->min_in || (int)d->n_inputs > oi->max_in || (int)d->n_outputs != oi->n_out ||
-        (d->n_inputs && !d->inputs) || (d->n_outputs && !d->outputs))
-        return vnpu_fail(be, NPL_ACCEL_ERR_SHAPE_MISMATCH, "vnpu: %s: takes %d..%d inputs and %d outputs, got %u and %u",
-                         where, oi->min_in, oi->max_in, oi->n_out, d->n_inputs, d->n_outputs);
     vnpu_node n;
-    memset(&n, 0, sizeof n);
-    n.op = (uint32_t)op;
-    n.pack = -1;
-    n.n_in = d->n_inputs;
-    n.n_out = d->n_outputs;
+    npl_accel_status st = vnpu_node_begin(be, d, where, &n);
+    if (st) return st;
+    if ((d->n_inputs && !d->inputs) || (d->n_outputs && !d->outputs))
+        return vnpu_fail(be, NPL_ACCEL_ERR_SHAPE_MISMATCH, "vnpu: %s: %u inputs and %u outputs but a NULL id list",
+                         where, d->n_inputs, d->n_outputs);
     for (uint32_t i = 0; i < d->n_inputs + d->n_outputs; i++) {
         uint32_t id = i < d->n_inputs ? d->inputs[i] : d->outputs[i - d->n_inputs];
         if (id >= ctx->n_t)
@@ -596,22 +627,11 @@ static npl_accel_status graph_add_node(npl_accel_graph *g, const npl_accel_node_
         if (t->graph >= 0 && t->graph != g->index)
             return vnpu_fail(be, NPL_ACCEL_ERR_INVALID_ARG, "vnpu: %s: tensor '%s' belongs to graph '%s'", where,
                              t->name, ctx->g[t->graph]->name);
-        if (i >= d->n_inputs && t->kind != NPL_ACCEL_NATIVE && t->kind != NPL_ACCEL_APP_READ)
-            return vnpu_fail(be, NPL_ACCEL_ERR_INVALID_ARG, "vnpu: %s: output '%s' is %s; outputs must be NATIVE or "
-                             "APP_READ", where, t->name, vnpu_kind_name(t->kind));
+        if (i >= d->n_inputs && (st = vnpu_check_output_kind(be, where, t->name, t->kind))) return st;
         if (i < d->n_inputs) n.in[i] = id;
         else n.out[i - d->n_inputs] = id;
     }
-    if (d->n_params && !d->params)
-        return vnpu_fail(be, NPL_ACCEL_ERR_INVALID_ARG, "vnpu: %s: params is NULL", where);
-    npl_accel_status st = vnpu_parse_params(be, &n, d->params, d->n_params, where);
-    if (st) return st;
-    if (n.op == VNPU_OP_FULLY_CONNECTED) { /* QNN's FullyConnected: weights [N, K] */
-        n.op = VNPU_OP_MATMUL;
-        n.ip[0] = 0;
-        n.ip[1] = 1;
-    }
-    if ((st = vnpu_check_node(be, ctx, &n, where))) return st;
+    if ((st = vnpu_node_end(be, ctx, &n, d, where))) return st;
     if (g->n_nodes == g->cap_nodes) {
         uint32_t cap = g->cap_nodes ? g->cap_nodes * 2 : 16;
         vnpu_node *nn = realloc(g->nodes, cap * sizeof *nn);
@@ -733,6 +753,9 @@ static const npl_accel_api vnpu_api = {
     .binary_info_get = binary_info_get,
     .binary_info_free = binary_info_free,
     .context_tensor_data = context_tensor_data,
+    .validate_node = vnpu_validate_node,
+    .list_ops = vnpu_list_ops,
+    .backend_create_on_pool = backend_create_on_pool,
 };
 
 const npl_accel_api *npl_vnpu_get_api(uint32_t requested_version) {

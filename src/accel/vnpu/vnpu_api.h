@@ -8,7 +8,8 @@
  * Backend options:
  *   kernel_family    auto (default) | amx | avx512 | avx2 | generic
  *                    (forcing one this CPU lacks is ERR_HW_UNSUPPORTED)
- *   threads          worker threads; 0 (default) = one per core
+ *   threads          worker threads; 0 (default) = one per core (not with
+ *                    backend_create_on_pool: the host's pool has the threads)
  *   cpu_max_family   pretend the CPU has at most this family (tests of
  *                    binaries compiled for a machine with more)
  * Device and context options: none. */

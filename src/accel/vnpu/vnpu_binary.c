@@ -25,6 +25,10 @@
 
 #define HDR 128
 #define FORMAT_VERSION 3u /* 2: GGML block weights kept as blocks (VNPU_PK_GGML); 3: Rope attn_factor (fp[3], 1 by default) */
+/* The ABI version a binary's header names: the layout belongs to version 1
+ * (version 2 appended table methods, no binary fields); FORMAT_VERSION
+ * numbers the layout's own changes. */
+#define BINARY_ABI 1u
 #define MAX_TENSOR_BYTES ((size_t)1 << 40) /* as tensor_create */
 #define ENDIAN_TAG 0x01020304u
 #define CKSUM_AT 56
@@ -193,7 +197,7 @@ npl_accel_status vnpu_binary_write(struct npl_accel_context *ctx, void *buf, uin
         uint32_t n_steps = 0;
         for (uint32_t g = 0; g < ctx->n_g; g++) n_steps += ctx->g[g]->n_steps;
         put(&w, MAGIC, 8);
-        const uint32_t h32[10] = {NPL_ACCEL_ABI_VERSION, FORMAT_VERSION, HDR, (uint32_t)ctx->family, ENDIAN_TAG,
+        const uint32_t h32[10] = {BINARY_ABI, FORMAT_VERSION, HDR, (uint32_t)ctx->family, ENDIAN_TAG,
                                   ctx->n_t, ctx->n_g, n_steps, ctx->n_packs, 0};
         for (int i = 0; i < 10; i++) put_u32(&w, h32[i]);
         const uint64_t h64[6] = {total, 0, HDR, meta, data_off, L.data_size};
@@ -485,9 +489,9 @@ static npl_accel_status load(loader *L, struct npl_accel_context **out) {
     memcpy(h64, b + 48, sizeof h64);
     if (h32[4] != ENDIAN_TAG)
         return vnpu_fail(L->be, NPL_ACCEL_ERR_BINARY_VERSION, "vnpu: context binary: written with another byte order");
-    if (h32[0] != NPL_ACCEL_ABI_VERSION || h32[1] != FORMAT_VERSION)
+    if (h32[0] != BINARY_ABI || h32[1] != FORMAT_VERSION)
         return vnpu_fail(L->be, NPL_ACCEL_ERR_BINARY_VERSION, "vnpu: context binary: ABI version %u / format %u, this "
-                         "library reads ABI %u / format %u", h32[0], h32[1], NPL_ACCEL_ABI_VERSION, FORMAT_VERSION);
+                         "library reads ABI %u / format %u", h32[0], h32[1], BINARY_ABI, FORMAT_VERSION);
     if (h32[2] != HDR) return corrupt(L, "bad header size");
     if (h64[0] != L->size)
         return vnpu_fail(L->be, NPL_ACCEL_ERR_BINARY_CORRUPT, "vnpu: context binary: truncated or padded (the header "
@@ -569,7 +573,7 @@ npl_accel_status vnpu_binary_info(struct npl_accel_backend *be, const void *bin,
     box->mem[1] = ti;
     box->mem[2] = c; /* owns the names and quant arrays the info points at */
     npl_accel_binary_info *info = &box->info;
-    info->abi_version = NPL_ACCEL_ABI_VERSION;
+    info->abi_version = BINARY_ABI;
     info->format_version = FORMAT_VERSION;
     snprintf(info->kernel_family, sizeof info->kernel_family, "%s", vnpu_family_name(c->family));
     info->total_size = size;

@@ -1,65 +1,61 @@
 /* vnpu op set: names, params and the type / shape check of every op.
  *
- * Ops (inputs -> outputs; shapes outermost first; "float" = F32, F16, BF16,
+ * The ops and their semantics are the vocabulary in include/npullm_accel.h;
+ * this file adds what vnpu takes of it. "float" = F32, F16, BF16,
  * INT8/UINT8/INT16 with per-tensor quant params or INT16 with dynamic
- * per-block scales (not for Transpose or Concat); all
- * compute in f32):
- *   MatMul        x [.., M, K], w [K, N] (or [N, K] with transpose_in1=1), bias [N]?
- *                 -> [.., M, N]. w: F32/F16/BF16, INT8/UINT8/INT16 with per-tensor,
- *                 per-axis (output channel) or per-block (along K, block % 32 == 0)
- *                 params, or GGML blocks Q4_0..Q6_K (STATIC, transpose_in1=1). Params:
- *                 transpose_in0 (0 only), transpose_in1.
- *   FullyConnected x [M, K], w [N, K], bias [N]? -> [M, N] (MatMul, transpose_in1=1)
- *   RmsNorm       x [.., D], gamma [D]? -> x shape. Param epsilon (1e-6).
- *   Rope          x [S, H, D], positions INT32 [S], freq_factors F32 [n_rot/2]? -> x
- *                 shape. Params n_rot (D), neox (0), base (10000), freq_scale (1),
- *                 ext_factor (0), attn_factor (1), corr_low, corr_high (0): llama.cpp's
- *                 ggml_rope_ext (factors divide pair i's angle; yarn mixes the scaled
- *                 and unscaled angles over [corr_low, corr_high] when ext_factor != 0;
- *                 cos/sin times attn_factor). Position -1: row unchanged.
- *   Attention     q [S, Hq, D], k [S, Hkv, D], v [S, Hkv, D], k_cache, v_cache
- *                 (APP_READWRITE F16 [C, Hkv, D]), positions INT32 [S] -> [S, Hq, D],
- *                 D <= NPL_ATTN_MAX_HD (1024).
- *                 Writes k/v rows at their positions (-1 = padding: not written,
- *                 output 0), then causal attention over the cache. Params scale
- *                 (1/sqrt(D)), window (0 = none), softcap (0 = none).
- *   Add, Mul      a, b (one may broadcast over the other's leading dims)
- *   Scale         x -> x * scale
- *   Silu, Gelu    x -> act(x)  (gelu: tanh form)
- *   SwiGLU, GeGLU gate, up -> act(gate) * up
- *   Softmax       over the last dim; param beta (1)
- *   Reshape       same element count and type
- *   Transpose     param perm (INTS)
- *   Concat        n inputs along param axis (0)
- *   Gather        table [V, D] (float, GGML blocks), indices INT32 [..] -> [.., D]
- *   Cast          x -> any float type (conversion) */
+ * per-block scales (not for Transpose or Concat); all compute in f32.
+ *   MatMul        w: F32/F16/BF16, INT8/UINT8/INT16 with per-tensor, per-axis
+ *                 (output channel) or per-block (along K, block % 32 == 0) params,
+ *                 or GGML blocks Q4_0..Q6_K (STATIC, transpose_in1=1);
+ *                 transpose_in0 = 0 only. FullyConnected's keep_dims is ignored.
+ *   Attention     D <= NPL_ATTN_MAX_HD (1024).
+ *   Gather        table: float, GGML blocks or per-row (axis 0) quantized ints.
+ *   Cast          to any float type. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "accel/vnpu/vnpu.h"
 
+/* Params per op, in the order they fill the node's slots: INT and INTS
+ * params fill ip[] and FLOAT params fp[], each from slot 0 in the order
+ * listed (so Rope's corr_low is ip[2] and attn_factor fp[3]). */
+#define INT_P NPL_ACCEL_PARAM_INT
+#define FLOAT_P NPL_ACCEL_PARAM_FLOAT
+static const npl_accel_param_info p_matmul[] = {{"transpose_in0", INT_P}, {"transpose_in1", INT_P}};
+static const npl_accel_param_info p_fc[] = {{"keep_dims", INT_P}};
+static const npl_accel_param_info p_rms[] = {{"epsilon", FLOAT_P}};
+static const npl_accel_param_info p_rope[] = {{"n_rot", INT_P},       {"neox", INT_P},
+                                              {"base", FLOAT_P},      {"freq_scale", FLOAT_P},
+                                              {"ext_factor", FLOAT_P}, {"attn_factor", FLOAT_P},
+                                              {"corr_low", INT_P},    {"corr_high", INT_P}};
+static const npl_accel_param_info p_attn[] = {{"window", INT_P}, {"scale", FLOAT_P}, {"softcap", FLOAT_P}};
+static const npl_accel_param_info p_scale[] = {{"scale", FLOAT_P}};
+static const npl_accel_param_info p_softmax[] = {{"beta", FLOAT_P}};
+static const npl_accel_param_info p_transpose[] = {{"perm", NPL_ACCEL_PARAM_INTS}};
+static const npl_accel_param_info p_axis[] = {{"axis", INT_P}};
+#define NP(a) (uint32_t)(sizeof a / sizeof a[0]), a
+#define NP_NONE 0, NULL
+
 static const vnpu_op_info op_infos[VNPU_OP_COUNT] = {
-    [VNPU_OP_MATMUL] = {"MatMul", 2, 3, 1, 0},
-    [VNPU_OP_FULLY_CONNECTED] = {"FullyConnected", 2, 3, 1, 0},
-    [VNPU_OP_RMS_NORM] = {"RmsNorm", 1, 2, 1, 0},
-    [VNPU_OP_ROPE] = {"Rope", 2, 3, 1, 0},
-    [VNPU_OP_ATTENTION] = {"Attention", 6, 6, 1, 0},
-    [VNPU_OP_ADD] = {"Add", 2, 2, 1, 0},
-    [VNPU_OP_MUL] = {"Mul", 2, 2, 1, 0},
-    [VNPU_OP_SCALE] = {"Scale", 1, 1, 1, 0},
-    [VNPU_OP_SILU] = {"Silu", 1, 1, 1, 0},
-    [VNPU_OP_GELU] = {"Gelu", 1, 1, 1, 0},
-    [VNPU_OP_SWIGLU] = {"SwiGLU", 2, 2, 1, 0},
-    [VNPU_OP_GEGLU] = {"GeGLU", 2, 2, 1, 0},
-    [VNPU_OP_SOFTMAX] = {"Softmax", 1, 1, 1, 0},
-    [VNPU_OP_RESHAPE] = {"Reshape", 1, 1, 1, 0},
-    [VNPU_OP_TRANSPOSE] = {"Transpose", 1, 1, 1, 0},
-    [VNPU_OP_CONCAT] = {"Concat", 1, VNPU_MAX_IN, 1, 0},
-    [VNPU_OP_GATHER] = {"Gather", 2, 2, 1, 0},
-    [VNPU_OP_CAST] = {"Cast", 1, 1, 1, 0},
-    [VNPU_OP_MATMUL_GATED] = {"vnpu.MatMulGated", 3, 3, 1, 1},
+#define INFO_ROW(e, nm, mi, ma, no, ...) [VNPU_OP_##e] = {nm, mi, ma, no, 0, __VA_ARGS__},
+#define INTERNAL_ROW(e, nm, mi, ma, no, ...) [VNPU_OP_##e] = {nm, mi, ma, no, 1, __VA_ARGS__},
+    VNPU_OPS(INFO_ROW) VNPU_INTERNAL_OPS(INTERNAL_ROW)
+#undef INFO_ROW
+#undef INTERNAL_ROW
 };
+
+/* list_ops: the same rows, in the ABI's form (internal ops are not listed) */
+static const npl_accel_op_info op_list[VNPU_OP_N_PUBLIC] = {
+#define LIST_ROW(e, nm, mi, ma, no, ...) {nm, mi, ma, no, __VA_ARGS__},
+    VNPU_OPS(LIST_ROW)
+#undef LIST_ROW
+};
+
+const npl_accel_op_info *vnpu_op_list(uint32_t *n) {
+    *n = VNPU_OP_N_PUBLIC;
+    return op_list;
+}
 
 const vnpu_op_info *vnpu_op_get(uint32_t op) { return op < VNPU_OP_COUNT ? &op_infos[op] : NULL; }
 
@@ -70,30 +66,6 @@ int vnpu_op_from_name(const char *name) {
 }
 
 /* ---- params ---- */
-
-enum { P_INT, P_FLOAT, P_INTS };
-typedef struct {
-    uint32_t op;
-    const char *name;
-    int type, slot;
-} pspec;
-
-static const pspec pspecs[] = {
-    {VNPU_OP_MATMUL, "transpose_in0", P_INT, 0},    {VNPU_OP_MATMUL, "transpose_in1", P_INT, 1},
-    {VNPU_OP_FULLY_CONNECTED, "keep_dims", P_INT, 2},
-    {VNPU_OP_RMS_NORM, "epsilon", P_FLOAT, 0},
-    {VNPU_OP_ROPE, "n_rot", P_INT, 0},              {VNPU_OP_ROPE, "neox", P_INT, 1},
-    {VNPU_OP_ROPE, "base", P_FLOAT, 0},             {VNPU_OP_ROPE, "freq_scale", P_FLOAT, 1},
-    {VNPU_OP_ROPE, "ext_factor", P_FLOAT, 2},       {VNPU_OP_ROPE, "attn_factor", P_FLOAT, 3},
-    {VNPU_OP_ROPE, "corr_low", P_INT, 2},           {VNPU_OP_ROPE, "corr_high", P_INT, 3},
-    {VNPU_OP_ATTENTION, "window", P_INT, 0},        {VNPU_OP_ATTENTION, "scale", P_FLOAT, 0},
-    {VNPU_OP_ATTENTION, "softcap", P_FLOAT, 1},
-    {VNPU_OP_SCALE, "scale", P_FLOAT, 0},
-    {VNPU_OP_SOFTMAX, "beta", P_FLOAT, 0},
-    {VNPU_OP_TRANSPOSE, "perm", P_INTS, 0},
-    {VNPU_OP_CONCAT, "axis", P_INT, 0},
-    {VNPU_OP_GATHER, "axis", P_INT, 0},
-};
 
 static void set_defaults(vnpu_node *n) {
     switch (n->op) {
@@ -108,28 +80,32 @@ static void set_defaults(vnpu_node *n) {
 npl_accel_status vnpu_parse_params(struct npl_accel_backend *be, vnpu_node *n, const npl_accel_param *p,
                                    uint32_t np, const char *where) {
     set_defaults(n);
+    const vnpu_op_info *oi = vnpu_op_get(n->op);
     for (uint32_t i = 0; i < np; i++) {
-        const pspec *s = NULL;
         if (!p[i].name) return vnpu_fail(be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: param %u has no name", where, i);
-        for (size_t j = 0; j < sizeof pspecs / sizeof pspecs[0]; j++)
-            if (pspecs[j].op == n->op && !strcmp(pspecs[j].name, p[i].name)) s = &pspecs[j];
-        if (!s) return vnpu_fail(be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: unknown param '%s'", where, p[i].name);
-        if (s->type == P_INT && p[i].type == NPL_ACCEL_PARAM_INT) {
-            n->ip[s->slot] = p[i].i;
-        } else if (s->type == P_FLOAT && (p[i].type == NPL_ACCEL_PARAM_FLOAT || p[i].type == NPL_ACCEL_PARAM_INT)) {
+        uint32_t j = 0;
+        while (j < oi->n_params && strcmp(oi->params[j].name, p[i].name)) j++;
+        if (j == oi->n_params)
+            return vnpu_fail(be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: unknown param '%s'", where, p[i].name);
+        const npl_accel_param_type want = oi->params[j].type;
+        int slot = 0; /* earlier params of the same class (ip[] or fp[]) */
+        for (uint32_t k = 0; k < j; k++) slot += (oi->params[k].type == NPL_ACCEL_PARAM_FLOAT) == (want == NPL_ACCEL_PARAM_FLOAT);
+        if (want == NPL_ACCEL_PARAM_INT && p[i].type == NPL_ACCEL_PARAM_INT) {
+            n->ip[slot] = p[i].i;
+        } else if (want == NPL_ACCEL_PARAM_FLOAT && (p[i].type == NPL_ACCEL_PARAM_FLOAT || p[i].type == NPL_ACCEL_PARAM_INT)) {
             double v = p[i].type == NPL_ACCEL_PARAM_FLOAT ? p[i].f : (double)p[i].i;
             if (!isfinite(v))
                 return vnpu_fail(be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: param '%s' is not finite", where, p[i].name);
-            n->fp[s->slot] = (float)v;
-        } else if (s->type == P_INTS && p[i].type == NPL_ACCEL_PARAM_INTS) {
+            n->fp[slot] = (float)v;
+        } else if (want == NPL_ACCEL_PARAM_INTS && p[i].type == NPL_ACCEL_PARAM_INTS) {
             if (p[i].count > VNPU_MAX_INTS || (p[i].count && !p[i].ints))
                 return vnpu_fail(be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: param '%s' has %u values (max %d)", where,
                                  p[i].name, p[i].count, VNPU_MAX_INTS);
             for (uint32_t k = 0; k < p[i].count; k++) n->ip[k] = p[i].ints[k];
             n->n_ip = p[i].count;
         } else {
-            return vnpu_fail(be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: param '%s' has the wrong type %u", where,
-                             p[i].name, p[i].type);
+            return vnpu_fail(be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: param '%s' has the wrong type %u (%s expected)",
+                             where, p[i].name, p[i].type, want == NPL_ACCEL_PARAM_INT ? "INT" : want == NPL_ACCEL_PARAM_FLOAT ? "FLOAT" : "INTS");
         }
     }
     return NPL_ACCEL_OK;
@@ -413,4 +389,44 @@ npl_accel_status vnpu_check_node(struct npl_accel_backend *be, const struct npl_
     case VNPU_OP_GATHER: return check_gather(&c);
     default: return vnpu_fail(be, NPL_ACCEL_ERR_UNKNOWN_OP, "vnpu: %s: unknown op", where);
     }
+}
+
+/* ---- what graph_add_node and validate_node share ---- */
+
+npl_accel_status vnpu_node_begin(struct npl_accel_backend *be, const npl_accel_node_desc *d, const char *where,
+                                 vnpu_node *n) {
+    int op = vnpu_op_from_name(d->op);
+    if (op < 0 || vnpu_op_get((uint32_t)op)->internal)
+        return vnpu_fail(be, NPL_ACCEL_ERR_UNKNOWN_OP, "vnpu: %s: unknown op type", where);
+    const vnpu_op_info *oi = vnpu_op_get((uint32_t)op);
+    if ((int)d->n_inputs < oi->min_in || (int)d->n_inputs > oi->max_in || (int)d->n_outputs != oi->n_out)
+        return vnpu_fail(be, NPL_ACCEL_ERR_SHAPE_MISMATCH, "vnpu: %s: takes %d..%d inputs and %d outputs, got %u and %u",
+                         where, oi->min_in, oi->max_in, oi->n_out, d->n_inputs, d->n_outputs);
+    memset(n, 0, sizeof *n);
+    n->op = (uint32_t)op;
+    n->pack = -1;
+    n->n_in = d->n_inputs;
+    n->n_out = d->n_outputs;
+    return NPL_ACCEL_OK;
+}
+
+npl_accel_status vnpu_check_output_kind(struct npl_accel_backend *be, const char *where, const char *tname,
+                                        uint32_t kind) {
+    if (kind == NPL_ACCEL_NATIVE || kind == NPL_ACCEL_APP_READ) return NPL_ACCEL_OK;
+    return vnpu_fail(be, NPL_ACCEL_ERR_INVALID_ARG, "vnpu: %s: output '%s' is %s; outputs must be NATIVE or APP_READ",
+                     where, tname, vnpu_kind_name(kind));
+}
+
+npl_accel_status vnpu_node_end(struct npl_accel_backend *be, const struct npl_accel_context *ctx, vnpu_node *n,
+                               const npl_accel_node_desc *d, const char *where) {
+    if (d->n_params && !d->params)
+        return vnpu_fail(be, NPL_ACCEL_ERR_INVALID_ARG, "vnpu: %s: params is NULL", where);
+    npl_accel_status st = vnpu_parse_params(be, n, d->params, d->n_params, where);
+    if (st) return st;
+    if (n->op == VNPU_OP_FULLY_CONNECTED) { /* QNN's FullyConnected: weights [N, K] */
+        n->op = VNPU_OP_MATMUL;
+        n->ip[0] = 0;
+        n->ip[1] = 1;
+    }
+    return vnpu_check_node(be, ctx, n, where);
 }
