@@ -10,7 +10,7 @@
 # side, binary size vs weights, RssAnon after open, decode at 100 vs 2000
 # tokens of context and the pp/tg table (ACCURACY_ONLY=1: not these last
 # four, on a busy machine). CLASSES=1 instead prints, for each tensor class
-# alone in f16 (all others kept f32 through NPL_LOWER_F32), its agreement:
+# alone in f16 (all others kept f32 through compile --keep-f32), its agreement:
 # which f16 roundings cost agreement. OUTPUT=1 instead prints, for f16
 # packages with the output matrix kept and as q5_0 / q4_0
 # (--output-weights), agreement, binary size and decode speed.
@@ -75,7 +75,7 @@ if [ "${CLASSES:-0}" = 1 ]; then
     for c in norm_in qkv qknorm rope attn post glu; do
         keep=$(echo $all | tr ' ' '\n' | grep -vx "$c" | paste -sd, -)
         echo "== package, f16 only for class $c"
-        NPL_LOWER_F32=$keep $N compile -m "$M" -o "$W/pkg_cls" --act f16 --force -t 2 > "$W/compile_cls.log" 2>&1
+        $N compile -m "$M" -o "$W/pkg_cls" --act f16 --keep-f32 "$keep" --force -t 2 > "$W/compile_cls.log" 2>&1
         $N eval-logits -m "$W/pkg_cls" --ids "$W/ids1k.txt" --out "$W/pkg.bin" -t 2 > /dev/null
         "$PY" -c "$cmp_py" "$W/cpu.bin" "$W/pkg.bin" "$V"
     done

@@ -60,6 +60,8 @@ typedef struct {
     const char *stall_at;      /* test hook "S:D[:MS]": hold stage S at step D for MS ms or until aborted */
     const char *target;        /* accelerator plugin (libnpl_accel_TARGET.so); default the build's ("vnpu") */
     const char *plugin_dir;    /* look for the plugin only here; NULL = next to libnpullm.so / the executable */
+    const char *keep_f32;      /* comma list of tensor classes whose activations stay f32 whatever `act`
+                                  says (norm_in, qkv, qknorm, rope, attn, o, post, gu, glu, down, other) */
 } npl_compile_options;
 
 NPL_API npl_compile_options npl_compile_default_options(void);

@@ -254,6 +254,8 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
                  p.target ? p.target : "");
         return -1;
     }
+    uint32_t f32_classes;
+    if (npl_lower_f32_classes(p.keep_f32, &f32_classes, err, errlen)) return -1;
     /* -o first: refusing it after 20 s of stages wastes the user's time */
     if (npl_pkg_out_prepare(g, out_dir, p.force, out, sizeof out, err, errlen)) return -1;
     {   /* the target next: a plugin that is missing or broken stops the compile now */
@@ -370,7 +372,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         for (int c = 0; c < n_cases && ok; c++) {
             if ((stop = prog(&pg, 2, c, n_cases, "lower + compile per shape"))) break;
             npl_lower_args la = {.g = mg.g, .seg = sg, .shapes = shapes, .act = act, .wprec = p.weights, .wc = wc,
-                                 .out_weight = out_weight, .out_type = (npl_type)p.output_weights};
+                                 .f32_classes = f32_classes, .out_weight = out_weight, .out_type = (npl_type)p.output_weights};
             snprintf(r->names[c], sizeof r->names[c], "s%d_ar%d_o%d", si, cases[c].seq, cases[c].n_out);
             la.gname = r->names[c];
             if (npl_infer_all(mg.g, cases[c].seq, cases[c].n_out, shapes, err, errlen) ||
@@ -623,8 +625,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         fprintf(o, "  model      %s, %d layers, n_ctx %d, chunk %d, activations %s, weights %s\n", hp.arch_name,
                 hp.n_layer, n_ctx, p.chunk, npl_act_prec_name(p.act), npl_weight_prec_name(p.weights));
         fprintf(o, "  target     %s\n", p.target);
-        if (getenv("NPL_LOWER_F32"))
-            fprintf(o, "  NOTE       NPL_LOWER_F32=%s: these tensor classes stay f32\n", getenv("NPL_LOWER_F32"));
+        if (f32_classes) fprintf(o, "  keep-f32   %s: these tensor classes stay f32\n", p.keep_f32);
         fprintf(o, "  subgraphs  %d found, %d lowered\n", part.n_segs, n_kept);
         for (int si = 0; si < part.n_segs; si++) {
             const npl_segment *sg = &part.segs[si];

@@ -66,6 +66,9 @@ typedef struct {
                                  or to the executable it is linked into) */
     const npl_plugin_provider *providers; /* built-in accelerators (a static build), n_providers */
     int n_providers;
+    const char *keep_f32;     /* comma list of tensor classes whose activations stay f32 whatever
+                                 `act` says (norm_in, qkv, qknorm, rope, attn, o, post, gu, glu,
+                                 down, other; see lower.c); NULL: none */
 } npl_compile_params;
 
 npl_compile_params npl_compile_default_params(void);

@@ -19,9 +19,10 @@
  * symmetric scale per block of 32 consecutive elements, computed when the
  * tensor is written (no calibration set needed).
  *
- * Developer knob: NPL_LOWER_F32=class,... keeps those tensor classes (see
- * cls_names) in f32 whatever the activation precision, to measure which
- * roundings cost agreement with the CPU path (the compile summary says so). */
+ * Compile option keep_f32 (`npullm compile --keep-f32 class,...`) keeps
+ * those tensor classes (see cls_names) in f32 whatever the activation
+ * precision, to measure which roundings cost agreement with the CPU path
+ * (the compile summary says so). */
 #include "compiler/lower.h"
 
 #include <stdio.h>
@@ -44,7 +45,7 @@ typedef struct {
     char *err;
     size_t errlen;
     uint8_t *cons;   /* per node: op of its first consumer in the segment (+1; 0 = none) */
-    uint8_t *f32cls; /* per class: kept in f32 (NPL_LOWER_F32) */
+    uint32_t f32cls;  /* bit per class: kept in f32 (npl_lower_args.f32_classes) */
     uint32_t *blk;   /* per node: int16 block of its tensors (0: none fits) */
     int cur;         /* node being lowered */
 } lw;
@@ -58,10 +59,28 @@ enum { C_NORM_IN, C_QKV, C_QKNORM, C_ROPE, C_ATTN, C_O, C_POST, C_GU, C_GLU, C_D
 static const char *const cls_names[C_COUNT] = {"norm_in", "qkv", "qknorm", "rope", "attn", "o",
                                                "post", "gu", "glu", "down", "other"};
 
+int npl_lower_f32_classes(const char *list, uint32_t *mask, char *err, size_t errlen) {
+    *mask = 0;
+    for (const char *p = list; p && *p;) {
+        const size_t len = strcspn(p, ",");
+        int c = 0;
+        while (c < C_COUNT && !(strlen(cls_names[c]) == len && !strncmp(p, cls_names[c], len))) c++;
+        if (c == C_COUNT) {
+            size_t o = (size_t)snprintf(err, errlen, "--keep-f32: '%.*s' is not a tensor class (", (int)len, p);
+            for (int k = 0; k < C_COUNT && o < errlen; k++)
+                o += (size_t)snprintf(err + o, errlen - o, "%s%s", cls_names[k], k + 1 < C_COUNT ? ", " : ")");
+            return -1;
+        }
+        *mask |= 1u << c;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
 static int cls_of(const lw *l, int id);
 
 /* The activation type of op node id's output. */
-static npl_accel_dtype act_of(const lw *l, int id) { return l->f32cls[cls_of(l, id)] ? NPL_ACCEL_DT_F32 : l->a->act; }
+static npl_accel_dtype act_of(const lw *l, int id) { return (l->f32cls >> cls_of(l, id) & 1) ? NPL_ACCEL_DT_F32 : l->a->act; }
 
 static int fail_api(lw *l, const char *what) {
     snprintf(l->err, l->errlen, "lowering %s: %s: %s", l->a->gname, what, l->api->last_error(l->be));
@@ -468,15 +487,8 @@ static int lower_op(lw *l, int id) {
 int npl_lower_segment(const npl_accel_api *api, npl_accel_backend *be, npl_accel_context *ctx, npl_lower_args *a,
                       char *err, size_t errlen) {
     int n = npl_graph_n_nodes(a->g), rc = -1;
-    uint8_t f32cls[C_COUNT] = {0};
     lw l = {api, be, ctx, NULL, a, malloc((size_t)n * sizeof(uint32_t)), calloc((size_t)n, sizeof(npl_accel_dtype)),
-            err, errlen, calloc((size_t)n, 1), f32cls, NULL, -1};
-    for (const char *ev = getenv("NPL_LOWER_F32"); ev && *ev;) { /* comma-separated class names */
-        const size_t len = strcspn(ev, ",");
-        for (int c = 0; c < C_COUNT; c++)
-            if (strlen(cls_names[c]) == len && !strncmp(ev, cls_names[c], len)) f32cls[c] = 1;
-        ev += len + (ev[len] == ',');
-    }
+            err, errlen, calloc((size_t)n, 1), a->f32_classes, NULL, -1};
     if (l.cons)
         for (int k = a->seg->n_nodes - 1; k >= 0; k--) {
             const npl_node *nd = npl_graph_node(a->g, a->seg->nodes[k]);

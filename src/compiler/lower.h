@@ -20,6 +20,7 @@ typedef struct {
     const npl_shape *shapes;    /* every node's shape at this graph's input shapes */
     npl_accel_dtype act;
     npl_weight_prec wprec;
+    uint32_t f32_classes;       /* bit per tensor class kept f32 (npl_lower_f32_classes) */
     int out_weight;             /* node id of the output matrix with its own type, or -1
                                    (set it explicitly: 0 is a node id) */
     npl_type out_type;
@@ -36,6 +37,10 @@ int npl_lower_segment(const npl_accel_api *api, npl_accel_backend *be, npl_accel
 /* NULL if the lowering lowers node id of g, else why the node stays on the
  * CPU (its op has no accelerator op, or this use of it is not worth one). */
 const char *npl_lower_refusal(const npl_graph *g, int id);
+/* Parses a comma list of tensor class names (norm_in, qkv, qknorm, rope,
+ * attn, o, post, gu, glu, down, other) into a bit mask; NULL or "" is 0.
+ * 0, or -1 with the unknown name and the known ones in err. */
+int npl_lower_f32_classes(const char *list, uint32_t *mask, char *err, size_t errlen);
 void npl_lower_weights_free(npl_lower_weight *wc, int n);
 /* Shapes of every node of g for inputs tokens/pos [seq] and out_rows
  * [n_out] (INPUT nodes with a symbolic dim get seq, or n_out for

@@ -20,7 +20,7 @@
 static const char *USAGE =
     "usage: npullm compile -m MODEL.gguf -o PKG [--chunk N] [--ctx N] [--act f16|bf16|int16|f32]\n"
     "                      [--weights q4|q8|keep] [--output-weights T] [-t N] [--keep-intermediate] [--force] [--no-check]\n"
-    "                      [--tolerance X] [--target NAME] [--plugin-dir DIR]\n"
+    "                      [--tolerance X] [--target NAME] [--plugin-dir DIR] [--keep-f32 CLASSES]\n"
     "  --chunk N     prefill graph size (AR-N), default 128; decode uses AR-1\n"
     "  --ctx N       KV cache positions, default the model's capped at 4096\n"
     "  --act P       activation precision inside the accelerator graphs (default f16)\n"
@@ -31,6 +31,9 @@ static const char *USAGE =
     "                makes a package's decode faster at some cost in logit accuracy\n"
     "  --tolerance X relative RMS error of a lowered graph against the CPU samples above\n"
     "                which its subgraph stays on the CPU (default 0.25)\n"
+    "  --keep-f32 CLASSES  comma list of tensor classes whose activations stay f32 whatever\n"
+    "                --act says, to find which roundings cost agreement with the CPU path:\n"
+    "                norm_in, qkv, qknorm, rope, attn, o, post, gu, glu, down, other\n"
     "  --force       replace PKG if it is an npullm package; anything else there is refused\n"
     "  --target NAME the accelerator to compile for: the plugin libnpl_accel_NAME.so next to\n"
     "                the npullm executable (or in --plugin-dir); default %s. Ops it refuses\n"
@@ -84,7 +87,7 @@ int npl_cmd_compile(int argc, char **argv) {
     static const cli_opt OPTS[] = {
         {"-m", "--model", 1}, {"-o", "--output", 1}, {"--chunk", NULL, 1}, {"--ctx", "-c|--ctx-size", 1},
         {"-t", "--threads", 1}, {"--act", NULL, 1}, {"--tolerance", NULL, 1}, {"--weights", NULL, 1},
-        {"--output-weights", NULL, 1}, {"--keep-intermediate", NULL, 0}, {"--force", NULL, 0},
+        {"--output-weights", NULL, 1}, {"--keep-f32", NULL, 1}, {"--keep-intermediate", NULL, 0}, {"--force", NULL, 0},
         {"--no-check", NULL, 0}, {"--target", NULL, 1}, {"--plugin-dir", NULL, 1}, {NULL, NULL, 0}};
     for (int i = 1; i < argc; i++) {
         const char *a;
@@ -98,6 +101,7 @@ int npl_cmd_compile(int argc, char **argv) {
         else if (!strcmp(a, "-o")) out = v;
         else if (!strcmp(a, "--target")) p.target = v;
         else if (!strcmp(a, "--plugin-dir")) p.plugin_dir = v;
+        else if (!strcmp(a, "--keep-f32")) p.keep_f32 = v;
         else if (!strcmp(a, "--chunk")) { if (cli_int("compile", a, v, 1, 1 << 16, &x)) return 2; p.chunk = (int)x; }
         else if (!strcmp(a, "--ctx")) { if (cli_int("compile", a, v, 1, 1 << 20, &x)) return 2; p.n_ctx = (int)x; }
         else if (!strcmp(a, "-t")) { if (cli_int("compile", a, v, 1, 256, &x)) return 2; p.n_threads = (int)x; }
