@@ -85,6 +85,12 @@ typedef struct {
     const char *stop;          /* an extra stop string, or NULL */
     int kernel_family;         /* -1 = best this CPU has; 0 plain C, 1 AVX2, 2 AVX-512, 3 AMX
                                   (capped at what the CPU has) */
+    int arithmetic;            /* this engine's CPU arithmetic: 0 = ours (default); 1 = llama.cpp's RoPE,
+                                  GEGLU and flash-attention rounding, 2 = the same without flash
+                                  attention (verification runs against llama.cpp; slow) */
+    int profile;               /* a package's accelerator step times, printed to stderr when the engine
+                                  closes: 0 = off (default), 1 = per graph and op type, 2 = also each
+                                  graph's steps, 3 = also the slowest steps */
 } npl_engine_params;
 
 typedef struct {
@@ -193,6 +199,8 @@ typedef struct {
 typedef struct {
     int n_ctx;                 /* KV cache positions; 0 = the model's, capped at 4096 */
     size_t kv_budget_bytes;    /* refuse a KV cache larger than this; 0 = 4 GiB */
+    int profile;               /* a package's accelerator step times, printed to stderr when the session
+                                  is freed: 0 = off (default), 1-3 = more detail */
 } npl_session_params;
 
 NPL_API npl_model_params npl_model_default_params(void);

@@ -228,12 +228,13 @@ static double *reference(const model *m, const int32_t *tok, int n, int score_di
 
 /* Largest |logit - reference| over a prefill of N_PROMPT tokens (every
  * position's logits) and N_DEC decode steps; NaN or a failure count as inf. */
-static double run_engine(const char *path, int isa, const int32_t *tok, const double *ref) {
+static double run_engine(const char *path, int isa, int arith, const int32_t *tok, const double *ref) {
     char err[512];
     npl_runner_params rp = npl_runner_default_params();
     rp.n_ctx = N_CTX;
     rp.n_threads = 2;
     rp.isa = isa;
+    rp.arith = arith;
     npl_runner *r = npl_runner_open(path, &rp, err, sizeof err);
     if (!r) {
         fprintf(stderr, "open %s: %s\n", path, err);
@@ -288,16 +289,14 @@ static void model_case(shape s, int test_package) {
     CHECK(ctl > 20 * TOL_LLAMACPP); /* the comparison can tell a wrong model */
     static const char *names[] = {"generic", "avx2", "avx512", "amx"};
     for (int isa = NPL_ISA_GENERIC; isa <= (int)npl_cpu_best_isa(); isa++) {
-        const double e = run_engine(path, isa, tok, ref);
+        const double e = run_engine(path, isa, NPL_ARITH_OURS, tok, ref);
         printf("  %-8s max |logit - reference| %.3g\n", names[isa], e);
         CHECK(e <= TOL);
     }
     static const struct { int mode; const char *name; } ariths[] = {
         {NPL_ARITH_LLAMACPP_FA, "llama.cpp flash attention"}, {NPL_ARITH_LLAMACPP_NOFA, "llama.cpp attention"}};
     for (int a = 0; a < 2; a++) {
-        npl_cpu_set_llamacpp_arith(ariths[a].mode);
-        const double e = run_engine(path, NPL_ISA_GENERIC, tok, ref);
-        npl_cpu_set_llamacpp_arith(NPL_ARITH_OURS);
+        const double e = run_engine(path, NPL_ISA_GENERIC, ariths[a].mode, tok, ref);
         printf("  %s arithmetic: max |logit - reference| %.3g\n", ariths[a].name, e);
         CHECK(e <= TOL_LLAMACPP);
     }

@@ -125,6 +125,10 @@ npl_session *npl_session_new(npl_model *m, const npl_session_params *params, npl
         return NULL;
     }
     npl_session_params sp = params ? *params : npl_session_default_params();
+    if (sp.profile < 0 || sp.profile > 3) {
+        *status = npl_errf(err, errlen, NPL_ERR_ARGUMENT, "profile %d out of range [0, 3]", sp.profile);
+        return NULL;
+    }
     npl_session *s = calloc(1, sizeof *s);
     if (!s) {
         *status = npl_err_memory(err, errlen);
@@ -135,9 +139,9 @@ npl_session *npl_session_new(npl_model *m, const npl_session_params *params, npl
     rp.kv_budget = sp.kv_budget_bytes;
     rp.n_threads = m->p.n_threads;
     rp.isa = m->p.kernel_family;
+    rp.arith = m->p.arithmetic; /* npullm.h's 0/1/2 are NPL_ARITH_OURS / _LLAMACPP_FA / _LLAMACPP_NOFA */
+    rp.profile = sp.profile;
     s->m = m;
-    /* process-wide until the runner takes it as a parameter (issue 14 item 6) */
-    if (m->p.arithmetic != NPL_ARITH_OURS) npl_cpu_set_llamacpp_arith(m->p.arithmetic);
     if (!(s->r = npl_runner_open(m->path, &rp, err, errlen))) {
         *status = npl_status_take(NPL_ERR_FILE);
         free(s);

@@ -4,7 +4,6 @@
 #include "cpu/cpu_backend.h"
 
 #include <math.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,10 +11,6 @@
 
 static int64_t n_rows(const npl_tensor *t) { return t->shape.ne[1] * t->shape.ne[2] * t->shape.ne[3]; }
 static const npl_cpu_ctx *cpu(const npl_exec_ctx *c) { return c->backend_ctx; }
-
-/* llama.cpp's arithmetic for verification runs: read by geglu, rope, attention */
-static atomic_int llamacpp_arith;
-void npl_cpu_set_llamacpp_arith(int mode) { atomic_store(&llamacpp_arith, mode); }
 
 /* Run body(c, row) for every row, rows split evenly across the pool. */
 typedef void (*row_fn)(const npl_exec_ctx *c, int64_t row);
@@ -115,8 +110,7 @@ static void swiglu_row(const npl_exec_ctx *c, int64_t r) {
 }
 static void geglu_row(const npl_exec_ctx *c, int64_t r) {
     int64_t n = c->src[0].shape.ne[0];
-    const int compat = atomic_load_explicit(&llamacpp_arith, memory_order_relaxed);
-    (compat ? npl_geglu_llamacpp : cpu(c)->nn->geglu)((const float *)c->src[0].data + r * n,
+    (cpu(c)->arith ? npl_geglu_llamacpp : cpu(c)->nn->geglu)((const float *)c->src[0].data + r * n,
                                                       (const float *)c->src[1].data + r * n,
                                                       (float *)c->dst.data + r * n, (int)n);
 }
@@ -173,7 +167,7 @@ static void rope_row(const npl_exec_ctx *c, int64_t s) {
     int32_t pos = ((const int32_t *)c->src[1].data)[s];
     if (pos < 0) return; /* padding row */
     const npl_rope_args a = rope_args(c);
-    if (atomic_load_explicit(&llamacpp_arith, memory_order_relaxed))
+    if (cpu(c)->arith)
         npl_rope_llamacpp_ext(dst, (int)heads, (int)hd, pos, &a);
     else
         npl_rope_ext(dst, (int)heads, (int)hd, pos, &a);
@@ -193,7 +187,7 @@ static const npl_op_exec cpu_rope = {.exec = exec_rope};
 typedef struct {
     npl_exec_ctx *c;
     npl_attn_args a;
-    int llamacpp; /* a llama.cpp arithmetic (npl_cpu_set_llamacpp_arith) */
+    int llamacpp; /* a llama.cpp arithmetic (npl_cpu_ctx.arith) */
 } attn_job;
 /* llama.cpp's CPU flash attention takes its tiled f32 path (q in f32, f32
  * accumulators: our kernels' arithmetic) from this many queries on, and the
@@ -246,7 +240,7 @@ static int exec_attention(npl_exec_ctx *c) {
         npl_f32_to_f16_row_fast((const float *)v->data + s * row, (uint16_t *)vc->data + (int64_t)pos[s] * row, row);
     }
     attn_job j = {.c = c};
-    const int compat = atomic_load_explicit(&llamacpp_arith, memory_order_relaxed);
+    const int compat = cpu(c)->arith;
     j.llamacpp = compat == NPL_ARITH_LLAMACPP_NOFA || (compat && seq < LLAMACPP_FA_TILE_Q) ? compat : 0;
     j.a.q = q->data;
     /* q goes through f16 as in llama.cpp's key-by-key path, whose K.Q takes
@@ -305,6 +299,7 @@ void npl_cpu_backend_init(npl_backend *be, npl_cpu_ctx *ctx, npl_isa isa) {
     ctx->k = npl_kernels_get(isa);
     ctx->nn = npl_nn_kernels_get(isa);
     ctx->isa = ctx->k->isa;
+    ctx->arith = NPL_ARITH_OURS;
     be->name = "cpu";
     be->ctx = ctx;
     for (int op = 0; op < NPL_OP_COUNT; op++) be->ops[op] = *cpu_execs[op];

@@ -11,6 +11,9 @@
 #include "llm/engine_config.h"
 #include "llm/engine_impl.h"
 
+_Static_assert(NPL_ARITH_OURS == 0 && NPL_ARITH_LLAMACPP_FA == 1 && NPL_ARITH_LLAMACPP_NOFA == 2,
+               "npl_engine_params.arithmetic passes NPL_ARITH_* through");
+
 npl_engine_params npl_engine_default_params(void) {
     npl_engine_params p;
     memset(&p, 0, sizeof(p));
@@ -122,6 +125,8 @@ static npl_status validate(const npl_engine_params *p, char *err, size_t errlen)
     if (p->n_ctx < 0) BAD("n_ctx %d must not be negative", p->n_ctx);
     if (p->n_threads < 0 || p->n_threads > 256) BAD("n_threads %d out of range [0, 256]", p->n_threads);
     if (p->kernel_family < -1 || p->kernel_family > 3) BAD("kernel_family %d out of range [-1, 3]", p->kernel_family);
+    if (p->arithmetic < 0 || p->arithmetic > 2) BAD("arithmetic %d out of range [0, 2]", p->arithmetic);
+    if (p->profile < 0 || p->profile > 3) BAD("profile %d out of range [0, 3]", p->profile);
     if (p->max_new_tokens < 0) BAD("max_new_tokens %d must not be negative", p->max_new_tokens);
     if (p->top_p < 0 || p->top_p > 1) BAD("top_p %g out of range [0, 1]", p->top_p);
     if (p->min_p < 0 || p->min_p > 1) BAD("min_p %g out of range [0, 1]", p->min_p);
@@ -187,6 +192,8 @@ npl_engine *npl_engine_open2(const char *path, const npl_engine_params *params, 
     rp.n_threads = p.n_threads;
     rp.kv_budget = p.kv_budget_bytes;
     rp.isa = p.kernel_family;
+    rp.arith = p.arithmetic; /* npullm.h's 0/1/2 are NPL_ARITH_OURS / _LLAMACPP_FA / _LLAMACPP_NOFA */
+    rp.profile = p.profile;
     if (!(e->r = npl_runner_open(model_path, &rp, err, errlen))) goto fail;
     if (!(e->tok = npl_tokenizer_load(npl_runner_gguf(e->r), err, errlen))) goto fail;
     e->n_ctx = npl_runner_n_ctx(e->r);

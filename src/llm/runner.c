@@ -39,7 +39,7 @@ struct npl_runner {
 };
 
 npl_runner_params npl_runner_default_params(void) {
-    npl_runner_params p = {0, 0, -1, 0, NULL, NULL, 0};
+    npl_runner_params p = {0, 0, -1, 0, NULL, NULL, 0, NPL_ARITH_OURS, 0};
     return p;
 }
 
@@ -196,9 +196,11 @@ static int open_package(npl_runner *r, const char *graph_path, const npl_runner_
     }
     /* the accelerator runs on the session's pool: one pool of n_threads in the process */
     npl_plugin_rt_params pp = {.base_dir = dir, .plugin_dir = p->plugin_dir, .n_threads = p->n_threads,
-                               .providers = p->providers, .n_providers = p->n_providers, .host_pool = r->pool};
+                               .providers = p->providers, .n_providers = p->n_providers, .host_pool = r->pool,
+                               .profile = p->profile};
     if (!(r->rt = npl_plugin_rt_new(&pp, err, errlen))) return -1;
     npl_cpu_backend_init(&r->be, &r->cc, p->isa < 0 ? npl_cpu_best_isa() : (npl_isa)p->isa);
+    r->cc.arith = p->arith;
     npl_plugin_backend_init(&r->pb, r->rt, &r->be);
     /* plugin kernels init here: the context binary is mapped and checked now */
     if (!(r->sess = npl_graph_session_new(r->mg.g, &r->be, r->pool, &r->mg.logits, 1, err, errlen))) {
@@ -236,6 +238,11 @@ oom:
 npl_runner *npl_runner_open(const char *path, const npl_runner_params *p, char *err, size_t errlen) {
     npl_runner_params dp = npl_runner_default_params();
     if (!p) p = &dp;
+    if (p->arith < NPL_ARITH_OURS || p->arith > NPL_ARITH_LLAMACPP_NOFA || p->profile < 0 || p->profile > 3) {
+        npl_errf(err, errlen, NPL_ERR_ARGUMENT, "%s %d is not in 0..%d", p->profile < 0 || p->profile > 3 ? "profile" : "arithmetic",
+                 p->profile < 0 || p->profile > 3 ? p->profile : p->arith, p->profile < 0 || p->profile > 3 ? 3 : 2);
+        return NULL;
+    }
     npl_runner *r = calloc(1, sizeof(*r));
     if (!r) {
         npl_err_memory(err, errlen);
@@ -283,6 +290,7 @@ npl_runner *npl_runner_open(const char *path, const npl_runner_params *p, char *
     }
     if (npl_model_build(r->f, &r->hp, n_ctx, &r->mg, err, errlen)) goto fail;
     npl_cpu_backend_init(&r->be, &r->cc, p->isa < 0 ? npl_cpu_best_isa() : (npl_isa)p->isa);
+    r->cc.arith = p->arith;
     if (!(r->pool = npl_pool_new(p->n_threads))) {
         npl_err_memory(err, errlen); /* the pool fails only to allocate */
         goto fail;

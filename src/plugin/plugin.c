@@ -38,6 +38,7 @@ struct npl_plugin_rt {
     char *base_dir, *plugin_dir; /* plugin_dir NULL: the default places */
     int n_threads;
     npl_accel_host_pool host_pool; /* the host's pool for accelerators; run NULL: none */
+    int profile;
     shape_entry shapes[MAX_KINDS];
     int n_shapes;
     compute_entry computes[MAX_KINDS];
@@ -77,6 +78,7 @@ npl_plugin_rt *npl_plugin_rt_new(const npl_plugin_rt_params *p, char *err, size_
     rt->n_threads = p ? p->n_threads : 0;
     if (p && p->host_pool)
         rt->host_pool = (npl_accel_host_pool){p->host_pool, (uint32_t)npl_pool_size(p->host_pool), host_pool_run};
+    rt->profile = p ? p->profile : 0;
     if (!rt->base_dir || (p && p->plugin_dir && !rt->plugin_dir)) goto oom;
     for (int i = 0; p && i < p->n_providers; i++)
         if (npl_plugin_rt_add_accel(rt, p->providers[i].name, p->providers[i].get_api)) goto oom;
@@ -303,14 +305,17 @@ npl_accel_backend *npl_plugin_accel_backend(npl_plugin_rt *rt, const npl_accel_a
         accel_entry *a = &rt->accels[i];
         if (a->api != api) continue;
         if (!a->be) {
-            char thr[16], why[512] = "";
+            char thr[16], prof[16], why[512] = "";
             snprintf(thr, sizeof thr, "%d", rt->n_threads);
-            npl_accel_option opt = {"threads", thr};
+            snprintf(prof, sizeof prof, "%d", rt->profile);
+            npl_accel_option opt[2] = {{"threads", thr}, {"profile", prof}};
+            const uint32_t n_prof = rt->profile > 0; /* "profile" only when asked: other plugins need not know it */
             npl_accel_status st;
             if (rt->host_pool.run && NPL_ACCEL_API_HAS(api, backend_create_on_pool)) { /* one pool: the session's */
-                st = api->backend_create_on_pool(NULL, 0, &rt->host_pool, &a->be, why, (uint32_t)sizeof why);
+                st = api->backend_create_on_pool(n_prof ? &opt[1] : NULL, n_prof, &rt->host_pool, &a->be, why,
+                                                 (uint32_t)sizeof why);
             } else {
-                st = api->backend_create(&opt, 1, &a->be, why, (uint32_t)sizeof why);
+                st = api->backend_create(opt, 1 + n_prof, &a->be, why, (uint32_t)sizeof why);
                 /* an implementation without a "threads" option runs as it likes */
                 if (st == NPL_ACCEL_ERR_INVALID_ARG) st = api->backend_create(NULL, 0, &a->be, why, (uint32_t)sizeof why);
             }

@@ -11,14 +11,15 @@
 #include "npullm.h"
 
 static const char *USAGE =
-    "usage: npullm bench -m MODEL [-p N[,N...]] [-n N] [-d N] [--pg P,N] [-r REPS] [-t THREADS] [-c CTX] [-ub N] [-o md|csv|json]\n"
+    "usage: npullm bench -m MODEL [-p N[,N...]] [-n N] [-d N] [--pg P,N] [-r REPS] [-t THREADS] [-c CTX] [-ub N] [-o md|csv|json] [--profile]\n"
     "  -p  prompt lengths for prefill tests (default 512; 0 to skip)\n"
     "  -n  tokens generated for the decode test (default 128; 0 to skip)\n"
     "  -d  depth: tokens already in the KV cache before each test (default 0)\n"
     "  --pg P,N  combined test: prefill P tokens then generate N, timed together\n"
     "  -r  repetitions (default 3); -t threads (default: one per core)\n"
     "  -ub N  rows per forward pass in prefill (default 512, as llama-bench's\n"
-    "         n_ubatch and the engine's prefill chunk; bounds activation memory)\n";
+    "         n_ubatch and the engine's prefill chunk; bounds activation memory)\n"
+    "  --profile  a package: print the accelerator's time per graph and op type to stderr at the end\n";
 
 typedef struct { long rss_anon_kb, rss_file_kb, hwm_kb; } mem_info;
 
@@ -61,17 +62,19 @@ int npl_cmd_bench(int argc, char **argv) {
     const char *model = NULL, *fmt = "md", *v;
     int pp[16] = {512}, n_pp = 1;
     long long n_gen = 128, reps = 3, threads = 0, ctx = 0, depth = 0, ubatch = 512;
+    int profile = 0;
     int pg[2] = {0, 0};
     static const cli_opt OPTS[] = {
         {"-m", "--model", 1}, {"-p", "--n-prompt", 1}, {"-n", "--n-gen", 1}, {"-d", "--n-depth", 1},
         {"--pg", "-pg", 1}, {"-r", "--repetitions", 1}, {"-t", "--threads", 1}, {"-c", "--ctx-size", 1},
-        {"-ub", "--ubatch-size", 1}, {"-o", "--output", 1}, {NULL, NULL, 0}};
+        {"-ub", "--ubatch-size", 1}, {"-o", "--output", 1}, {"--profile", NULL, 0}, {NULL, NULL, 0}};
     for (int i = 1; i < argc; i++) {
         const char *a;
         int k = cli_next("bench", OPTS, argc, argv, &i, &a, &v);
         if (k == CLI_HELP) { fputs(USAGE, stdout); return 0; }
         if (k != CLI_FLAG) return 2;
         if (!strcmp(a, "-m")) model = v;
+        else if (!strcmp(a, "--profile")) profile = 1;
         else if (!strcmp(a, "-p")) {
             if (!strcmp(v, "0")) n_pp = 0;
             else if ((n_pp = cli_int_list("bench", a, v, pp, 16)) < 0) return 2;
@@ -101,6 +104,7 @@ int npl_cmd_bench(int argc, char **argv) {
     mp.n_threads = (int)threads;
     npl_session_params sp = npl_session_default_params();
     sp.n_ctx = ctx ? (int)ctx : need;
+    sp.profile = profile;
     char err[512];
     mem_info m0 = read_mem();
     npl_model *mdl = npl_model_open(model, &mp, NULL, err, sizeof(err));

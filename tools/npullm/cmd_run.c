@@ -27,6 +27,8 @@ static const char *USAGE =
     "  --stop, -r, --reverse-prompt TEXT      stop when this text is generated\n"
     "  --chunk N[,N]         chunk limits for prefill, e.g. 128,1 (padded chunks)\n"
     "  --no-stats            do not print statistics\n"
+    "  --profile             a package: print the accelerator's time per graph and op type\n"
+    "                        to stderr when the run ends\n"
     "A flag given here wins over the same setting in a config.json.\n";
 
 static npl_engine *active;

@@ -33,6 +33,7 @@ static const cli_opt OPTS[] = {
     {"--chunk", NULL, 1},
     {"--raw", NULL, 0},
     {"--no-stats", NULL, 0},
+    {"--profile", NULL, 0},
     {NULL, NULL, 0},
 };
 
@@ -43,6 +44,7 @@ static int apply(const char *a, const char *v, npl_engine_params *p, run_args *r
     double fv;
     if (!strcmp(a, "--raw")) ra->raw = 1;
     else if (!strcmp(a, "--no-stats")) ra->stats = 0;
+    else if (!strcmp(a, "--profile")) p->profile = 1;
     else if (!strcmp(a, "-m")) ra->model = v;
     else if (!strcmp(a, "-p")) ra->prompt = v;
     else if (!strcmp(a, "-f")) ra->file = v;

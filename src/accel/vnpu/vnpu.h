@@ -119,6 +119,7 @@ struct npl_accel_backend {
     npl_pool *pool;
     const npl_nn_kernels *nn;
     vnpu_mm_table mm[VNPU_FAM_COUNT]; /* per family; entries only for families <= cpu_family */
+    struct vnpu_prof *prof; /* option "profile": step times (vnpu_prof.c); NULL: off */
     char err[512];
 };
 
@@ -128,6 +129,7 @@ struct npl_accel_device {
 };
 
 typedef struct npl_accel_graph vnpu_graph;
+typedef struct vnpu_prof vnpu_prof;
 
 struct npl_accel_context {
     uint32_t magic;

@@ -8,6 +8,7 @@
 
 #include "accel/vnpu/vnpu.h"
 #include "accel/vnpu/vnpu_convert.h"
+#include "accel/vnpu/vnpu_exec.h"
 #include "core/checked.h"
 #include "kernels/vec_dot.h"
 
@@ -140,7 +141,7 @@ int vnpu_pack_add(struct npl_accel_context *ctx, const vnpu_pack *p) {
 /* ---- option parsing ---- */
 
 static npl_accel_status parse_backend_opts(const npl_accel_option *o, uint32_t n, int *family, int *threads,
-                                           int *cpu_max, char *err, size_t errlen) {
+                                           int *cpu_max, int *profile, char *err, size_t errlen) {
     for (uint32_t i = 0; i < n; i++) {
         const char *k = o[i].key, *v = o[i].value;
         if (!k || !v) {
@@ -162,6 +163,12 @@ static npl_accel_status parse_backend_opts(const npl_accel_option *o, uint32_t n
                 return NPL_ACCEL_ERR_INVALID_ARG;
             }
             *threads = (int)t;
+        } else if (!strcmp(k, "profile")) {
+            if (strlen(v) != 1 || v[0] < '0' || v[0] > '3') {
+                snprintf(err, errlen, "vnpu: option profile: '%s' is not 0, 1, 2 or 3", v);
+                return NPL_ACCEL_ERR_INVALID_ARG;
+            }
+            *profile = v[0] - '0';
         } else {
             snprintf(err, errlen, "vnpu: unknown option '%s'", k);
             return NPL_ACCEL_ERR_INVALID_ARG;
@@ -184,12 +191,12 @@ static npl_accel_status no_options(struct npl_accel_backend *be, const npl_accel
 static npl_accel_status backend_new(const npl_accel_option *opts, uint32_t n_opts, const npl_accel_host_pool *host,
                                     npl_accel_backend **out, char *err, uint32_t errlen) {
     char e[256] = "";
-    int family = -1, threads = -1, cpu_max = -1;
+    int family = -1, threads = -1, cpu_max = -1, profile = 0;
     if (!out) return NPL_ACCEL_ERR_INVALID_ARG;
     *out = NULL;
     npl_accel_status st = n_opts && !opts ? NPL_ACCEL_ERR_INVALID_ARG : NPL_ACCEL_OK;
     if (st) snprintf(e, sizeof e, "vnpu: options is NULL");
-    if (!st) st = parse_backend_opts(opts, n_opts, &family, &threads, &cpu_max, e, sizeof e);
+    if (!st) st = parse_backend_opts(opts, n_opts, &family, &threads, &cpu_max, &profile, e, sizeof e);
     if (!st && host && (!host->run || host->n_threads < 1 || host->n_threads > 1024)) {
         snprintf(e, sizeof e, "vnpu: host thread pool: run is NULL or n_threads %u is not in [1, 1024]", host->n_threads);
         st = NPL_ACCEL_ERR_INVALID_ARG;
@@ -210,7 +217,9 @@ static npl_accel_status backend_new(const npl_accel_option *opts, uint32_t n_opt
     if (!st && !(be->pool = host ? npl_pool_new_hosted((int)host->n_threads, host->run, host->pool)
                                  : npl_pool_new(threads < 0 ? 0 : threads)))
         st = NPL_ACCEL_ERR_NO_MEMORY;
+    if (!st && profile && !(be->prof = vnpu_prof_new(profile))) st = NPL_ACCEL_ERR_NO_MEMORY;
     if (st) {
+        if (be) npl_pool_free(be->pool);
         if (be) free(be);
         if (!e[0]) snprintf(e, sizeof e, "vnpu: out of memory creating the backend");
         if (err && errlen) snprintf(err, errlen, "%s", e);
@@ -249,6 +258,7 @@ static int backend_ok(const npl_accel_backend *be) { return vnpu_backend_ok(be);
 
 static void backend_free(npl_accel_backend *be) {
     if (!backend_ok(be)) return;
+    vnpu_prof_free(be->prof); /* prints the profile */
     npl_pool_free(be->pool);
     be->magic = 0;
     free(be);

@@ -12,6 +12,9 @@
  *                    backend_create_on_pool: the host's pool has the threads)
  *   cpu_max_family   pretend the CPU has at most this family (tests of
  *                    binaries compiled for a machine with more)
+ *   profile          0 (default) | 1: time every step, printed per graph and
+ *                    op type to stderr when the backend is freed | 2: also
+ *                    list each graph's steps once | 3: also the slowest steps
  * Device and context options: none. */
 const npl_accel_api *npl_vnpu_get_api(uint32_t requested_version);
 

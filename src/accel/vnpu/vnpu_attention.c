@@ -77,7 +77,7 @@ npl_accel_status vnpu_op_attention(vnpu_xc *x) {
     if (vnpu_xc_measuring(x)) return NPL_ACCEL_OK;
     if (!q || !y || (amx && !scratch))
         return vnpu_fail(x->be, NPL_ACCEL_ERR_INTERNAL, "vnpu: scratch plan too small for an Attention step");
-    const int prof = vnpu_prof_on();
+    const int prof = vnpu_prof_on(x->g);
     uint64_t tp = prof ? vnpu_now_ns() : 0;
     const vnpu_tensor *qt = T(0), *kt = T(1), *ct = T(3);
     const int64_t s = qt->dims[0], hq = qt->dims[1], hd = qt->dims[2], hkv = kt->dims[1], n_ctx = ct->dims[0];

@@ -156,7 +156,7 @@ static npl_accel_status exec_matmul_fused(vnpu_xc *x, const vnpu_pack *pk, int64
     const vnpu_node *n = x->n;
     struct npl_accel_context *ctx = x->g->ctx;
     const int gated = n->op == VNPU_OP_MATMUL_GATED, has_bias = !gated && n->n_in == 3;
-    const uint64_t t0 = !vnpu_xc_measuring(x) && vnpu_prof_on() ? vnpu_now_ns() : 0;
+    const uint64_t t0 = !vnpu_xc_measuring(x) && vnpu_prof_on(x->g) ? vnpu_now_ns() : 0;
     /* first in scratch: every fused step packs its activations at the same place */
     uint8_t *mm = vnpu_xc_alloc(x, vnpu_ggml_fused_scratch(pk, m, npl_pool_size(x->be->pool)));
     const float *bias = has_bias ? vnpu_xc_in_f32(x, 2) : NULL;
@@ -188,7 +188,7 @@ static npl_accel_status exec_matmul(vnpu_xc *x) {
         (!vnpu_is_dynamic(ot) || (ot->q.block == 32 && ctx->packs[n->pack].n[0] >= 256)))
         return exec_matmul_fused(x, &ctx->packs[n->pack], m);
     const int gated = n->op == VNPU_OP_MATMUL_GATED, out_f32 = ot->dtype == NPL_ACCEL_DT_F32;
-    const int prof = !vnpu_xc_measuring(x) && vnpu_prof_on();
+    const int prof = !vnpu_xc_measuring(x) && vnpu_prof_on(x->g);
     uint64_t tp = prof ? vnpu_now_ns() : 0;
 #define PHASE(slot)                                                                                                    \
     if (prof) {                                                                                                        \
@@ -311,7 +311,7 @@ npl_accel_status vnpu_execute(vnpu_graph *g, const npl_accel_buffer *in, uint32_
         else if (t->kind == NPL_ACCEL_STATIC) g->addr[i] = (void *)t->raw;
         else if (t->kind == NPL_ACCEL_APP_READWRITE) g->addr[i] = t->rw;
     }
-    const int prof = vnpu_prof_on();
+    const int prof = vnpu_prof_on(g);
     if (prof) vnpu_prof_dump(g);
     int no_rows = !st && g->sel_in != VNPU_NONE; /* every selected row index negative: skip what depends on them */
     for (int64_t i = 0; no_rows && i < ctx->t[g->sel_in].nelem; i++) no_rows = ((const int32_t *)g->addr[g->sel_in])[i] < 0;

@@ -64,16 +64,19 @@ void vnpu_cvt_from_f32(int family, const vnpu_tensor *t, const float *in, int64_
 typedef void (*vnpu_unit_fn)(void *arg, int ith, int64_t unit);
 void vnpu_par_for(struct npl_accel_backend *be, int64_t n_units, vnpu_unit_fn fn, void *arg);
 
-/* Profiling (vnpu_prof.c, NPL_VNPU_PROF=1): slots are op types, then the
- * phases of a MatMul step. */
+/* Profiling (vnpu_prof.c, backend option "profile"): slots are op types,
+ * then the phases of a MatMul step. The profile is the backend's
+ * (be->prof, NULL when off); vnpu_prof_free prints it to stderr. */
 enum {
     VNPU_PROF_MM_IN = VNPU_OP_COUNT, VNPU_PROF_MM_KERNEL, VNPU_PROF_MM_EPI,
     VNPU_PROF_ATTN_IN, VNPU_PROF_ATTN_KERNEL, VNPU_PROF_ATTN_OUT, VNPU_PROF_SLOTS
 };
-int vnpu_prof_on(void);
+vnpu_prof *vnpu_prof_new(int level); /* NULL: out of memory */
+void vnpu_prof_free(vnpu_prof *pr);
+int vnpu_prof_on(const vnpu_graph *g); /* the backend's level, 0: off */
 void vnpu_prof_add(const vnpu_graph *g, int slot, uint64_t ns);
-void vnpu_prof_step(const vnpu_graph *g, uint32_t step, uint64_t ns); /* NPL_VNPU_PROF=3: slowest steps */
-void vnpu_prof_dump(const vnpu_graph *g); /* NPL_VNPU_PROF=2: the steps, once per graph */
+void vnpu_prof_step(const vnpu_graph *g, uint32_t step, uint64_t ns); /* level 3: slowest steps */
+void vnpu_prof_dump(const vnpu_graph *g); /* level 2: the steps, once per graph */
 uint64_t vnpu_now_ns(void);
 
 /* Row-local ops (vnpu_rows.c): steps whose output row r (leading dimension)

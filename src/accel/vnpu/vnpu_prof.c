@@ -1,8 +1,9 @@
 /* Per-op execution profile of vnpu graphs, for finding where time goes.
- * NPL_VNPU_PROF=1 times every step (and the phases of a MatMul) and prints,
- * at exit, the time per graph and op type to stderr. Off by default: one
- * getenv at first use, then one branch per step. Global on purpose (a
- * debugging aid across every context of the process); counters are atomic. */
+ * The backend option "profile" (1) times every step (and the phases of a
+ * MatMul) and prints, when the backend is freed, the time per graph and op
+ * type to stderr; 2 also lists each graph's steps once, 3 also the slowest
+ * steps. Off by default: one branch per step. The counters belong to the
+ * backend (atomic: every pool thread adds to them). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -22,21 +23,22 @@ typedef struct {
     char name[64];
     atomic_uint_fast64_t ns[VNPU_PROF_SLOTS], calls[VNPU_PROF_SLOTS];
     atomic_int dumped;
-    atomic_uint_fast64_t step_ns[PROF_STEPS]; /* NPL_VNPU_PROF=3: per step index */
+    atomic_uint_fast64_t step_ns[PROF_STEPS]; /* level 3: per step index */
     const vnpu_node *steps;
     uint32_t n_steps;
 } prof_graph;
 
-static prof_graph graphs[PROF_GRAPHS];
-static atomic_int n_graphs;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static int enabled;
+struct vnpu_prof {
+    int level;
+    pthread_mutex_t lock;
+    atomic_int n_graphs;
+    prof_graph graphs[PROF_GRAPHS];
+};
 
-static void report(void) {
-    const int n = atomic_load(&n_graphs);
+static void report(vnpu_prof *pr) {
+    const int n = atomic_load(&pr->n_graphs);
     for (int i = 0; i < n; i++) {
-        prof_graph *p = &graphs[i];
+        prof_graph *p = &pr->graphs[i];
         uint64_t total = 0;
         for (int s = 0; s < VNPU_OP_COUNT; s++) total += p->ns[s];
         if (!total) continue;
@@ -47,7 +49,7 @@ static void report(void) {
             fprintf(stderr, "  %-24s %8llu calls %10.1f ms %5.1f%%\n", nm, (unsigned long long)p->calls[s],
                     p->ns[s] / 1e6, 100.0 * (double)p->ns[s] / (double)total);
         }
-        for (int top = 0; enabled >= 3 && top < 20; top++) { /* the slowest steps (destructive: done at exit) */
+        for (int top = 0; pr->level >= 3 && top < 20; top++) { /* the slowest steps (destructive: done last) */
             uint32_t best = 0;
             for (uint32_t k = 1; k < p->n_steps && k < PROF_STEPS; k++)
                 if (p->step_ns[k] > p->step_ns[best]) best = k;
@@ -59,32 +61,41 @@ static void report(void) {
     }
 }
 
-static void init(void) {
-    const char *e = getenv("NPL_VNPU_PROF");
-    enabled = e && *e && strcmp(e, "0") ? atoi(e) > 1 ? atoi(e) : 1 : 0;
-    if (enabled && atexit(report)) enabled = 0;
-}
-
-int vnpu_prof_on(void) {
-    pthread_once(&once, init);
-    return enabled;
-}
-
-static prof_graph *find(const char *name) {
-    const int n = atomic_load(&n_graphs);
-    for (int i = 0; i < n; i++)
-        if (!strcmp(graphs[i].name, name)) return &graphs[i];
-    pthread_mutex_lock(&lock);
-    prof_graph *p = NULL;
-    int m = atomic_load(&n_graphs);
-    for (int i = 0; i < m && !p; i++)
-        if (!strcmp(graphs[i].name, name)) p = &graphs[i];
-    if (!p && m < PROF_GRAPHS) {
-        p = &graphs[m];
-        snprintf(p->name, sizeof p->name, "%s", name);
-        atomic_store(&n_graphs, m + 1);
+vnpu_prof *vnpu_prof_new(int level) {
+    vnpu_prof *pr = calloc(1, sizeof *pr);
+    if (!pr) return NULL;
+    if (pthread_mutex_init(&pr->lock, NULL)) {
+        free(pr);
+        return NULL;
     }
-    pthread_mutex_unlock(&lock);
+    pr->level = level;
+    return pr;
+}
+
+void vnpu_prof_free(vnpu_prof *pr) {
+    if (!pr) return;
+    report(pr);
+    pthread_mutex_destroy(&pr->lock);
+    free(pr);
+}
+
+int vnpu_prof_on(const vnpu_graph *g) { return g->ctx->be->prof ? g->ctx->be->prof->level : 0; }
+
+static prof_graph *find(vnpu_prof *pr, const char *name) {
+    const int n = atomic_load(&pr->n_graphs);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(pr->graphs[i].name, name)) return &pr->graphs[i];
+    pthread_mutex_lock(&pr->lock);
+    prof_graph *p = NULL;
+    int m = atomic_load(&pr->n_graphs);
+    for (int i = 0; i < m && !p; i++)
+        if (!strcmp(pr->graphs[i].name, name)) p = &pr->graphs[i];
+    if (!p && m < PROF_GRAPHS) {
+        p = &pr->graphs[m];
+        snprintf(p->name, sizeof p->name, "%s", name);
+        atomic_store(&pr->n_graphs, m + 1);
+    }
+    pthread_mutex_unlock(&pr->lock);
     return p;
 }
 
@@ -96,7 +107,9 @@ static void dump_tensor(const vnpu_graph *g, uint32_t tid) {
 }
 
 void vnpu_prof_dump(const vnpu_graph *g) {
-    if (enabled < 2 || find(g->name ? g->name : "?")->dumped++) return;
+    vnpu_prof *pr = g->ctx->be->prof;
+    prof_graph *p = pr && pr->level >= 2 ? find(pr, g->name ? g->name : "?") : NULL;
+    if (!p || p->dumped++) return;
     fprintf(stderr, "vnpu graph %s: %u steps\n", g->name, g->n_steps);
     for (uint32_t s = 0; s < g->n_steps; s++) {
         const vnpu_node *n = &g->steps[s];
@@ -109,7 +122,8 @@ void vnpu_prof_dump(const vnpu_graph *g) {
 }
 
 void vnpu_prof_step(const vnpu_graph *g, uint32_t step, uint64_t ns) {
-    prof_graph *p = enabled >= 3 ? find(g->name ? g->name : "?") : NULL;
+    vnpu_prof *pr = g->ctx->be->prof;
+    prof_graph *p = pr && pr->level >= 3 ? find(pr, g->name ? g->name : "?") : NULL;
     if (!p || step >= PROF_STEPS) return;
     p->steps = g->steps;
     p->n_steps = g->n_steps;
@@ -117,7 +131,7 @@ void vnpu_prof_step(const vnpu_graph *g, uint32_t step, uint64_t ns) {
 }
 
 void vnpu_prof_add(const vnpu_graph *g, int slot, uint64_t ns) {
-    prof_graph *p = find(g->name ? g->name : "?");
+    prof_graph *p = g->ctx->be->prof ? find(g->ctx->be->prof, g->name ? g->name : "?") : NULL;
     if (!p || slot < 0 || slot >= VNPU_PROF_SLOTS) return;
     atomic_fetch_add(&p->ns[slot], ns);
     atomic_fetch_add(&p->calls[slot], 1);

@@ -306,7 +306,7 @@ static void group_unit(void *arg, int ith, int64_t blk) {
 
 npl_accel_status vnpu_rows_exec(vnpu_xc *x, uint32_t first, uint32_t count) {
     vnpu_graph *g = x->g;
-    const uint64_t t_start = vnpu_prof_on() ? vnpu_now_ns() : 0;
+    const uint64_t t_start = vnpu_prof_on(g) ? vnpu_now_ns() : 0;
     member m[MAX_MEMBERS];
     int64_t rb = 0, rows = 0;
     size_t per_thread = 0;
