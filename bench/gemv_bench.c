@@ -89,17 +89,13 @@ static float *make_x(int k, unsigned *seed) {
 static void hot(int reps) {
     unsigned seed = 7;
     const npl_kernels *kt = npl_kernels_get(NPL_ISA_AMX);
-    const int nv = npl_gemv_set_gfni(1) ? 2 : 1;
+    const int nv = npl_cpu_has_gfni() ? 2 : 1;
     printf("hot, one thread, GEMV kernel alone: CPU us per matrix, weight GB/s (median, min-max of %d)\n", reps);
     for (int c = 0; c < NC; c++) {
         const mclass *m = &classes[c];
         const int n = m->n > 2048 ? 2048 : m->n; /* the output matrix: an L2-sized slice */
         const npl_gemv_kernels *gv[2];
-        for (int v = 0; v < nv; v++) {
-            npl_gemv_set_gfni(v == 0);
-            gv[v] = npl_gemv_get(NPL_ISA_AMX, m->t);
-        }
-        npl_gemv_set_gfni(1);
+        for (int v = 0; v < nv; v++) gv[v] = npl_gemv_get(NPL_ISA_AMX, m->t, v == 0);
         if (!gv[0]) {
             printf("%-26s no GEMV on this CPU\n", m->name);
             continue;
@@ -144,7 +140,7 @@ static void cold(int reps, int chunk) {
     static const int pick[] = {4, 2, 3, 5};
     for (int pi = 0; pi < 4; pi++) {
         const mclass *m = &classes[pick[pi]];
-        const npl_gemv_kernels *gv = npl_gemv_get(NPL_ISA_AMX, m->t);
+        const npl_gemv_kernels *gv = npl_gemv_get(NPL_ISA_AMX, m->t, 1);
         if (!gv) continue;
         const size_t rb = row_bytes(m->t, m->k);
         const int n = (int)((256u << 20) / rb) / 16 * 16;

@@ -125,10 +125,11 @@ static void check_kernel(npl_type t, const npl_kernels *kt, const npl_gemv_kerne
 }
 
 /* npl_cpu_matmul with m activation rows (quantize, prepare, two threads) */
-static void check_matmul(npl_type t, npl_isa isa, npl_pool *pool, int m, int n, int k, uint64_t *s) {
+static void check_matmul(npl_type t, npl_isa isa, int gfni, npl_pool *pool, int m, int n, int k, uint64_t *s) {
     npl_cpu_ctx cc;
     npl_backend be;
     npl_cpu_backend_init(&be, &cc, isa);
+    cc.no_gfni = !gfni;
     prob p;
     make(&p, t, cc.k, n, k, s);
     const int c0 = BATCH - m;
@@ -148,16 +149,14 @@ int main(void) {
     npl_pool *pool = npl_pool_new(2);
     const npl_isa best = npl_cpu_best_isa();
     /* the GFNI kernels where the CPU has them, then the others */
-    const int gfni = npl_gemv_set_gfni(1);
+    const int gfni = npl_cpu_has_gfni();
     for (size_t tj = 0; tj < (gfni ? 2 : 1) * sizeof types / sizeof types[0]; tj++) {
         const size_t ti = tj % (sizeof types / sizeof types[0]);
         const npl_type t = types[ti];
-        if (tj >= sizeof types / sizeof types[0]) {
-            if (t == NPL_TYPE_Q8_0) continue; /* no GFNI variant */
-            npl_gemv_set_gfni(0);
-        }
+        const int use_gfni = tj < sizeof types / sizeof types[0];
+        if (!use_gfni && t == NPL_TYPE_Q8_0) continue; /* no GFNI variant */
         for (int isa = NPL_ISA_GENERIC; isa <= (int)best; isa++) {
-            const npl_gemv_kernels *gv = npl_gemv_get((npl_isa)isa, t);
+            const npl_gemv_kernels *gv = npl_gemv_get((npl_isa)isa, t, use_gfni);
             CHECK((gv != NULL) == (isa >= NPL_ISA_AVX512)); /* x86 with AVX-512 VNNI */
             worst = 0;
             for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
@@ -166,7 +165,7 @@ int main(void) {
                     if (gv)
                         for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
                             check_kernel(t, npl_kernels_get((npl_isa)isa), gv, ms[mi], ns[ni], ks[ki], &s);
-                    check_matmul(t, (npl_isa)isa, pool, ms[mi], 300, ks[ki], &s);
+                    check_matmul(t, (npl_isa)isa, use_gfni, pool, ms[mi], 300, ks[ki], &s);
                 }
             }
             printf("%-7s %-5s matmul of 1-15 rows%s: worst |y - ref| %.2e of sum |w x|%s\n", npl_isa_name((npl_isa)isa),
@@ -174,7 +173,6 @@ int main(void) {
                    worst, gv && best >= NPL_ISA_AMX ? ", GEMV == AMX GEMM bit for bit" : "");
         }
     }
-    npl_gemv_set_gfni(1);
     npl_pool_free(pool);
     TEST_MAIN_END();
 }

@@ -46,11 +46,11 @@ static int target_name_ok(const char *t) {
     return 1;
 }
 const char *npl_act_prec_name(npl_act_prec p) {
-    static const char *n[] = {"f32", "f16", "bf16", "int16"};
+    static const char *const n[] = {"f32", "f16", "bf16", "int16"};
     return (unsigned)p < 4 ? n[p] : "?";
 }
 const char *npl_weight_prec_name(npl_weight_prec p) {
-    static const char *n[] = {"keep", "q4", "q8"};
+    static const char *const n[] = {"keep", "q4", "q8"};
     return (unsigned)p < 3 ? n[p] : "?";
 }
 
@@ -650,7 +650,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         struct stat gs;
         fprintf(o, "  files      model.gguf %.2f MiB, context binaries %.2f MiB\n",
                 stat(path, &gs) == 0 ? gs.st_size / 1048576.0 : 0.0, total_bin / 1048576.0);
-        static const char *sn[6] = {"graph", "partition", "lower", "check", "replace", "write"};
+        static const char *const sn[6] = {"graph", "partition", "lower", "check", "replace", "write"};
         fprintf(o, "  time      ");
         for (int i = 0; i < 6; i++) fprintf(o, " %s %.2fs", sn[i], pg.stage_t[i]);
         fprintf(o, "; total %.2fs\n", now_s() - t_start);

@@ -19,7 +19,8 @@ typedef struct {
     npl_isa isa;
     const npl_kernels *k;
     const npl_nn_kernels *nn;
-    int arith; /* NPL_ARITH_*; npl_cpu_backend_init sets NPL_ARITH_OURS */
+    int arith;   /* NPL_ARITH_*; npl_cpu_backend_init sets NPL_ARITH_OURS */
+    int no_gfni; /* 1: the GEMV kernels without GFNI even where the CPU has it (tests, benchmarks) */
 } npl_cpu_ctx;
 
 /* Fills `be` with the CPU executions using kernels for `isa` (clamped to what

@@ -5,15 +5,15 @@
 #include "cpu/cpu_backend.h"
 #include "kernels/matmul.h"
 
-static npl_matmul_kernel_args args_of(const npl_tensor *w, const npl_tensor *x, npl_tensor *y) {
+static npl_matmul_kernel_args args_of(const npl_tensor *w, const npl_tensor *x, npl_tensor *y, int no_gfni) {
     const int64_t k = w->shape.ne[0], n = w->shape.ne[1];
     return (npl_matmul_kernel_args){.wtype = w->type, .w = w->data, .x = x->data, .y = y ? y->data : NULL,
                              .k = k, .n = n, .m = x->shape.ne[1] * x->shape.ne[2] * x->shape.ne[3],
-                             .ldx = k, .ldy = n};
+                             .ldx = k, .ldy = n, .no_gfni = no_gfni};
 }
 
 size_t npl_cpu_matmul_scratch(const npl_tensor *w, const npl_tensor *x) {
-    const npl_matmul_kernel_args a = args_of(w, x, NULL);
+    const npl_matmul_kernel_args a = args_of(w, x, NULL, 0);
     return npl_matmul_kernel_scratch(a.wtype, a.k, a.m);
 }
 
@@ -23,6 +23,6 @@ int npl_cpu_matmul(const npl_cpu_ctx *cc, npl_pool *pool, const npl_tensor *w, c
         snprintf(err, errlen, "matmul: no kernel for %s weights", npl_type_name(w->type));
         return -1;
     }
-    const npl_matmul_kernel_args a = args_of(w, x, y);
+    const npl_matmul_kernel_args a = args_of(w, x, y, cc->no_gfni);
     return npl_matmul_kernel(cc->isa, pool, &a, scratch, err, errlen);
 }

@@ -16,6 +16,7 @@
 typedef struct {
     npl_isa best;
     int avx512_bf16;
+    int gfni;
 } cpu_caps;
 
 #ifdef NPL_X86
@@ -36,7 +37,7 @@ static int amx_permitted(void) {
 }
 
 static cpu_caps detect(void) {
-    cpu_caps c = {NPL_ISA_GENERIC, 0};
+    cpu_caps c = {NPL_ISA_GENERIC, 0, 0};
     unsigned a, b, cx, d;
     if (!__get_cpuid(1, &a, &b, &cx, &d)) return c;
     const int osxsave = (cx >> 27) & 1, avx = (cx >> 28) & 1, fma = (cx >> 12) & 1, f16c = (cx >> 29) & 1;
@@ -58,12 +59,13 @@ static cpu_caps detect(void) {
     if (!(f && dq && bw && vl && vnni)) return c;
     c.best = NPL_ISA_AVX512;
     c.avx512_bf16 = (a1 >> 5) & 1;
+    c.gfni = (cx >> 8) & 1; /* only the AVX-512 GEMV kernels use it */
     if ((xcr0 & 0x60000) != 0x60000) return c; /* XTILECFG, XTILEDATA */
     if (amx_tile && amx_int8 && amx_bf16 && amx_permitted()) c.best = NPL_ISA_AMX;
     return c;
 }
 #else
-static cpu_caps detect(void) { return (cpu_caps){NPL_ISA_GENERIC, 0}; }
+static cpu_caps detect(void) { return (cpu_caps){NPL_ISA_GENERIC, 0, 0}; }
 #endif
 
 static cpu_caps g_caps;
@@ -96,6 +98,11 @@ static void build_tables(void) {
 npl_isa npl_cpu_best_isa(void) {
     pthread_once(&g_once, build_tables);
     return g_caps.best;
+}
+
+int npl_cpu_has_gfni(void) {
+    pthread_once(&g_once, build_tables);
+    return g_caps.gfni;
 }
 
 const char *npl_isa_name(npl_isa isa) {

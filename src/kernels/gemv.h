@@ -54,11 +54,9 @@ typedef struct {
 } npl_gemv_kernels;
 
 /* The one-row kernels for weights of type t at an ISA no higher than `want`
- * and what this CPU has, or NULL (then use vec_dot). */
-const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t);
-/* Process-wide: whether npl_gemv_get may return the kernels that unpack
- * nibbles with GFNI (default on; the others are tested with it off). Returns
- * whether this CPU has GFNI. */
-int npl_gemv_set_gfni(int on);
+ * and what this CPU has, or NULL (then use vec_dot). gfni 1: the kernels
+ * that unpack nibbles with GFNI where this CPU has it (a CPU backend's
+ * default, npl_cpu_ctx.no_gfni); 0: the others (tested and benchmarked too). */
+const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t, int gfni);
 
 #endif

@@ -92,8 +92,8 @@ static const npl_gemm_kernels *gemm_for(npl_isa isa, npl_type t, int64_t m, int6
     return m >= GEMM_MIN_M && k <= NPL_GEMM_MAX_K ? npl_gemm_get(isa, t) : NULL;
 }
 
-static const npl_gemv_kernels *gemv_for(npl_isa isa, npl_type t, int64_t m, int64_t k) {
-    return m < GEMM_MIN_M && k <= NPL_GEMM_MAX_K ? npl_gemv_get(isa, t) : NULL;
+static const npl_gemv_kernels *gemv_for(npl_isa isa, int gfni, npl_type t, int64_t m, int64_t k) {
+    return m < GEMM_MIN_M && k <= NPL_GEMM_MAX_K ? npl_gemv_get(isa, t, gfni) : NULL;
 }
 
 /* A block of 16 weight rows stays in cache while every activation row
@@ -130,7 +130,7 @@ size_t npl_matmul_kernel_scratch(npl_type wtype, int64_t k, int64_t m) {
     if (npl_row_size(t->vec_dot_type, k, &row) || __builtin_mul_overflow(row, (size_t)m, &total)) return 0;
     /* the best ISA's GEMM: an executor for a lower ISA just leaves this unused */
     if (gemm_for(NPL_ISA_AMX, wtype, m, k)) total += npl_gemm_x_size(m, k);
-    if (gemv_for(NPL_ISA_AMX, wtype, m, k)) total += npl_gemv_x_size(k) * (size_t)m;
+    if (gemv_for(NPL_ISA_AMX, 1, wtype, m, k)) total += npl_gemv_x_size(k) * (size_t)m;
     return total;
 }
 
@@ -163,7 +163,7 @@ int npl_matmul_kernel(npl_isa isa, npl_pool *pool, const npl_matmul_kernel_args 
         j.xq = scratch;
         j.gemm = gemm_for(isa, a->wtype, j.m, j.k);
         if (j.gemm) npl_gemm_x_init(&j.xp, (char *)scratch + j.xq_row * (size_t)j.m, j.m, j.k);
-        j.gemv = gemv_for(isa, a->wtype, j.m, j.k);
+        j.gemv = gemv_for(isa, !a->no_gfni, a->wtype, j.m, j.k);
         j.gx_mem = (char *)scratch + j.xq_row * (size_t)j.m;
         if (j.m * j.k <= INLINE_QUANT) quantize_rows(&j, 0, 1);
         else npl_pool_run(pool, quantize_rows, &j);

@@ -22,6 +22,7 @@ typedef struct {
     float *y;
     int64_t k, n, m;
     int64_t ldx, ldy;
+    int no_gfni; /* 1: the GEMV kernels without GFNI even where the CPU has it (npl_gemv_get) */
 } npl_matmul_kernel_args;
 
 /* Scratch bytes npl_matmul_kernel needs for these weights and m activation rows

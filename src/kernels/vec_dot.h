@@ -18,6 +18,7 @@ typedef struct {
 /* Best ISA this CPU supports (cpuid + XCR0; AMX also needs the kernel's
  * permission, requested through arch_prctl). */
 npl_isa npl_cpu_best_isa(void);
+int npl_cpu_has_gfni(void); /* cpuid leaf 7 ECX bit 8, detected with the ISA */
 const char *npl_isa_name(npl_isa isa);
 /* Kernel table for an ISA no higher than `want` and no higher than the CPU
  * supports; entries an ISA lacks fall back to the next lower one. */

@@ -285,7 +285,7 @@ void npl_rope(float *x, int n_heads, int hd, int n_rot, int32_t pos, float base,
 /* llama.cpp's RoPE (ggml_rope_cache_init, rope_yarn): theta kept in float and
  * multiplied by powf(base, -2/n_rot) pair after pair, so its angles drift
  * from the exact ones by float roundings (about 1e-4 rad at position 500).
- * Only for verification runs against llama.cpp (npl_cpu_set_llamacpp_arith). */
+ * Only for verification runs against llama.cpp (npl_cpu_ctx.arith). */
 void npl_rope_llamacpp_ext(float *x, int n_heads, int hd, int32_t pos, const npl_rope_args *a) {
     const float theta_scale = powf(a->base, -2.0f / (float)a->n_rot);
     float theta = (float)pos;

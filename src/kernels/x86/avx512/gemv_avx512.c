@@ -5,7 +5,6 @@
 #include "kernels/gemv.h"
 
 #if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
 #include <string.h>
 
 #include "kernels/quant_blocks.h"
@@ -429,24 +428,9 @@ static const npl_gemv_kernels k_q4_0 = {prep_q4_0, rows_q4_0}, k_q5_0 = {prep_q5
 static const npl_gemv_kernels k_q4_0g = {prep_q4_0, rows_q4_0g}, k_q5_0g = {prep_q5_0, rows_q5_0g},
                               k_q4_Kg = {prep_q4_K, rows_q4_Kg}, k_q6_Kg = {prep_q6_K, rows_q6_Kg};
 
-static int has_gfni(void) {
-    static int v = -1; /* cpuid leaf 7: ECX bit 8 */
-    if (v < 0) {
-        unsigned a, b, c, d;
-        v = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c >> 8 & 1);
-    }
-    return v;
-}
-
-static _Atomic int gfni_off;
-int npl_gemv_set_gfni(int on) {
-    gfni_off = !on;
-    return has_gfni();
-}
-
-const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t) {
+const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t, int gfni) {
     if ((int)want < (int)NPL_ISA_AVX512 || (int)npl_cpu_best_isa() < (int)NPL_ISA_AVX512) return NULL;
-    const int gf = !gfni_off && has_gfni();
+    const int gf = gfni && npl_cpu_has_gfni();
     switch (t) {
     case NPL_TYPE_Q4_0: return gf ? &k_q4_0g : &k_q4_0;
     case NPL_TYPE_Q5_0: return gf ? &k_q5_0g : &k_q5_0;
@@ -458,12 +442,8 @@ const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t) {
 }
 
 #else
-int npl_gemv_set_gfni(int on) {
-    (void)on;
-    return 0;
-}
-const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t) {
-    (void)want, (void)t;
+const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t, int gfni) {
+    (void)want, (void)t, (void)gfni;
     return NULL;
 }
 #endif
