@@ -31,11 +31,9 @@ static const struct {
      * it into the engine handle, so no caller reads it (core/status.h) */
     {"status.c.o", "last_status", "thread-local, moved into the handle"},
     /* QNN's log callback carries no user pointer: its error lines go to a
-     * buffer of the calling thread (QNN logs synchronously from the call),
-     * and the system context handle of qnn_binary_info is kept per thread */
+     * buffer of the calling thread (QNN logs synchronously from the call) */
     {"qnn_lib.c.o", "log_buf", "thread-local QNN log lines"},
     {"qnn_lib.c.o", "log_len", "thread-local QNN log lines"},
-    {"qnn_lib.c.o", "sc.0|qnn_binary_info.sc", "thread-local QnnSystem context (gcc | clang name)"},
 };
 enum { N_ALLOWED = sizeof ALLOWED / sizeof ALLOWED[0] };
 
