@@ -1,8 +1,9 @@
 /* npullm compile --target: the compiler asks the target about every node
  * (validate_node) and keeps what it refuses on the CPU.
- *   - target "stub" (tests/plugins/plugin_stub.c: vnpu under another name):
- *     the package records the target, and its logits match the CPU path as
- *     closely as the vnpu package's do;
+ *   - target "stub" (tests/plugins/plugin_stub.c: vnpu refusing RmsNorm):
+ *     every RmsNorm stays a CPU op of the package graph, the summary names
+ *     each with the target's reason, the package records the target, and its
+ *     logits match the CPU path as closely as the vnpu package's do;
  *   - a package whose target plugin is not installed fails to open with one
  *     line naming the plugin;
  *   - a static build's way: vnpu linked in and given as a provider compiles
@@ -118,8 +119,18 @@ int main(void) {
     read_text(log_path, buf, sizeof buf);
     remove(log_path);
     int n_plugin = 0;
-    package_ops(dir, NPL_OP_RMS_NORM, &n_plugin, accel, sizeof accel);
+    const int norms = package_ops(dir, NPL_OP_RMS_NORM, &n_plugin, accel, sizeof accel);
+    /* rand-llama: 2 layers x (attention norm, FFN norm) + the output norm */
+    printf("stub package: %d rms_norm on the CPU, %d plugin nodes, accel %s\n", norms, n_plugin, accel);
+    CHECK_EQ_INT(norms, 5);
+    CHECK(n_plugin >= 4); /* attention and FFN blocks of each layer, the output matmul */
     CHECK(!strcmp(accel, "stub"));
+    int named = 0;
+    for (const char *s = buf; (s = strstr(s, "rms_norm: target stub refuses RmsNorm: the stub target takes no RmsNorm"));
+         s++)
+        named++;
+    printf("summary lines naming a refused norm: %d\n", named);
+    CHECK_EQ_INT(named, 5);
     CHECK(strstr(buf, "  target     stub\n") != NULL);
     char cfg[400];
     snprintf(cfg, sizeof cfg, "%s/config.json", dir);
