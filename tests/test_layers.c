@@ -3,12 +3,16 @@
  *   system headers;
  * - src/cpu (the CPU backend) includes nothing from src/accel;
  * - src/accel/vnpu includes nothing from src/cpu, nor the graph, session or
- *   backend headers, nor the layers above them (llm, compiler, plugin, ...).
+ *   backend headers, nor the layers above them (llm, compiler, plugin, ...);
+ * - src/compiler, src/llm and src/plugin include no accelerator and do not
+ *   even name vnpu: they reach accelerators only through the ABI and the
+ *   plugin a compile or a package names (issue 14).
  * Argument: the src directory (default ../src, ctest runs in tests/). */
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "check.h"
 
@@ -17,14 +21,18 @@ typedef struct {
     const char *why;
     const char *only;   /* quoted includes must start with this, or NULL */
     const char *deny[16]; /* quoted includes starting with one of these are refused */
+    const char *word;   /* a word no line of these files may contain (any case), or NULL */
 } layer_rule;
 
 static const layer_rule RULES[] = {
-    {"kernels/", "the kernel library is a leaf", "kernels/", {NULL}},
-    {"cpu/", "the CPU backend does not know the accelerators", NULL, {"accel/", NULL}},
+    {"kernels/", "the kernel library is a leaf", "kernels/", {NULL}, NULL},
+    {"cpu/", "the CPU backend does not know the accelerators", NULL, {"accel/", NULL}, NULL},
     {"accel/vnpu/", "vnpu is built on the kernels, not on the CPU backend or the graph", NULL,
      {"cpu/", "llm/", "compiler/", "plugin/", "module/", "models/", "format/", "core/graph.h", "core/session.h",
-      "core/backend.h", "core/eval.h", "core/ops.h", "core/shape.h", NULL}},
+      "core/backend.h", "core/eval.h", "core/ops.h", "core/shape.h", NULL}, NULL},
+    {"compiler/", "the compiler asks the target it is given", NULL, {"accel/", NULL}, "vnpu"},
+    {"llm/", "the engine runs whatever plugin a package names", NULL, {"accel/", NULL}, "vnpu"},
+    {"plugin/", "the plugin runtime loads accelerators by name", NULL, {"accel/", NULL}, "vnpu"},
 };
 enum { N_RULES = sizeof RULES / sizeof RULES[0] };
 
@@ -39,6 +47,14 @@ static const char *refusal(const layer_rule *r, const char *inc, int quoted) {
     for (int i = 0; r->deny[i]; i++)
         if (!strncmp(inc, r->deny[i], strlen(r->deny[i]))) return "a layer it must not depend on";
     return NULL;
+}
+
+/* 1 if line contains word, ignoring case */
+static int has_word(const char *line, const char *word) {
+    const size_t n = strlen(word);
+    for (const char *p = line; *p; p++)
+        if (!strncasecmp(p, word, n)) return 1;
+    return 0;
 }
 
 /* The header named by an #include line: quoted sets *quoted; NULL if none. */
@@ -68,6 +84,10 @@ static void check_file(const char *path, const layer_rule *r) {
     }
     char line[1024];
     for (int ln = 1; fgets(line, sizeof line, f); ln++) {
+        if (r->word && has_word(line, r->word)) {
+            fprintf(stderr, "%s:%d: names %s (%s)\n", path, ln, r->word, r->why);
+            g_bad++;
+        }
         int quoted = 0;
         const char *inc = included(line, &quoted);
         const char *no = inc ? refusal(r, inc, quoted) : NULL;
@@ -104,6 +124,9 @@ int main(int argc, char **argv) {
     CHECK(refusal(&RULES[2], "cpu/cpu_backend.h", 1) != NULL);
     CHECK(refusal(&RULES[2], "core/session.h", 1) != NULL);
     CHECK(refusal(&RULES[2], "../../cpu/cpu_backend.h", 1) != NULL);
+    CHECK(refusal(&RULES[3], "accel/vnpu/vnpu_api.h", 1) != NULL);
+    CHECK(refusal(&RULES[3], "npullm_accel.h", 1) == NULL);
+    CHECK(has_word("    /* the VNPU table */", "vnpu") && !has_word("    /* the target's table */", "vnpu"));
     char l1[] = "  #  include \"cpu/x.h\" // why", l2[] = "#include <stdio.h>", l3[] = "int include;";
     int q = -1;
     const char *h1 = included(l1, &q);

@@ -21,7 +21,7 @@ typedef struct {
     const npl_plugin_provider *providers; /* built-in accelerators (a static build), n_providers */
     int n_providers;
     int arith;            /* NPL_ARITH_* (cpu_backend.h): this runner's CPU arithmetic */
-    int profile;          /* a package's accelerator profile (vnpu option "profile"), 0: off */
+    int profile;          /* a package's accelerator profile (backend option "profile"), 0: off */
 } npl_runner_params;
 
 typedef struct npl_runner npl_runner;

@@ -48,7 +48,7 @@ typedef struct {
     npl_pool *host_pool;    /* if set, accelerators that offer backend_create_on_pool run on
                              * this pool (the CPU session's: one pool in package mode) instead
                              * of n_threads threads of their own; it must outlive the runtime */
-    int profile;            /* vnpu's backend option "profile" (0: off; 1-3: see vnpu_api.h) */
+    int profile;            /* the accelerator backend option "profile" (0: off; 1-3 more detail) */
 } npl_plugin_rt_params;
 
 npl_plugin_rt *npl_plugin_rt_new(const npl_plugin_rt_params *p, char *err, size_t errlen);
