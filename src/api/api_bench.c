@@ -20,11 +20,8 @@ struct npl_bench_matmul {
 
 npl_bench_matmul *npl_bench_matmul_new(int m, int k, int n, const float *a, const float *b, int n_threads,
                                        npl_status *status, char *err, size_t errlen) {
-    npl_status st_unused;
-    char err_unused[8];
-    if (!status) status = &st_unused;
-    if (!err || !errlen) err = err_unused, errlen = sizeof err_unused;
-    npl_status_clear();
+    npl_api_scratch scratch;
+    npl_api_enter(&scratch, &status, &err, &errlen);
     if (!a || !b || m < 1 || k < 1 || n < 1 || (long long)m * k > (1LL << 28) || (long long)k * n > (1LL << 28) ||
         (long long)m * n > (1LL << 28) || n_threads < 0) {
         *status = npl_errf(err, errlen, NPL_ERR_ARGUMENT, "bench matmul: shape [%d, %d] x [%d, %d] or %d threads not "

@@ -13,9 +13,8 @@ npl_compile_options npl_compile_default_options(void) {
 
 npl_status npl_compile_model(const char *model_path, const char *out_dir, const npl_compile_options *o, char *err,
                              size_t errlen) {
-    char err_unused[8];
-    if (!err || !errlen) err = err_unused, errlen = sizeof err_unused;
-    npl_status_clear();
+    npl_api_scratch scratch;
+    npl_api_enter(&scratch, NULL, &err, &errlen);
     npl_compile_options d = npl_compile_default_options();
     if (!o) o = &d;
     if (!model_path || !out_dir) return npl_errf(err, errlen, NPL_ERR_ARGUMENT, "compile: no model or no output");

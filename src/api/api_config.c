@@ -13,11 +13,8 @@ struct npl_config {
 int npl_config_is_json(const char *path) { return path && npl_engine_config_is_json(path); }
 
 npl_config *npl_config_load(const char *path, npl_engine_params *p, npl_status *status, char *err, size_t errlen) {
-    npl_status st_unused;
-    char err_unused[8];
-    if (!status) status = &st_unused;
-    if (!err || !errlen) err = err_unused, errlen = sizeof err_unused;
-    npl_status_clear();
+    npl_api_scratch scratch;
+    npl_api_enter(&scratch, &status, &err, &errlen);
     if (!path || !p) {
         *status = npl_errf(err, errlen, NPL_ERR_ARGUMENT, "config: no path or no params");
         return NULL;

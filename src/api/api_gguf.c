@@ -11,11 +11,8 @@ struct npl_gguf_file {
 };
 
 npl_gguf_file *npl_gguf_file_open(const char *path, npl_status *status, char *err, size_t errlen) {
-    npl_status st_unused;
-    char err_unused[8];
-    if (!status) status = &st_unused;
-    if (!err || !errlen) err = err_unused, errlen = sizeof err_unused;
-    npl_status_clear();
+    npl_api_scratch scratch;
+    npl_api_enter(&scratch, &status, &err, &errlen);
     if (!path) {
         *status = npl_errf(err, errlen, NPL_ERR_ARGUMENT, "no path");
         return NULL;

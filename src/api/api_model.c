@@ -54,11 +54,8 @@ static int resolve(const char *path, char *out, size_t len, char *err, size_t er
 
 npl_model *npl_model_open(const char *path, const npl_model_params *params, npl_status *status, char *err,
                           size_t errlen) {
-    npl_status st_unused;
-    char err_unused[8];
-    if (!status) status = &st_unused;
-    if (!err || !errlen) err = err_unused, errlen = sizeof err_unused;
-    npl_status_clear();
+    npl_api_scratch scratch;
+    npl_api_enter(&scratch, &status, &err, &errlen);
     if (!path) {
         *status = npl_errf(err, errlen, NPL_ERR_ARGUMENT, "no model path");
         return NULL;
@@ -111,11 +108,8 @@ int npl_model_n_ctx_train(const npl_model *m) { return m ? m->hp.n_ctx_train : 0
 
 npl_session *npl_session_new(npl_model *m, const npl_session_params *params, npl_status *status, char *err,
                              size_t errlen) {
-    npl_status st_unused;
-    char err_unused[8];
-    if (!status) status = &st_unused;
-    if (!err || !errlen) err = err_unused, errlen = sizeof err_unused;
-    npl_status_clear();
+    npl_api_scratch scratch;
+    npl_api_enter(&scratch, &status, &err, &errlen);
     if (!m) {
         *status = npl_errf(err, errlen, NPL_ERR_ARGUMENT, "no model");
         return NULL;

@@ -14,11 +14,8 @@ struct npl_accel_lib {
 
 npl_accel_lib *npl_accel_lib_open(const char *name, const char *plugin_dir, npl_status *status, char *err,
                                   size_t errlen) {
-    npl_status st_unused;
-    char err_unused[8];
-    if (!status) status = &st_unused;
-    if (!err || !errlen) err = err_unused, errlen = sizeof err_unused;
-    npl_status_clear();
+    npl_api_scratch scratch;
+    npl_api_enter(&scratch, &status, &err, &errlen);
     if (!name || !*name) {
         *status = npl_errf(err, errlen, NPL_ERR_ARGUMENT, "no accelerator name");
         return NULL;

@@ -31,3 +31,9 @@ npl_status npl_status_take(npl_status fallback) {
 }
 
 npl_status npl_status_peek(void) { return last_status; }
+
+void npl_api_enter(npl_api_scratch *s, npl_status **status, char **err, size_t *errlen) {
+    if (status && !*status) *status = &s->status;
+    if (!*err || !*errlen) *err = s->err, *errlen = sizeof s->err;
+    npl_status_clear();
+}

@@ -23,6 +23,14 @@ npl_status npl_err_memory(char *err, size_t errlen);
 /* Records a code without a message (layers whose caller writes the text). */
 npl_status npl_status_note(npl_status code);
 void npl_status_clear(void);
+/* A public API function's entry: a NULL status, or a NULL err / errlen 0,
+ * is pointed at s's scratch so the body writes both unconditionally; the
+ * thread's recorded code is cleared. status may be NULL (no status out). */
+typedef struct {
+    npl_status status;
+    char err[8];
+} npl_api_scratch;
+void npl_api_enter(npl_api_scratch *s, npl_status **status, char **err, size_t *errlen);
 /* The recorded code (and clears it), or fallback when none was recorded. */
 npl_status npl_status_take(npl_status fallback);
 /* The recorded code without clearing it; NPL_OK when none. */

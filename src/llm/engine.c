@@ -146,11 +146,9 @@ npl_engine *npl_engine_open(const char *path, const npl_engine_params *params, c
  * the code of a step whose lower layer recorded none. */
 npl_engine *npl_engine_open2(const char *path, const npl_engine_params *params, npl_status *status, char *err,
                              size_t errlen) {
-    npl_status st_unused, fb = NPL_ERR_FILE;
-    char err_unused[8];
-    if (!status) status = &st_unused;
-    if (!err) err = err_unused, errlen = sizeof(err_unused);
-    npl_status_clear();
+    npl_status fb = NPL_ERR_FILE;
+    npl_api_scratch scratch;
+    npl_api_enter(&scratch, &status, &err, &errlen);
     npl_engine_params p = params ? *params : npl_engine_default_params();
     if (!path) {
         *status = npl_errf(err, errlen, NPL_ERR_ARGUMENT, "no model path");
