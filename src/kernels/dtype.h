@@ -21,6 +21,8 @@ typedef enum {
     NPL_TYPE_Q5_K = 13,
     NPL_TYPE_Q6_K = 14,
     NPL_TYPE_Q8_K = 15,
+    NPL_TYPE_IQ4_NL = 20,
+    NPL_TYPE_IQ4_XS = 23,
     NPL_TYPE_I8 = 24,
     NPL_TYPE_I16 = 25,
     NPL_TYPE_I32 = 26,

@@ -13,6 +13,7 @@
 #define QK8_1 32
 #define QK_K 256
 #define K_SCALE_SIZE 12
+#define QK4_NL 32
 
 typedef uint16_t npl_half;
 
@@ -101,5 +102,29 @@ typedef struct {
     int16_t bsums[QK_K / 16];  /* sums of groups of 16 quants */
 } block_q8_K;
 _Static_assert(sizeof(block_q8_K) == 4 + QK_K + QK_K / 16 * 2, "block_q8_K size");
+
+/* Non-linear 4-bit quants: each nibble indexes npl_kvalues_iq4nl. */
+typedef struct {
+    npl_half d;
+    uint8_t qs[QK4_NL / 2]; /* nibbles: low = x[j], high = x[j+16] */
+} block_iq4_nl;
+_Static_assert(sizeof(block_iq4_nl) == 2 + QK4_NL / 2, "block_iq4_nl size");
+
+typedef struct {
+    npl_half d;
+    uint16_t scales_h;          /* high 2 bits of the 8 6-bit sub-block scales */
+    uint8_t scales_l[QK_K / 64]; /* low 4 bits, two per byte */
+    uint8_t qs[QK_K / 2];       /* 8 sub-blocks of 32, nibbles as in iq4_nl */
+} block_iq4_xs;
+_Static_assert(sizeof(block_iq4_xs) == 2 + 2 + QK_K / 64 + QK_K / 2, "block_iq4_xs size");
+
+/* llama.cpp's kvalues_iq4nl: the 16 levels of iq4_nl / iq4_xs. */
+static const int8_t npl_kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                             1,    13,   25,  38,  53,  69,  89,  113};
+
+/* Sub-block scale ib (0..7) of an iq4_xs block, minus its offset 32. */
+static inline int npl_iq4_xs_scale(const block_iq4_xs *b, int ib) {
+    return (((b->scales_l[ib / 2] >> 4 * (ib % 2)) & 0xF) | (((b->scales_h >> 2 * ib) & 3) << 4)) - 32;
+}
 
 #endif

@@ -6,6 +6,7 @@
 #include "kernels/vec_dot.h"
 
 void npl_kernels_fill_generic(npl_kernels *k);
+void npl_kernels_fill_generic_iq4(npl_kernels *k); /* generic/vec_dot_generic_iq4.c */
 void npl_kernels_fill_avx2(npl_kernels *k);
 void npl_kernels_fill_avx512(npl_kernels *k, int has_bf16);
 /* four-row kernels, indexed by weight type */

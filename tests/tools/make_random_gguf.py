@@ -88,7 +88,31 @@ TYPES = {
     "f32": (QT.F32, LlamaFileType.ALL_F32),
     "q8_0": (QT.Q8_0, LlamaFileType.MOSTLY_Q8_0),
     "q4_0": (QT.Q4_0, LlamaFileType.MOSTLY_Q4_0),
+    "iq4_nl": (QT.IQ4_NL, LlamaFileType.MOSTLY_IQ4_NL),
+    "iq4_xs": (QT.IQ4_XS, LlamaFileType.MOSTLY_IQ4_XS),
 }
+# gguf-py has no quantizer for these: llama.cpp's own (quantize_iq4_nl /
+# quantize_iq4_xs of llama-cpp-python's libggml-base.so, as llama-quantize
+# writes them without an importance matrix), through ctypes
+LLAMACPP_QUANT = {QT.IQ4_NL: ("quantize_iq4_nl", 32, 18), QT.IQ4_XS: ("quantize_iq4_xs", 256, 136)}
+
+
+def llamacpp_quantize(a, qtype):
+    import ctypes
+    import llama_cpp
+    lib = ctypes.CDLL(os.path.join(os.path.dirname(llama_cpp.__file__), "lib", "libggml-base.so"))
+    name, bs, ts = LLAMACPP_QUANT[qtype]
+    f = getattr(lib, name)
+    fp = ctypes.POINTER(ctypes.c_float)
+    f.argtypes = [fp, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, fp]
+    f.restype = ctypes.c_size_t
+    rows, cols = a.shape
+    if cols % bs:
+        raise ValueError("%s rows of %d are not a multiple of %d" % (name, cols, bs))
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    out = np.zeros((rows, cols // bs * ts), dtype=np.uint8)
+    f(a.ctypes.data_as(fp), out.ctypes.data, rows, cols, None)
+    return out
 
 ARCHS = ("llama", "qwen2", "qwen3")
 
@@ -322,9 +346,10 @@ def build(path, arch, wtype, n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff,
     n_q = n_head * head_dim
     n_kv = n_head_kv * head_dim
     if qtype != QT.F32:
+        blk = 256 if qtype == QT.IQ4_XS else 32
         for name, d in (("n_embd", n_embd), ("n_ff", n_ff), ("n_head*head_dim", n_q)):
-            if d % 32:
-                raise ValueError("%s=%d must be a multiple of 32 for %s" % (name, d, wtype))
+            if d % blk:
+                raise ValueError("%s=%d must be a multiple of %d for %s" % (name, d, blk, wtype))
     if tie is None:
         tie = (arch == "qwen2")
 
@@ -390,6 +415,10 @@ def build(path, arch, wtype, n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff,
         a = normal((rows, cols), std)
         if qtype == QT.F32:
             w.add_tensor(name, a)
+        elif qtype in LLAMACPP_QUANT:
+            w.add_tensor(name, llamacpp_quantize(a, qtype), raw_shape=(rows, cols // LLAMACPP_QUANT[qtype][1]
+                                                                       * LLAMACPP_QUANT[qtype][2]),
+                         raw_dtype=qtype)
         else:
             w.add_tensor(name, gguf.quants.quantize(a, qtype), raw_dtype=qtype)
 
@@ -459,12 +488,26 @@ ROPE_EXTRAS = (
 )
 
 
+# The quant-type models (--iq4-extras OUTDIR), seed 1: iq4_nl at the default
+# sizes; iq4_xs needs rows of 256, so n_embd 256 and n_ff 512 (head_dim 64).
+IQ4_EXTRAS = (
+    ("rand-llama-iq4_nl", "llama", "iq4_nl", {}),
+    ("rand-qwen3-iq4_xs", "qwen3", "iq4_xs", dict(n_embd=256, n_ff=512)),
+)
+
+
 # ---------------------------------------------------------------------------
 # llama.cpp check
 
 def check_with_llamacpp(path, text=CHECK_TEXT, n_threads=2):
     """Load path with llama.cpp, run text teacher-forced; return a dict with
-    n_tokens, finite, entropy mean/min/max (nats), mean top-1 probability."""
+    n_tokens, finite, entropy mean/min/max (nats), mean top-1 probability.
+    The iq4 models load with llama.cpp's extra buffer types off: its AMX
+    IQ4_XS matmul crashes on them (see tests/data/llamacpp/record_reference.py)."""
+    if "iq4" in os.path.basename(path):
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "llamacpp"))
+        from record_reference import no_extra_bufts
+        no_extra_bufts()
     from llama_cpp import Llama
     llm = Llama(model_path=path, n_ctx=512, n_batch=512, logits_all=True,
                 n_threads=n_threads, verbose=False)
@@ -494,6 +537,8 @@ def main():
                     help="write rand-{arch}-{type}.gguf for every arch and type")
     ap.add_argument("--rope-extras", metavar="OUTDIR",
                     help="write the RoPE-scaling test models (ROPE_EXTRAS) to OUTDIR")
+    ap.add_argument("--iq4-extras", metavar="OUTDIR",
+                    help="write the iq4_nl / iq4_xs test models (IQ4_EXTRAS) to OUTDIR")
     for k in ("n_layer", "n_embd", "n_head", "n_head_kv", "head_dim", "n_ff", "n_vocab",
               "ctx", "seed"):
         ap.add_argument("--" + k.replace("_", "-"), type=int, default=DEFAULTS[k])
@@ -520,7 +565,13 @@ def main():
         rope_scaling = dict(type=a.rope_scaling, factor=a.rope_scaling_factor, orig_ctx=a.rope_orig_ctx)
 
     jobs = []
-    if a.rope_extras:
+    sizes = dict((k, getattr(a, k)) for k in ("n_layer", "n_embd", "n_head", "n_head_kv", "head_dim", "n_ff",
+                                              "n_vocab", "ctx", "seed"))
+    if a.iq4_extras:
+        os.makedirs(a.iq4_extras, exist_ok=True)
+        for name, arch, t, kw in IQ4_EXTRAS:
+            jobs.append((os.path.join(a.iq4_extras, name + ".gguf"), arch, t, kw))
+    elif a.rope_extras:
         os.makedirs(a.rope_extras, exist_ok=True)
         for name, arch, t, kw in ROPE_EXTRAS:
             jobs.append((os.path.join(a.rope_extras, name + ".gguf"), arch, t, kw))
@@ -536,8 +587,10 @@ def main():
 
     bad = 0
     for path, arch, t, kw in jobs:
-        build(path, arch, t, a.n_layer, a.n_embd, a.n_head, a.n_head_kv, a.head_dim,
-              a.n_ff, a.n_vocab, a.ctx, a.seed, tie=a.tie, logit_std=a.logit_std, **kw)
+        kw = dict(kw)
+        sz = dict(sizes, **{k: kw.pop(k) for k in list(kw) if k in sizes})
+        build(path, arch, t, sz["n_layer"], sz["n_embd"], sz["n_head"], sz["n_head_kv"], sz["head_dim"],
+              sz["n_ff"], sz["n_vocab"], sz["ctx"], sz["seed"], tie=a.tie, logit_std=a.logit_std, **kw)
         if a.check:
             try:
                 r = check_with_llamacpp(path)

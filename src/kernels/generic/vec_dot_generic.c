@@ -287,6 +287,7 @@ void npl_kernels_fill_generic(npl_kernels *k) {
     k->vec_dot[NPL_TYPE_Q5_K] = dot_q5_K_q8_K;
     k->vec_dot[NPL_TYPE_Q6_K] = dot_q6_K_q8_K;
     k->vec_dot[NPL_TYPE_Q8_K] = dot_q8_K_q8_K;
+    npl_kernels_fill_generic_iq4(k);
 
     /* indexed by the destination (vec_dot) type */
     k->quantize_row[NPL_TYPE_F32] = npl_f32_to_f32_copy;

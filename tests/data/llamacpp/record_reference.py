@@ -11,6 +11,11 @@ Writes, next to this script, one JSON file per model:
                             the RoPE-scaling random GGUFs (Llama 3.1-style
                             rope_freqs.weight; yarn), written by
                             make_random_gguf.py --rope-extras tests/data/models
+  rand-llama-iq4_nl.json, rand-qwen3-iq4_xs.json
+                            the quant-type random GGUFs (weights quantized by
+                            llama.cpp's quantize_iq4_nl / _xs), written by
+                            make_random_gguf.py --iq4-extras tests/data/models;
+                            recorded with use_extra_bufts off (see IQ4_EXTRAS)
 
 Each JSON holds the model's file name, size and sha256, n_vocab, the
 llama-cpp-python version used, and a list of "prompts".  Each prompt has
@@ -79,6 +84,27 @@ TEXTS = [
 TOPK = 5
 # the RoPE-scaling models of make_random_gguf.py --rope-extras
 ROPE_EXTRAS = ("rand-llama-ropefreqs-f32", "rand-qwen3-yarn-f32")
+# the quant-type models of make_random_gguf.py --iq4-extras.  Recorded with
+# llama.cpp's extra buffer types off (use_extra_bufts=False: no AMX / repacked
+# weights), because llama-cpp-python 0.3.36's AMX matmul for IQ4_XS crashes
+# (SIGSEGV in ggml_backend_amx_mul_mat) on rand-qwen3-iq4_xs; the plain CPU
+# path is ggml's ggml_vec_dot_iq4_*_q8_* kernels.
+IQ4_EXTRAS = ("rand-llama-iq4_nl", "rand-qwen3-iq4_xs")
+
+
+def no_extra_bufts():
+    """Make llama-cpp-python's Llama() load models with use_extra_bufts off."""
+    import llama_cpp.llama_cpp as lc
+    orig = lc.llama_model_default_params
+    if getattr(orig, "_npl_no_extra", False):
+        return
+
+    def params():
+        p = orig()
+        p.use_extra_bufts = False
+        return p
+    params._npl_no_extra = True
+    lc.llama_model_default_params = params
 
 
 def sha256(path):
@@ -89,8 +115,10 @@ def sha256(path):
     return h.hexdigest()
 
 
-def record(path, out_path, threads, n_random=32, seed=1234):
+def record(path, out_path, threads, n_random=32, seed=1234, extra_bufts=True):
     import llama_cpp
+    if not extra_bufts:
+        no_extra_bufts()
     from llama_cpp import Llama
     llm = Llama(model_path=path, n_ctx=512, n_batch=512, logits_all=True,
                 n_threads=threads, n_threads_batch=threads, verbose=False)
@@ -142,6 +170,7 @@ def record(path, out_path, threads, n_random=32, seed=1234):
         "llama_cpp_python": llama_cpp.__version__,
         "recorded_by": "tests/data/llamacpp/record_reference.py",
         "topk": TOPK,
+        "use_extra_bufts": extra_bufts,
         "prompts": recs,
     }
     with open(out_path, "w") as f:
@@ -183,10 +212,17 @@ def main():
             sys.exit("%s missing: run tests/tools/make_random_gguf.py --rope-extras %s"
                      % (p, a.models_dir))
         jobs.append((p, os.path.join(HERE, name + ".json")))
-    for p, o in jobs:
+    for name in IQ4_EXTRAS:
+        p = os.path.join(a.models_dir, name + ".gguf")
+        if not os.path.exists(p):
+            sys.exit("%s missing: run tests/tools/make_random_gguf.py --iq4-extras %s"
+                     % (p, a.models_dir))
+        jobs.append((p, os.path.join(HERE, name + ".json"), False))
+    for job in jobs:
+        p, o = job[0], job[1]
         if a.only and a.only not in os.path.basename(o):
             continue
-        record(p, o, a.threads)
+        record(p, o, a.threads, extra_bufts=job[2] if len(job) > 2 else True)
     return 0
 
 

@@ -11,6 +11,7 @@
 
 void npl_kernels_fill_avx2_k(npl_kernels *k);
 void npl_quantize_fill_avx2(npl_kernels *k);
+void npl_kernels_fill_avx2_iq4(npl_kernels *k);
 
 static inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
 

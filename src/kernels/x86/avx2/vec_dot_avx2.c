@@ -172,5 +172,6 @@ void npl_kernels_fill_avx2(npl_kernels *k) {
     k->vec_dot[NPL_TYPE_Q5_1] = dot_q5_1_q8_1;
     k->vec_dot[NPL_TYPE_Q8_0] = dot_q8_0_q8_0;
     npl_kernels_fill_avx2_k(k);
+    npl_kernels_fill_avx2_iq4(k);
     npl_quantize_fill_avx2(k);
 }

@@ -8,6 +8,7 @@
 
 void npl_kernels_fill_avx512_k(npl_kernels *k);
 void npl_dot4_fill_avx512_k(npl_vec_dot4_fn *d4);
+void npl_kernels_fill_avx512_iq4(npl_kernels *k);
 
 static inline __m512i load512(const void *p) { return _mm512_loadu_si512(p); }
 

@@ -285,4 +285,5 @@ void npl_kernels_fill_avx512(npl_kernels *k, int has_bf16) {
     k->vec_dot[NPL_TYPE_Q5_0] = dot_q5_0_q8_0;
     k->vec_dot[NPL_TYPE_Q8_0] = dot_q8_0_q8_0;
     npl_kernels_fill_avx512_k(k);
+    npl_kernels_fill_avx512_iq4(k);
 }
