@@ -8,6 +8,8 @@
 #                               white-box tests and for a static build that
 #                               registers it as a built-in provider
 #                               (npl_plugin_rt_params.providers)
+# NAME is the target name of npullm compile --target and of packages: the
+# loader (src/plugin) maps target "qnn-htp" to libnpl_accel_qnn-htp.so.
 # The libraries go next to the npullm executable and libnpullm.so (where the
 # loader looks by default) and, for the test executables, into tests/.
 # npl_accel_plugin(NAME PROVIDER DEPS SOURCES...): DEPS (a ;-list) is what the
@@ -48,3 +50,10 @@ set_target_properties(npl_accel_quote PROPERTIES C_VISIBILITY_PRESET hidden)
 npl_accel_plugin(vnpu npl_vnpu_get_api "npullm_kernels;npl_accel_quote" ${NPL_VNPU_SOURCES})
 # record writes GGUF: the engine's format layer (only the members it uses are linked)
 npl_accel_plugin(record npl_record_get_api npullm_static ${NPL_RECORD_SOURCES})
+
+# qnn-htp: Qualcomm QNN HTP (src/accel/qnn). It dlopens QNN's own libraries
+# (from NPL_QNN_LIB_DIR, see CMakeLists.txt, or the backend option qnn_lib)
+# in backend_create, so loading the plugin needs no QNN; m: Rope angles.
+file(GLOB NPL_QNN_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/accel/qnn/*.c)
+npl_accel_plugin(qnn-htp npl_qnn_get_api "${CMAKE_DL_LIBS};m" ${NPL_QNN_SOURCES})
+target_compile_definitions(npl_accel_qnn-htp_static PRIVATE NPL_QNN_DEFAULT_LIB_DIR="${NPL_QNN_LIB_DIR}")

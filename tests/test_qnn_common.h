@@ -1,4 +1,4 @@
-/* Helpers of the QNN HTP adapter tests: load libnpullm_qnn.so as a plugin
+/* Helpers of the QNN HTP adapter tests: load libnpl_accel_qnn-htp.so as a plugin
  * (dlopen + npl_accel_get_api, as a package would), skip (exit 77) only
  * when the QNN libraries are not installed, one-node graphs and their run. */
 #ifndef NPL_TEST_QNN_COMMON_H

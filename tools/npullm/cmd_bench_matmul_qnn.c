@@ -1,6 +1,6 @@
 /* npullm bench-matmul --accel qnn-htp: the reference's two MatMul
  * benchmarks (../shared/reference/000_*: weight_static_benchmark and
- * weight_switch_benchmark) on Qualcomm QNN HTP through libnpullm_qnn.so.
+ * weight_switch_benchmark) on Qualcomm QNN HTP through libnpl_accel_qnn-htp.so.
  *   (a) per precision fp16 (f16 x f16), int8 (uint8 activations x int8
  *       per-channel weights), int16 (16-bit activations x int8 per-channel
  *       weights) and weight mode static / app_write: ctx, build, final, first,
@@ -28,7 +28,7 @@ static const char *USAGE =
     "                           [--m M] [--k K] [--n N] [--warmup W] [--iters I] [--rounds R]\n"
     "                           [--precisions fp16,int8,int16]\n"
     "  defaults: soc SM8650, m 512, k 2048, n 2048, warmup 1, iters 3, rounds 2 (weight switch),\n"
-    "  plugin libnpullm_qnn.so next to the npullm executable, QNN libraries from the build's default\n";
+    "  plugin libnpl_accel_qnn-htp.so next to the npullm executable, QNN libraries from the build's default\n";
 
 typedef struct {
     const char *name;
@@ -331,7 +331,7 @@ static const npl_accel_api *load_plugin(const char *path) {
         if (n <= 0) return NULL;
         self[n] = 0;
         char *slash = strrchr(self, '/');
-        strcpy(slash ? slash + 1 : self, "libnpullm_qnn.so");
+        strcpy(slash ? slash + 1 : self, "libnpl_accel_qnn-htp.so");
         path = self;
     }
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);

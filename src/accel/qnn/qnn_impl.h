@@ -1,4 +1,4 @@
-/* Internals of the QNN HTP adapter (libnpullm_qnn.so): the npullm accelerator
+/* Internals of the QNN HTP adapter (libnpl_accel_qnn-htp.so): the npullm accelerator
  * ABI (include/npullm_accel.h) on Qualcomm's QNN HTP backend.
  *
  * Object model: an ABI backend owns the dlopen'ed libQnnHtp.so, a QNN log

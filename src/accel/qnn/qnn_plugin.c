@@ -1,4 +1,4 @@
-/* libnpullm_qnn.so: the npullm accelerator ABI on Qualcomm QNN HTP.
+/* libnpl_accel_qnn-htp.so (target qnn-htp): the npullm accelerator ABI on Qualcomm QNN HTP.
  *
  * Options: backend "qnn_lib" = the folder holding libQnnHtp.so and
  * libQnnSystem.so (default: the one the build found in the project's venv,
@@ -430,8 +430,9 @@ static const npl_accel_api api = {
     .context_tensor_data = qnn_context_tensor_data,
 };
 
-/* The plugin's one exported symbol (the build hides everything else). */
-__attribute__((visibility("default"))) const npl_accel_api *npl_accel_get_api(uint32_t requested_version);
-const npl_accel_api *npl_accel_get_api(uint32_t requested_version) {
+/* The provider: libnpl_accel_qnn-htp.so exports it as npl_accel_get_api
+ * (src/accel/plugin_entry.c). */
+const npl_accel_api *npl_qnn_get_api(uint32_t requested_version);
+const npl_accel_api *npl_qnn_get_api(uint32_t requested_version) {
     return requested_version >= 1 && requested_version <= api.abi_version ? &api : NULL;
 }
