@@ -4,9 +4,9 @@
  *   tokenizer.ggml.model = "llama"  SentencePiece (SPM) with byte fallback
  *                                   (Llama 2, Gemma, ...);
  *   tokenizer.ggml.model = "gpt2"   byte-level BPE with merge ranks and the
- *                                   pre-tokenizer named by tokenizer.ggml.pre:
- *                                   "qwen2" family, "llama3"/"llama-bpe"
- *                                   family, "gpt2" family.
+ *                                   pre-tokenizer named by tokenizer.ggml.pre
+ *                                   (llama.cpp's names and regex lists,
+ *                                   tokenizer_pre.c).
  *
  * Output equals llama.cpp's llama_tokenize / llama_token_to_piece /
  * llama_detokenize ids and bytes (golden files in tests/data/tokenizer are

@@ -44,11 +44,14 @@ typedef struct {
 
 #define NPL_TOK_ROLL 0x100000001b3ull
 
-typedef enum { NPL_PRE_NONE = 0, NPL_PRE_GPT2, NPL_PRE_LLAMA3, NPL_PRE_QWEN2, NPL_PRE_QWEN35, NPL_PRE_STARCODER } npl_pre_type;
+/* One regex of a BPE pre-tokenizer (tokenizer_pre.c): how it runs. */
+enum { NPL_PRE_STEP_UCP = 1, NPL_PRE_STEP_COLLAPSED, NPL_PRE_STEP_WIDE, NPL_PRE_STEP_DIGITS };
+#define NPL_PRE_MAX_STEPS 8
+typedef struct { void *code; int kind; } npl_pre_step;   /* code: pcre2_code_8 * */
 
 struct npl_tokenizer {
     npl_vocab_type type;
-    npl_pre_type pre;
+    const char *const *pre_exprs;  /* BPE: llama.cpp's regex list (tokenizer_pre.c) */
     int32_t n_vocab;
     npl_tok_entry *tok;
     char *arena;            /* all token texts and merge halves, NUL-terminated */
@@ -71,7 +74,9 @@ struct npl_tokenizer {
     npl_tok_special_group *groups; int n_groups;         /* longest first */
     uint8_t special_first[32];                           /* union of first bytes */
 
-    void *re;                                            /* pcre2_code_8 * (BPE) */
+    npl_pre_step pre_steps[NPL_PRE_MAX_STEPS]; int n_pre_steps;   /* BPE */
+    int pre_need_ucp, pre_need_wide, pre_need_cat;        /* which views of the text the steps read */
+    void *pre_classes;                                   /* pcre2_code_8 *: code point categories */
     void *re_ctx;                                        /* pcre2_match_context_8 * */
 };
 
@@ -87,8 +92,21 @@ int npl_tok_out_push(npl_tok_out *o, int32_t id);
 /* ---- sessions: each appends to out; 0 ok, -1 out of memory ---- */
 int npl_spm_encode(const npl_tokenizer *t, const char *text, size_t len, int add_prefix, npl_tok_out *out);
 int npl_bpe_encode(const npl_tokenizer *t, const char *text, size_t len, npl_tok_out *out);
-int npl_bpe_init(npl_tokenizer *t, char *msg, size_t msglen);
-void npl_bpe_free(npl_tokenizer *t);
+
+/* ---- BPE pre-tokenizers (tokenizer_pre.c) ---- */
+/* llama.cpp's regex list for a tokenizer.ggml.pre name, or NULL; *flags
+ * for npl_pre_flag. */
+const char *const *npl_pre_find(const char *s, size_t n, int *flags);
+const char *const *npl_pre_default(void);   /* a missing tokenizer.ggml.pre */
+enum { NPL_PRE_NO_CLEAN = 1, NPL_PRE_IGNORE_MERGES, NPL_PRE_ADD_BOS, NPL_PRE_NO_BOS };
+int npl_pre_flag(int flags, int which);
+void npl_pre_known_names(char *buf, size_t n);   /* "a, b, c" */
+/* Compiles t->pre_exprs; 0 ok, -1 with msg. */
+int npl_pre_init(npl_tokenizer *t, char *msg, size_t msglen);
+void npl_pre_free(npl_tokenizer *t);
+/* Cuts cpt[0..n) into words; *words (malloc'd) holds their lengths in
+ * code points. 0 ok, -1 out of memory or a regex failure (status noted). */
+int npl_pre_split(const npl_tokenizer *t, const uint32_t *cpt, size_t n, uint32_t **words, size_t *n_words);
 
 /* ---- strict checks of vocabulary text (tokenizer_check.c) ---- */
 /* Offset of the first byte that does not start a well-formed UTF-8

@@ -365,7 +365,7 @@ static void build_byte_tables(npl_tokenizer *t) {
 
 void npl_tokenizer_free(npl_tokenizer *t) {
     if (!t) return;
-    npl_bpe_free(t);
+    npl_pre_free(t);
     for (int i = 0; i < t->n_groups; i++) { free(t->groups[i].keys); free(t->groups[i].ids); }
     free(t->groups);
     free(t->tok);
@@ -375,43 +375,6 @@ void npl_tokenizer_free(npl_tokenizer *t) {
     free(t->merge_slots);
     free(t);
 }
-
-static int is_one_of(const char *s, size_t n, const char *const *list) {
-    for (int k = 0; list[k]; k++)
-        if (strlen(list[k]) == n && memcmp(list[k], s, n) == 0) return 1;
-    return 0;
-}
-
-static const char *const k_pre_llama3[] = {
-    "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano",
-    "dbrx", "smaug-bpe", NULL };
-static const char *const k_pre_qwen2[] = {
-    "qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "stablelm2", "hunyuan", "solar-open", NULL };
-static const char *const k_pre_qwen35[] = { "qwen35", NULL };   /* clean_spaces off too */
-static const char *const k_pre_gpt2[] = { "gpt-2", "mpt", "olmo", "jais", "trillion", "granite-docling", NULL };
-/* llama.cpp's STARCODER, REFACT, COMMAND_R, SMOLLM, CODESHELL, EXAONE,
- * MINERVA and MELLUM2: "\p{N}" then the gpt2 regex */
-static const char *const k_pre_starcoder[] = {
-    "starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b", "mellum2", NULL };
-/* pre-tokenizers whose llama.cpp entry also turns clean_spaces off */
-static const char *const k_pre_starcoder_no_clean[] = { "command-r", "smollm", NULL };
-
-/* "a, b, c" of every name above, for the unknown-name error */
-static void known_pre_names(char *buf, size_t n) {
-    const char *const *lists[] = { k_pre_llama3, k_pre_qwen2, k_pre_qwen35, k_pre_gpt2, k_pre_starcoder };
-    size_t at = 0;
-    buf[0] = '\0';
-    for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++)
-        for (int k = 0; lists[l][k]; k++) {
-            int w = snprintf(buf + at, n - at, "%s%s", at ? ", " : "", lists[l][k]);
-            if (w < 0 || (size_t)w >= n - at) return;
-            at += (size_t)w;
-        }
-}
-/* pre-tokenizers of the qwen2 / gpt2 regex whose llama.cpp entry also
- * turns clean_spaces off */
-static const char *const k_pre_no_clean[] = {
-    "qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "hunyuan", "solar-open", NULL };
 
 npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
     if (err && errlen) err[0] = '\0';
@@ -439,33 +402,20 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
         t->type = NPL_VOCAB_BPE;
         def_bos = 11; def_eos = 11;
         t->clean_spaces = 1;
-        if (pre.len == 0 || (pre.len == 7 && memcmp(pre.ptr, "default", 7) == 0)) {
-            fail(err, errlen, g, "tokenizer.ggml.pre", "missing or \"default\": this BPE pre-tokenizer is not supported");
-            goto fail;
-        } else if (is_one_of(pre.ptr, pre.len, k_pre_llama3)) {
-            t->pre = NPL_PRE_LLAMA3;
-            if (!(pre.len == 4 && memcmp(pre.ptr, "dbrx", 4) == 0) && !(pre.len == 9 && memcmp(pre.ptr, "smaug-bpe", 9) == 0)) {
-                t->ignore_merges = 1;
-                t->add_bos = 1;
-            }
-        } else if (is_one_of(pre.ptr, pre.len, k_pre_qwen2)) {
-            t->pre = NPL_PRE_QWEN2;
-            if (is_one_of(pre.ptr, pre.len, k_pre_no_clean)) t->clean_spaces = 0;
-        } else if (is_one_of(pre.ptr, pre.len, k_pre_qwen35)) {
-            t->pre = NPL_PRE_QWEN35;
-            t->clean_spaces = 0;
-        } else if (is_one_of(pre.ptr, pre.len, k_pre_gpt2)) {
-            t->pre = NPL_PRE_GPT2;
-        } else if (is_one_of(pre.ptr, pre.len, k_pre_starcoder)) {
-            t->pre = NPL_PRE_STARCODER;
-            if (is_one_of(pre.ptr, pre.len, k_pre_starcoder_no_clean)) t->clean_spaces = 0;
-        } else {
-            char known[600];
-            known_pre_names(known, sizeof(known));
+        /* llama.cpp takes a missing name as "default" (with a warning) */
+        int pf = 0;
+        t->pre_exprs = pre.len == 0 ? npl_pre_default() : npl_pre_find(pre.ptr, pre.len, &pf);
+        if (!t->pre_exprs) {
+            char known[2000];
+            npl_pre_known_names(known, sizeof(known));
             fail(err, errlen, g, "tokenizer.ggml.pre", "unsupported pre-tokenizer \"%.*s\" (known: %s)",
                  (int)(pre.len > 64 ? 64 : pre.len), pre.ptr, known);
             goto fail;
         }
+        if (npl_pre_flag(pf, NPL_PRE_NO_CLEAN)) t->clean_spaces = 0;
+        if (npl_pre_flag(pf, NPL_PRE_IGNORE_MERGES)) t->ignore_merges = 1;
+        if (npl_pre_flag(pf, NPL_PRE_ADD_BOS)) t->add_bos = 1;
+        if (npl_pre_flag(pf, NPL_PRE_NO_BOS)) def_bos = -1;
     } else {
         fail(err, errlen, g, "tokenizer.ggml.model", "unsupported tokenizer model \"%.*s\"", (int)(model.len > 64 ? 64 : model.len), model.ptr);
         goto fail;
@@ -717,7 +667,7 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
     if (build_special_groups(t)) { fail(err, errlen, g, "tokenizer", "out of memory"), npl_status_note(NPL_ERR_MEMORY); goto fail; }
     if (t->type == NPL_VOCAB_BPE) {
         char msg[160];
-        if (npl_bpe_init(t, msg, sizeof(msg))) { fail(err, errlen, g, "tokenizer.ggml.pre", "%s", msg); goto fail; }
+        if (npl_pre_init(t, msg, sizeof(msg))) { fail(err, errlen, g, "tokenizer.ggml.pre", "%s", msg); goto fail; }
     }
     return t;
 

@@ -28,9 +28,9 @@ sys.path.insert(0, HERE)
 import make_fixtures  # noqa: E402  (re-execs under .venv when needed)
 
 # llama.cpp's vocab fixtures npullm's tokenizers and pre-tokenizers cover
-# (deepseek-llm, deepseek-coder and falcon need pre-tokenizer families npullm
-# does not have yet; gemma-4 and bert-bge tokenizer models it lacks)
-VOCABS = ("starcoder", "refact", "command-r", "gpt-2", "llama-bpe", "llama-spm", "phi-3", "qwen2", "mpt", "qwen35")
+# (gemma-4 and bert-bge: tokenizer models it lacks)
+VOCABS = ("starcoder", "refact", "command-r", "gpt-2", "llama-bpe", "llama-spm", "phi-3", "qwen2", "mpt", "qwen35",
+          "deepseek-llm", "deepseek-coder", "falcon")
 SDIST = "llama-cpp-python==0.3.36"
 
 
