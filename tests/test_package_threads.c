@@ -3,7 +3,11 @@
  * process, the CPU session's pool, which vnpu runs on as well (before ABI
  * version 2's host pool, vnpu started a second pool: 3 threads). The run is
  * interactive so the process waits at its prompt while /proc/PID/task is
- * counted, and it is counted again throughout a turn. */
+ * counted, and it is counted again throughout a turn.
+ * `npullm compile -t 2` runs one pool as well: the CPU samples and the target
+ * share it, so the process has at most 3 threads (the caller and one worker
+ * of the 2-thread pool, and package_dir.c's signal-waiting thread); before
+ * compile handed its pool to the target, vnpu started its own: 4. */
 #include <dirent.h>
 #include <errno.h>
 #include <poll.h>
@@ -55,6 +59,29 @@ static int wait_prompt(int fd, pid_t pid, int timeout_s, int *max_tasks) {
     return -1;
 }
 
+/* the most threads `npullm compile -t 2` had while it ran, polled every ms (ctx 2048 and
+ * chunk 512 make the check stage last long enough to be seen) */
+static int compile_threads(const char *cli, const char *model, const char *dir) {
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) _exit(126);
+        execl(cli, cli, "compile", "-m", model, "-o", dir, "-t", "2", "--ctx", "2048", "--chunk", "512", "--act", "f32",
+              (char *)NULL);
+        _exit(127);
+    }
+    int max = 0, status = 0;
+    for (;;) {
+        int t = n_tasks(pid);
+        if (t > max) max = t;
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid) break;
+        if (w < 0) return -1;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? max : -1;
+}
+
 int main(void) {
     const char *data = getenv("NPL_TEST_DATA"), *cli = getenv("NPL_CLI");
     CHECK(cli != NULL);
@@ -104,6 +131,10 @@ int main(void) {
     close(errp[0]);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK_EQ_INT(system(cmd), 0);
+    int ct = compile_threads(cli, model, dir);
+    printf("threads of `npullm compile -t 2`: at most %d\n", ct);
+    CHECK(ct >= 2 && ct <= 3);
     CHECK_EQ_INT(system(cmd), 0);
     TEST_MAIN_END();
 }

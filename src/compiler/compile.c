@@ -118,11 +118,10 @@ typedef struct {
 } sample;
 
 static int run_samples(const npl_model_graph *mg, const npl_hparams *hp, const npl_segment *sg, shape_case *cases,
-                       int n_cases, sample *smp, int n_threads, char *err, size_t errlen) {
+                       int n_cases, sample *smp, npl_pool *pool, char *err, size_t errlen) {
     npl_cpu_ctx cc;
     npl_backend be;
     npl_cpu_backend_init(&be, &cc, npl_cpu_best_isa());
-    npl_pool *pool = npl_pool_new(n_threads);
     int outs[NPL_SEG_MAX_IO + 1], n_outs = 0, rc = -1;
     for (int i = 0; i < sg->n_inputs; i++) outs[n_outs++] = sg->inputs[i];
     outs[n_outs++] = sg->outputs[0];
@@ -171,7 +170,6 @@ done:
     if (kv)
         for (int l = 0; l < 2 * hp->n_layer; l++) free(kv[l]);
     free(kv);
-    npl_pool_free(pool);
     return rc;
 }
 
@@ -243,6 +241,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     const npl_accel_api *api = NULL;
     npl_accel_backend *abe = NULL;
     npl_plugin_rt *rt = NULL;
+    npl_pool *pool = NULL; /* one pool for the CPU samples and the target (if it can run on it) */
     char (*refused)[NPL_WHY_LEN] = NULL;
 
     if (p.chunk <= 0) {
@@ -260,8 +259,9 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     if (npl_pkg_out_prepare(g, out_dir, p.force, out, sizeof out, err, errlen)) return -1;
     {   /* the target next: a plugin that is missing or broken stops the compile now */
         char dir[4096];
+        if (!(pool = npl_pool_new(p.n_threads))) goto oom;
         npl_plugin_rt_params rp = {.base_dir = ".", .plugin_dir = p.plugin_dir, .n_threads = p.n_threads,
-                                   .providers = p.providers, .n_providers = p.n_providers};
+                                   .providers = p.providers, .n_providers = p.n_providers, .host_pool = pool};
         if (!rp.plugin_dir && !npl_plugin_default_dir(dir, sizeof dir)) rp.plugin_dir = dir;
         if (!(rt = npl_plugin_rt_new(&rp, err, errlen)) || !(api = npl_plugin_accel_api(rt, p.target, err, errlen)) ||
             !(abe = npl_plugin_accel_backend(rt, api, err, errlen)))
@@ -414,7 +414,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
             sample smp[MAX_SHAPES] = {0};
             npl_accel_context *lc = NULL;
             double tol = p.tolerance > 0 ? p.tolerance : 0.25; /* random ids drive Gemma far off its data */
-            if (run_samples(&mg, &hp, sg, cases, n_cases, smp, p.n_threads, err, errlen)) {
+            if (run_samples(&mg, &hp, sg, cases, n_cases, smp, pool, err, errlen)) {
                 samples_free(smp, n_cases, sg->n_inputs);
                 free(shapes);
                 goto done;
@@ -672,6 +672,7 @@ done:
     free(refused);
     npl_partition_free(&part);
     npl_plugin_rt_free(rt); /* the target's backend with it */
+    npl_pool_free(pool);    /* after the backend that may run on it */
     npl_graph_free(mg.g);
     npl_gguf_close(f);
     for (int c = 0; c < MAX_SHAPES; c++) {
