@@ -34,6 +34,9 @@ struct npl_accel_backend {
     Qnn_Handle_t sysctx;
     char lib_dir[512];
     char err[2048];
+    npl_accel_op_info *ops; /* list_ops' answer, built on first call (qnn_validate.c) */
+    npl_accel_param_info *op_params;
+    uint32_t n_ops;
 };
 
 struct npl_accel_device {
@@ -87,6 +90,7 @@ struct npl_accel_context {
     npl_accel_device *dev;
     Qnn_Handle_t ctx;
     int from_binary;
+    int validate; /* validate_node's scratch context: no QNN context; nodes go to backendValidateOpConfig */
     qnn_tensor *t;
     uint32_t n_t, cap_t;
     qnn_graph **g;
@@ -181,6 +185,14 @@ npl_accel_status qnn_add_graph(npl_accel_context *c, const char *name, qnn_graph
 void qnn_graph_free(qnn_graph *g);
 void qnn_tensor_release(qnn_tensor *t);
 qnn_tensor *qnn_context_append_tensor(npl_accel_context *c);
+/* tensor_create's checks and record (g NULL: a context tensor). */
+npl_accel_status qnn_new_tensor(npl_accel_context *c, qnn_graph *g, const npl_accel_tensor_desc *d, npl_accel_tensor_id *out);
+
+/* qnn_validate.c: the version-2 methods validate_node and list_ops. */
+npl_accel_status qnn_validate_node(npl_accel_backend *be, const npl_accel_node_desc *node, const npl_accel_tensor_desc *inputs,
+                                   const npl_accel_tensor_desc *outputs, char *reason, uint32_t reason_len);
+npl_accel_status qnn_list_ops(npl_accel_backend *be, const npl_accel_op_info **ops, uint32_t *n_ops);
+void qnn_ops_free(npl_accel_backend *be);
 
 /* qnn_exec.c: execute, profiles and context binaries (ABI methods). */
 npl_accel_status qnn_graph_execute(npl_accel_graph *g, const npl_accel_buffer *in, uint32_t n_in,

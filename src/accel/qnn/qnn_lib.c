@@ -48,12 +48,22 @@ void qnn_log_reset(void) {
 static void log_cb(const char *fmt, uint32_t level, uint64_t ts, va_list ap) {
     (void)ts;
     if (level != QNN_LOG_LEVEL_ERROR || log_len + 4 >= sizeof log_buf) return;
+    const size_t start = log_len;
     if (log_len) log_buf[log_len++] = ';', log_buf[log_len++] = ' ';
     int k = vsnprintf(log_buf + log_len, sizeof log_buf - log_len, fmt, ap);
     if (k < 0) k = 0;
     log_len += (size_t)k;
     if (log_len >= sizeof log_buf) log_len = sizeof log_buf - 1;
-    while (log_len && (log_buf[log_len - 1] == '\n' || log_buf[log_len - 1] == ' ')) log_buf[--log_len] = 0;
+    while (log_len > start && (log_buf[log_len - 1] == '\n' || log_buf[log_len - 1] == ' ')) log_buf[--log_len] = 0;
+    /* QNN repeats a line as the error travels up its layers: keep the first */
+    const char *line = log_buf + start + (start ? 2 : 0);
+    while (*line == ' ') line++;
+    if (start && *line) {
+        log_buf[start] = 0;
+        int dup = strstr(log_buf, line) != NULL;
+        log_buf[start] = ';';
+        if (dup) log_len = start, log_buf[start] = 0;
+    }
 }
 
 static npl_accel_status vfail(npl_accel_backend *be, npl_accel_status st, const char *fmt, va_list ap) {

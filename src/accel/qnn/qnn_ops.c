@@ -90,7 +90,7 @@ npl_accel_status qnn_native(qnn_graph *g, const char *nm, const char *suffix, co
     out->v2.memType = QNN_TENSORMEMTYPE_RAW;
     out->v2.quantizeParams = like->v2.quantizeParams;
     qnn_log_reset();
-    Qnn_ErrorHandle_t e = g->ctx->be->q->tensorCreateGraphTensor(g->g, out);
+    Qnn_ErrorHandle_t e = g->ctx->validate ? QNN_SUCCESS : g->ctx->be->q->tensorCreateGraphTensor(g->g, out);
     if (e != QNN_SUCCESS)
         return qnn_fail_q(g->ctx->be, e, NPL_ACCEL_ERR_INTERNAL, "graph '%s': creating tensor '%s'", g->name, name);
     return NPL_ACCEL_OK;
@@ -114,6 +114,16 @@ npl_accel_status qnn_node(qnn_lw *L, const char *suffix, const char *type, Qnn_T
     op.numOfOutputs = 1;
     op.outputTensors = out;
     qnn_log_reset();
+    if (g->ctx->validate) { /* validate_node: QNN's own check of the op, nothing is added */
+        Qnn_ErrorHandle_t e = L->be->q->backendValidateOpConfig ? L->be->q->backendValidateOpConfig(L->be->be, op) : QNN_SUCCESS;
+        if (e != QNN_SUCCESS) { /* whatever QNN's code (often INVALID_ARGUMENT): the node is not supported */
+            qnn_fail_q(L->be, e, NPL_ACCEL_ERR_UNSUPPORTED, "node '%s' (%s as QNN %s%s%s): refused by QNN's validation", L->nm,
+                       L->n->op, type, *suffix ? " " : "", suffix);
+            return NPL_ACCEL_ERR_UNSUPPORTED;
+        }
+        g->n_nodes++;
+        return NPL_ACCEL_OK;
+    }
     Qnn_ErrorHandle_t e = L->be->q->graphAddNode(g->g, op);
     if (e != QNN_SUCCESS)
         return qnn_fail_q(L->be, e, NPL_ACCEL_ERR_TYPE_MISMATCH, "graph '%s': node '%s' (%s as QNN %s) refused", g->name,

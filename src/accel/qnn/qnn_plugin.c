@@ -55,6 +55,7 @@ static npl_accel_status backend_create(const npl_accel_option *opts, uint32_t n_
 static void backend_free(npl_accel_backend *be) {
     if (!be) return;
     qnn_unload(be);
+    qnn_ops_free(be);
     free(be);
 }
 
@@ -304,8 +305,7 @@ qnn_tensor *qnn_context_append_tensor(npl_accel_context *c) {
     return &c->t[c->n_t];
 }
 
-static npl_accel_status new_tensor(npl_accel_context *c, qnn_graph *g, const npl_accel_tensor_desc *d,
-                                   npl_accel_tensor_id *out) {
+npl_accel_status qnn_new_tensor(npl_accel_context *c, qnn_graph *g, const npl_accel_tensor_desc *d, npl_accel_tensor_id *out) {
     npl_accel_backend *be = c->be;
     npl_accel_status st = check_desc(be, d);
     if (st) return st;
@@ -368,14 +368,14 @@ static npl_accel_status new_tensor(npl_accel_context *c, qnn_graph *g, const npl
 static npl_accel_status tensor_create(npl_accel_graph *g, const npl_accel_tensor_desc *d, npl_accel_tensor_id *out) {
     if (!g || !d || !out) return NPL_ACCEL_ERR_INVALID_ARG;
     if (g->finalized) return FAIL(g->ctx->be, NPL_ACCEL_ERR_STATE, "graph '%s' is finalized", g->name);
-    return new_tensor(g->ctx, g, d, out);
+    return qnn_new_tensor(g->ctx, g, d, out);
 }
 
 static npl_accel_status context_tensor_create(npl_accel_context *c, const npl_accel_tensor_desc *d, npl_accel_tensor_id *out) {
     if (!c || !d || !out) return NPL_ACCEL_ERR_INVALID_ARG;
     if (d->kind != NPL_ACCEL_STATIC && d->kind != NPL_ACCEL_APP_READWRITE)
         return FAIL(c->be, NPL_ACCEL_ERR_INVALID_ARG, "context tensor '%s' must be STATIC or APP_READWRITE", d->name ? d->name : "");
-    return new_tensor(c, NULL, d, out);
+    return qnn_new_tensor(c, NULL, d, out);
 }
 
 /* ---- graphs ---- */
@@ -403,7 +403,7 @@ static npl_accel_status graph_finalize(npl_accel_graph *g) {
 }
 
 static const npl_accel_api api = {
-    .abi_version = NPL_ACCEL_ABI_VERSION, /* version-2 methods NULL: not offered yet */
+    .abi_version = NPL_ACCEL_ABI_VERSION, /* of the version-2 methods, backend_create_on_pool is not offered */
     .struct_size = sizeof(npl_accel_api),
     .name = "qnn-htp",
     .backend_create = backend_create,
@@ -428,6 +428,8 @@ static const npl_accel_api api = {
     .binary_info_get = qnn_binary_info_get,
     .binary_info_free = qnn_binary_info_free,
     .context_tensor_data = qnn_context_tensor_data,
+    .validate_node = qnn_validate_node,
+    .list_ops = qnn_list_ops,
 };
 
 /* The provider: libnpl_accel_qnn-htp.so exports it as npl_accel_get_api

@@ -1,0 +1,127 @@
+/* validate_node and list_ops of the QNN HTP adapter (ABI version 2): the
+ * node is lowered as graph_add_node would and each QNN op goes to QNN's
+ * backendValidateOpConfig, so a refusal carries QNN's reason (its error
+ * message and log lines) or the adapter's; list_ops is the adapter's op
+ * table with typed params. */
+#include "test_qnn_common.h"
+
+static npl_accel_tensor_desc td(const char *name, npl_accel_kind kind, npl_accel_dtype dt, uint32_t rank, uint32_t d0,
+                                uint32_t d1, uint32_t d2) {
+    npl_accel_tensor_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = name, d.kind = kind, d.dtype = dt, d.rank = rank;
+    d.dims[0] = d0, d.dims[1] = d1, d.dims[2] = d2;
+    return d;
+}
+
+static npl_accel_status val(qnn_rig *r, const char *label, const char *op, const npl_accel_param *p, uint32_t np,
+                            const npl_accel_tensor_desc *in, uint32_t n_in, const npl_accel_tensor_desc *out, char *why,
+                            uint32_t len) {
+    npl_accel_node_desc n = {label, op, p, np, NULL, n_in, NULL, 1};
+    npl_accel_status st = r->api->validate_node(r->be, &n, in, out, why, len);
+    printf("%-34s %-8s -> %2d %s\n", label, op, st, st ? why : "accepted");
+    return st;
+}
+
+int main(void) {
+    qnn_rig r = qnn_rig_open("SM8650");
+    const npl_accel_api *a = r.api;
+    CHECK(NPL_ACCEL_API_HAS(a, validate_node));
+    CHECK(NPL_ACCEL_API_HAS(a, list_ops));
+    if (!NPL_ACCEL_API_HAS(a, validate_node) || !NPL_ACCEL_API_HAS(a, list_ops)) TEST_MAIN_END();
+    char why[2048];
+    const uint32_t M = 8, K = 64, N = 32;
+    const npl_accel_dtype F16 = NPL_ACCEL_DT_F16;
+
+    /* accepted */
+    npl_accel_tensor_desc mm[2] = {td("x", NPL_ACCEL_APP_WRITE, F16, 2, M, K, 0), td("w", NPL_ACCEL_STATIC, F16, 2, K, N, 0)};
+    npl_accel_tensor_desc mo = td("y", NPL_ACCEL_APP_READ, F16, 2, M, N, 0);
+    CHECK_EQ_INT(val(&r, "matmul f16 x static w", "MatMul", NULL, 0, mm, 2, &mo, why, sizeof why), NPL_ACCEL_OK);
+    CHECK(why[0] == 0);
+    npl_accel_tensor_desc nx[2] = {td("x", NPL_ACCEL_APP_WRITE, F16, 2, M, K, 0), td("g", NPL_ACCEL_STATIC, F16, 1, K, 0, 0)};
+    npl_accel_tensor_desc no = td("y", NPL_ACCEL_NATIVE, F16, 2, M, K, 0);
+    npl_accel_param eps = {.name = "epsilon", .type = NPL_ACCEL_PARAM_FLOAT, .f = 1e-6};
+    CHECK_EQ_INT(val(&r, "rmsnorm f16", "RmsNorm", &eps, 1, nx, 2, &no, why, sizeof why), NPL_ACCEL_OK);
+    npl_accel_tensor_desc rx[2] = {td("q", NPL_ACCEL_NATIVE, F16, 3, 4, 2, 16), td("pos", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_INT32, 1, 4, 0, 0)};
+    npl_accel_tensor_desc ro = td("qr", NPL_ACCEL_NATIVE, F16, 3, 4, 2, 16);
+    npl_accel_param neox = {.name = "neox", .type = NPL_ACCEL_PARAM_INT, .i = 1};
+    CHECK_EQ_INT(val(&r, "rope neox f16", "Rope", &neox, 1, rx, 2, &ro, why, sizeof why), NPL_ACCEL_OK);
+    /* the same tensor twice, names NULL: scratch names of their own */
+    npl_accel_tensor_desc sq[2] = {td(NULL, NPL_ACCEL_APP_WRITE, F16, 2, M, K, 0), td(NULL, NPL_ACCEL_APP_WRITE, F16, 2, M, K, 0)};
+    npl_accel_tensor_desc so = td(NULL, NPL_ACCEL_APP_READ, F16, 2, M, K, 0);
+    CHECK_EQ_INT(val(&r, "mul x x, no names", "Mul", NULL, 0, sq, 2, &so, why, sizeof why), NPL_ACCEL_OK);
+
+    /* refused by QNN's validation: its message in the reason */
+    npl_accel_tensor_desc bad[2] = {td("x", NPL_ACCEL_APP_WRITE, F16, 2, M, K, 0), td("w", NPL_ACCEL_APP_WRITE, F16, 2, K + 16, N, 0)};
+    npl_accel_status st = val(&r, "matmul K 64 x w [80, 32]", "MatMul", NULL, 0, bad, 2, &mo, why, sizeof why);
+    CHECK_EQ_INT(st, NPL_ACCEL_ERR_UNSUPPORTED);
+    CHECK(strstr(why, "refused by QNN's validation") != NULL);
+    CHECK(strstr(why, "'matmul K 64 x w [80, 32]'") != NULL);
+    CHECK(strstr(why, "QNN error") != NULL);
+    CHECK(strstr(why, "Inner dimension does not match") != NULL); /* QNN's log line, through the log callback */
+    CHECK(!strcmp(why, a->last_error(r.be)));
+    npl_accel_tensor_desc sm = td("x", NPL_ACCEL_APP_WRITE, F16, 2, M, K, 0), smo = td("y", NPL_ACCEL_APP_READ, F16, 2, M, N, 0);
+    st = val(&r, "softmax [8,64] -> [8,32]", "Softmax", NULL, 0, &sm, 1, &smo, why, sizeof why);
+    CHECK_EQ_INT(st, NPL_ACCEL_ERR_UNSUPPORTED);
+    CHECK(strstr(why, "refused by QNN's validation") != NULL);
+
+    /* refused by the adapter before QNN is asked */
+    CHECK_EQ_INT(val(&r, "attention", "Attention", NULL, 0, mm, 2, &mo, why, sizeof why), NPL_ACCEL_ERR_UNKNOWN_OP);
+    CHECK(strstr(why, "'Attention' is not in the QNN op set") != NULL);
+    npl_accel_param tin0 = {.name = "transpose_in0", .type = NPL_ACCEL_PARAM_INT, .i = 1};
+    CHECK_EQ_INT(val(&r, "matmul transpose_in0", "MatMul", &tin0, 1, mm, 2, &mo, why, sizeof why), NPL_ACCEL_ERR_BAD_PARAM);
+    npl_accel_param bogus = {.name = "bogus", .type = NPL_ACCEL_PARAM_INT};
+    CHECK_EQ_INT(val(&r, "softmax bogus param", "Softmax", &bogus, 1, &sm, 1, &sm, why, sizeof why), NPL_ACCEL_ERR_BAD_PARAM);
+    CHECK(strstr(why, "no param 'bogus'") != NULL);
+    npl_accel_tensor_desc kv = td("cache", NPL_ACCEL_APP_READWRITE, F16, 2, M, K, 0);
+    CHECK_EQ_INT(val(&r, "scale of a context tensor", "Scale", NULL, 0, &kv, 1, &no, why, sizeof why), NPL_ACCEL_ERR_UNSUPPORTED);
+    CHECK(strstr(why, "no context tensors") != NULL);
+    npl_accel_tensor_desc bf[2] = {td("g", NPL_ACCEL_NATIVE, NPL_ACCEL_DT_BF16, 2, M, K, 0), td("u", NPL_ACCEL_NATIVE, F16, 2, M, K, 0)};
+    CHECK_EQ_INT(val(&r, "swiglu bf16", "SwiGLU", NULL, 0, bf, 2, &no, why, sizeof why), NPL_ACCEL_ERR_UNSUPPORTED);
+    float s1 = 0.1f;
+    npl_accel_tensor_desc qg[2] = {td("g", NPL_ACCEL_NATIVE, NPL_ACCEL_DT_UINT8, 2, M, K, 0), td("u", NPL_ACCEL_NATIVE, NPL_ACCEL_DT_UINT8, 2, M, K, 0)};
+    qg[0].quant = qg[1].quant = qnn_pt(&s1, NULL);
+    npl_accel_tensor_desc qo = qg[0];
+    qo.name = "o";
+    CHECK_EQ_INT(val(&r, "swiglu uint8", "SwiGLU", NULL, 0, qg, 2, &qo, why, sizeof why), NPL_ACCEL_ERR_UNSUPPORTED);
+    CHECK(strstr(why, "quantized") != NULL);
+    CHECK_EQ_INT(val(&r, "matmul one input", "MatMul", NULL, 0, mm, 1, &mo, why, sizeof why), NPL_ACCEL_ERR_SHAPE_MISMATCH);
+
+    /* nothing of a validation stays: a real graph of the accepted node runs */
+    {
+        tspec in[2] = {{mm[0], NULL}, {mm[1], NULL}}, out = {mo, NULL};
+        in[0].data = calloc(M * K, 2), in[1].data = calloc(K * N, 2), out.data = calloc(M * N, 2);
+        CHECK_EQ_INT(run1(&r, "MatMul", NULL, 0, in, 2, &out), NPL_ACCEL_OK);
+        free(in[0].data), free(in[1].data), free(out.data);
+    }
+
+    /* list_ops: the op table, typed params, every name known to validate_node */
+    const npl_accel_op_info *ops = NULL;
+    uint32_t n_ops = 0;
+    CHECK_EQ_INT(a->list_ops(r.be, &ops, &n_ops), NPL_ACCEL_OK);
+    CHECK(n_ops >= 20);
+    int seen = 0;
+    for (uint32_t i = 0; i < n_ops; i++) {
+        const npl_accel_op_info *o = &ops[i];
+        CHECK(o->min_inputs >= 1 && o->min_inputs <= o->max_inputs && o->n_outputs == 1);
+        for (uint32_t k = 0; k < o->n_params; k++) {
+            const npl_accel_param_info *p = &o->params[k];
+            if (!strcmp(o->name, "RmsNorm") && !strcmp(p->name, "epsilon")) { seen |= 1; CHECK_EQ_INT(p->type, NPL_ACCEL_PARAM_FLOAT); }
+            if (!strcmp(o->name, "Rope") && !strcmp(p->name, "n_rot")) { seen |= 2; CHECK_EQ_INT(p->type, NPL_ACCEL_PARAM_INT); }
+            if (!strcmp(o->name, "Transpose") && !strcmp(p->name, "perm")) { seen |= 4; CHECK_EQ_INT(p->type, NPL_ACCEL_PARAM_INTS); }
+            if (!strcmp(o->name, "Scale") && !strcmp(p->name, "scale")) { seen |= 8; CHECK_EQ_INT(p->type, NPL_ACCEL_PARAM_FLOAT); }
+        }
+        if (!strcmp(o->name, "Concat")) CHECK(o->max_inputs >= 8);
+        /* a known op is never UNKNOWN_OP */
+        npl_accel_node_desc n = {"probe", o->name, NULL, 0, NULL, o->min_inputs, NULL, 1};
+        npl_accel_tensor_desc ins[4];
+        for (uint32_t k = 0; k < 4; k++) ins[k] = td(NULL, NPL_ACCEL_APP_WRITE, F16, 2, M, K, 0);
+        npl_accel_tensor_desc o1 = td(NULL, NPL_ACCEL_APP_READ, F16, 2, M, K, 0);
+        CHECK(a->validate_node(r.be, &n, ins, &o1, why, sizeof why) != NPL_ACCEL_ERR_UNKNOWN_OP);
+    }
+    CHECK_EQ_INT(seen, 15);
+    const npl_accel_op_info *again = NULL;
+    CHECK(a->list_ops(r.be, &again, &n_ops) == NPL_ACCEL_OK && again == ops);
+    qnn_rig_close(&r);
+    TEST_MAIN_END();
+}
