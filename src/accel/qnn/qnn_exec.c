@@ -150,7 +150,7 @@ npl_accel_status qnn_context_get_binary_size(npl_accel_context *c, uint64_t *siz
     qnn_log_reset();
     Qnn_ErrorHandle_t e = c->be->q->contextGetBinarySize(c->ctx, &n);
     if (e != QNN_SUCCESS) return qnn_fail_q(c->be, e, NPL_ACCEL_ERR_INTERNAL, "context binary size");
-    *size = n;
+    *size = n + qnn_binrec_size(c);
     return NPL_ACCEL_OK;
 }
 
@@ -159,11 +159,15 @@ npl_accel_status qnn_context_get_binary(npl_accel_context *c, void *buf, uint64_
     npl_accel_status st = all_final(c);
     if (st) return st;
     Qnn_ContextBinarySize_t n = 0;
+    const uint64_t rec = qnn_binrec_size(c);
+    if (buf_size < rec) return FAIL(c->be, NPL_ACCEL_ERR_INVALID_ARG, "a %llu-byte buffer is too small for the binary",
+                                    (unsigned long long)buf_size);
     qnn_log_reset();
-    Qnn_ErrorHandle_t e = c->be->q->contextGetBinary(c->ctx, buf, buf_size, &n);
+    Qnn_ErrorHandle_t e = c->be->q->contextGetBinary(c->ctx, buf, buf_size - rec, &n);
     if (e != QNN_SUCCESS) return qnn_fail_q(c->be, e, NPL_ACCEL_ERR_INVALID_ARG, "writing the context binary (%llu-byte buffer)",
                                              (unsigned long long)buf_size);
-    *written = n;
+    if (rec) qnn_binrec_write(c, n, (uint8_t *)buf + n);
+    *written = n + rec;
     return NPL_ACCEL_OK;
 }
 
@@ -216,6 +220,8 @@ npl_accel_status qnn_context_create_from_binary(npl_accel_backend *be, npl_accel
     if (out) *out = NULL;
     if (!be || !out || (!bin && size)) return NPL_ACCEL_ERR_INVALID_ARG;
     if (n_opts) return FAIL(be, NPL_ACCEL_ERR_INVALID_ARG, "unknown context option '%s'", opts[0].key ? opts[0].key : "(null)");
+    const uint64_t full = size;
+    size = qnn_binrec_split(bin, size); /* QNN's part; the Rope record after it */
     uint32_t n_graphs = 0;
     const void *info = qnn_binary_info(be, bin, size, &n_graphs);
     if (!info) return be->err[0] && strstr(be->err, "version") ? NPL_ACCEL_ERR_BINARY_VERSION : NPL_ACCEL_ERR_BINARY_CORRUPT;
@@ -256,6 +262,7 @@ npl_accel_status qnn_context_create_from_binary(npl_accel_backend *be, npl_accel
         for (uint32_t k = 0; k < gi->numGraphInputs && !st; k++) st = adopt(c, g, &gi->graphInputs[k], NPL_ACCEL_APP_WRITE);
         for (uint32_t k = 0; k < gi->numGraphOutputs && !st; k++) st = adopt(c, g, &gi->graphOutputs[k], NPL_ACCEL_APP_READ);
     }
+    if (!st) st = qnn_binrec_load(c, bin, size, full);
     if (st) {
         qnn_context_free(c);
         return st;
@@ -277,7 +284,7 @@ npl_accel_status qnn_binary_info_get(npl_accel_backend *be, const void *bin, uin
     if (!be || !out || (!bin && size)) return NPL_ACCEL_ERR_INVALID_ARG;
     *out = NULL;
     uint32_t ng = 0, nt = 0;
-    const void *info = qnn_binary_info(be, bin, size, &ng);
+    const void *info = qnn_binary_info(be, bin, qnn_binrec_split(bin, size), &ng);
     if (!info) return NPL_ACCEL_ERR_BINARY_CORRUPT;
     for (uint32_t i = 0; i < ng; i++) nt += qnn_binary_graph(info, i)->numGraphInputs + qnn_binary_graph(info, i)->numGraphOutputs;
     /* One block; names point into the QNN system context's record, which

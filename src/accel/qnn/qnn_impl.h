@@ -188,6 +188,14 @@ qnn_tensor *qnn_context_append_tensor(npl_accel_context *c);
 /* tensor_create's checks and record (g NULL: a context tensor). */
 npl_accel_status qnn_new_tensor(npl_accel_context *c, qnn_graph *g, const npl_accel_tensor_desc *d, npl_accel_tensor_id *out);
 
+/* qnn_binrec.c: the Rope record after QNN's bytes in a context binary. */
+uint64_t qnn_binrec_size(const npl_accel_context *c); /* 0: no Rope, the binary is QNN's alone */
+void qnn_binrec_write(const npl_accel_context *c, uint64_t qnn_size, uint8_t *dst);
+/* The size of the QNN binary at the start of bin (size if there is no record). */
+uint64_t qnn_binrec_split(const void *bin, uint64_t size);
+/* Rebuilds the graphs' Rope records of a loaded context (their cos / sin inputs hidden again). */
+npl_accel_status qnn_binrec_load(npl_accel_context *c, const void *bin, uint64_t qnn_size, uint64_t size);
+
 /* qnn_validate.c: the version-2 methods validate_node and list_ops. */
 npl_accel_status qnn_validate_node(npl_accel_backend *be, const npl_accel_node_desc *node, const npl_accel_tensor_desc *inputs,
                                    const npl_accel_tensor_desc *outputs, char *reason, uint32_t reason_len);

@@ -13,8 +13,9 @@
  *   neox:        x1 = x[.., :h], x2 = x[.., h:2h]; [x1 c - x2 s, x2 c + x1 s, x[.., 2h:]]
  *   interleaved: x as [S, H, D/2, 2], pairs (e, o) of the first h:
  *                [e c - o s, e s + o c] along the last dim, then the rest.
- * A context binary keeps cos / sin as ordinary inputs (the host side of the
- * positions is not recorded in it). */
+ * A context binary carries the host side (which inputs are cos / sin, the
+ * params) in a record after QNN's bytes (qnn_binrec.c), so a reloaded graph
+ * takes the positions as before. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
