@@ -36,7 +36,7 @@ if [ "$(id -u)" -ne 0 ]; then
     sudo=(sudo)
 fi
 need=()
-for p in build-essential cmake pkg-config libpcre2-dev libcjson-dev clang libclang-rt-14-dev \
+for p in build-essential cmake pkg-config libpcre2-dev libcjson-dev libmicrohttpd-dev clang libclang-rt-14-dev \
          ca-certificates python3 python3-venv; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
 done

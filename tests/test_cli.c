@@ -210,7 +210,7 @@ static void test_unknown_flags(void) {
     /* each subcommand with a valid first flag and value of its own */
     static const struct { const char *cmd, *flag; } cmds[] = {
         {"run", "-m"}, {"tokenize", "-m"}, {"perplexity", "-m"}, {"bench", "-m"}, {"bench-matmul", "--precisions"},
-        {"compile", "-m"}, {"eval-logits", "-m"}, {"inspect", NULL}};
+        {"compile", "-m"}, {"eval-logits", "-m"}, {"serve", "-m"}, {"inspect", NULL}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         const char *c = cmds[i].cmd, *f = cmds[i].flag, *v = !strcmp(c, "bench-matmul") ? "fp32" : model;
         CHECK_EQ_INT(run(c, "--mlock", NULL), 2); /* alone */

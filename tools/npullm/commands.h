@@ -9,4 +9,5 @@ int npl_cmd_run(int argc, char **argv);
 int npl_cmd_tokenize(int argc, char **argv);
 int npl_cmd_perplexity(int argc, char **argv);
 int npl_cmd_compile(int argc, char **argv);
+int npl_cmd_serve(int argc, char **argv);
 #endif

@@ -20,6 +20,7 @@ static const npl_command commands[] = {
     {"bench", npl_cmd_bench, "prefill and decode throughput (llama-bench style) and memory"},
     {"bench-matmul", npl_cmd_bench_matmul, "one MatMul on the vnpu accelerator per precision, static vs app-write weights"},
     {"compile", npl_cmd_compile, "compile a GGUF model into an accelerator package (AR-N + AR-1 graphs)"},
+    {"serve", npl_cmd_serve, "an OpenAI-compatible HTTP server (chat, completions, models, health)"},
     {"eval-logits", npl_cmd_eval_logits, "teacher-forced logits of token ids, for comparison with llama.cpp"},
 };
 
