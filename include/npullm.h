@@ -84,7 +84,7 @@ typedef struct {
     size_t kv_budget_bytes;    /* refuse a KV cache larger than this; 0 = 4 GiB */
     const char *stop;          /* an extra stop string, or NULL */
     int kernel_family;         /* -1 = best this CPU has; 0 plain C, 1 AVX2, 2 AVX-512, 3 AMX
-                                  (capped at what the CPU has) */
+                                  (aarch64: 1 NEON, 2 dotprod, 3 i8mm; capped at what the CPU has) */
     int arithmetic;            /* this engine's CPU arithmetic: 0 = ours (default); 1 = llama.cpp's RoPE,
                                   GEGLU and flash-attention rounding, 2 = the same without flash
                                   attention (verification runs against llama.cpp; slow) */
@@ -190,7 +190,7 @@ typedef struct npl_session npl_session;
 typedef struct {
     int vocab_only;            /* 1 = hyperparameters and vocabulary only (no sessions) */
     int n_threads;             /* 0 = one per core */
-    int kernel_family;         /* -1 = best this CPU has; else a cap (0 plain C .. 3 AMX) */
+    int kernel_family;         /* -1 = best this CPU has; else a cap (0 plain C .. 3 AMX / i8mm) */
     int arithmetic;            /* CPU arithmetic: 0 = ours (default); 1 = llama.cpp's RoPE, GEGLU and
                                   flash-attention rounding, 2 = the same without flash attention
                                   (verification runs against llama.cpp; slow) */

@@ -35,9 +35,18 @@ if [ "$(id -u)" -ne 0 ]; then
     command -v sudo >/dev/null || die "needs root or sudo to install Debian packages"
     sudo=(sudo)
 fi
+# arm64 multiarch: the aarch64 cross build (cmake/aarch64-linux-gnu.cmake,
+# scripts/test_aarch64.sh) links PCRE2 and cJSON for arm64, and qemu-user runs
+# its tests on the arm64 libc6 they pull in.
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    echo "install-deps: dpkg --add-architecture arm64" >&2
+    step dpkg-add-arch "${sudo[@]}" dpkg --add-architecture arm64
+fi
 need=()
 for p in build-essential cmake pkg-config libpcre2-dev libcjson-dev libmicrohttpd-dev clang libclang-rt-14-dev \
-         ca-certificates python3 python3-venv; do
+         ca-certificates python3 python3-venv \
+         gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libc6:arm64 libpcre2-dev:arm64 libcjson-dev:arm64 \
+         libmicrohttpd-dev:arm64; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

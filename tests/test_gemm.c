@@ -149,7 +149,11 @@ int main(void) {
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
             const npl_type t = types[ti];
             const npl_gemm_kernels *g = npl_gemm_get((npl_isa)isa, t);
+#if defined(__x86_64__) || defined(__i386__)
             if (isa >= NPL_ISA_AVX2) CHECK(g != NULL); /* x86 with AVX2 */
+#else
+            CHECK(g == NULL); /* aarch64: every family's prefill is vec_dot, as its decode */
+#endif
             if (!g) continue;
             worst_vs_dot = worst_vs_ref = 0;
             for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
@@ -166,7 +170,9 @@ int main(void) {
             if (isa == NPL_ISA_AVX2) CHECK(worst_vs_dot == 0);
             tested++;
         }
+#if defined(__x86_64__) || defined(__i386__)
         if (isa >= NPL_ISA_AVX2) CHECK(tested > 0);
+#endif
     }
     npl_pool_free(pool);
     TEST_MAIN_END();

@@ -256,7 +256,11 @@ int main(void) {
     CHECK(npl_vec_dot4_get(NPL_ISA_GENERIC, NPL_TYPE_Q4_K) == NULL); /* generic: call vec_dot */
     CHECK(npl_vec_dot4_get(NPL_ISA_AVX512, (npl_type)-1) == NULL);
     CHECK(npl_kernels_get((npl_isa)-3)->isa == NPL_ISA_GENERIC);
+#if defined(__aarch64__)
+    CHECK(strcmp(npl_isa_name(NPL_ISA_DOTPROD), "dotprod") == 0);
+#else
     CHECK(strcmp(npl_isa_name(NPL_ISA_AVX512), "avx512") == 0);
+#endif
     free(b);
     TEST_MAIN_END();
 }

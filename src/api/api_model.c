@@ -67,7 +67,7 @@ npl_model *npl_model_open(const char *path, const npl_model_params *params, npl_
         return NULL;
     }
     m->p = params ? *params : npl_model_default_params();
-    if (m->p.kernel_family > NPL_ISA_AMX || m->p.n_threads < 0 || m->p.arithmetic < NPL_ARITH_OURS ||
+    if (m->p.kernel_family > NPL_ISA_TOP || m->p.n_threads < 0 || m->p.arithmetic < NPL_ARITH_OURS ||
         m->p.arithmetic > NPL_ARITH_LLAMACPP_NOFA) {
         *status = npl_errf(err, errlen, NPL_ERR_ARGUMENT, "kernel_family %d / n_threads %d / arithmetic %d out of range",
                            m->p.kernel_family, m->p.n_threads, m->p.arithmetic);
@@ -187,15 +187,15 @@ const float *npl_session_forward(npl_session *s, const int32_t *tokens, int n, i
 /* ---- this build and this CPU ---- */
 
 int npl_kernel_families_built(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    return NPL_ISA_AMX + 1;
+#if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)
+    return NPL_ISA_TOP + 1; /* x86: plain C .. AMX; aarch64: plain C .. i8mm */
 #else
-    return 1; /* the x86 kernels are compiled for x86 only */
+    return 1; /* per-ISA kernels are compiled for x86 and aarch64 only */
 #endif
 }
 
 const char *npl_kernel_family_name(int family) {
-    return family >= 0 && family <= NPL_ISA_AMX ? npl_isa_name((npl_isa)family) : "?";
+    return family >= 0 && family <= NPL_ISA_TOP ? npl_isa_name((npl_isa)family) : "?";
 }
 
 int npl_kernel_family_best(void) { return (int)npl_cpu_best_isa(); }

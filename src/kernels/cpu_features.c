@@ -12,6 +12,10 @@
 #include <unistd.h>
 #define NPL_X86 1
 #endif
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#define NPL_ARM 1
+#endif
 
 typedef struct {
     npl_isa best;
@@ -64,13 +68,27 @@ static cpu_caps detect(void) {
     if (amx_tile && amx_int8 && amx_bf16 && amx_permitted()) c.best = NPL_ISA_AMX;
     return c;
 }
+#elif defined(NPL_ARM)
+/* Linux's HWCAP bits (asm/hwcap.h), spelled here so that an older libc's
+ * headers do not decide what is detected. */
+enum { ARM_HWCAP_ASIMD = 1 << 1, ARM_HWCAP_ASIMDDP = 1 << 20, ARM_HWCAP2_I8MM = 1 << 13 };
+static cpu_caps detect(void) {
+    cpu_caps c = {NPL_ISA_GENERIC, 0, 0};
+    const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+    if (!(hw & ARM_HWCAP_ASIMD)) return c;
+    c.best = NPL_ISA_NEON;
+    if (!(hw & ARM_HWCAP_ASIMDDP)) return c;
+    c.best = NPL_ISA_DOTPROD;
+    if (hw2 & ARM_HWCAP2_I8MM) c.best = NPL_ISA_I8MM;
+    return c;
+}
 #else
 static cpu_caps detect(void) { return (cpu_caps){NPL_ISA_GENERIC, 0, 0}; }
 #endif
 
 static cpu_caps g_caps;
-static npl_kernels g_tables[NPL_ISA_AMX + 1];
-static npl_vec_dot4_fn g_dot4[NPL_ISA_AMX + 1][NPL_TYPE_COUNT];
+static npl_kernels g_tables[NPL_ISA_TOP + 1];
+static npl_vec_dot4_fn g_dot4[NPL_ISA_TOP + 1][NPL_TYPE_COUNT];
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static void build_tables(void) {
@@ -80,13 +98,18 @@ static void build_tables(void) {
     memset(&k, 0, sizeof k);
     memset(d4, 0, sizeof d4);
     npl_kernels_fill_generic(&k);
-    for (int isa = NPL_ISA_GENERIC; isa <= NPL_ISA_AMX; isa++) {
+    for (int isa = NPL_ISA_GENERIC; isa <= NPL_ISA_TOP; isa++) {
 #ifdef NPL_X86
         if (isa == NPL_ISA_AVX2 && g_caps.best >= NPL_ISA_AVX2) npl_kernels_fill_avx2(&k);
         if (isa == NPL_ISA_AVX512 && g_caps.best >= NPL_ISA_AVX512) {
             npl_kernels_fill_avx512(&k, g_caps.avx512_bf16);
             npl_dot4_fill_avx512(d4);
         }
+#endif
+#ifdef NPL_ARM
+        if (isa == NPL_ISA_NEON && g_caps.best >= NPL_ISA_NEON) npl_kernels_fill_neon(&k);
+        if (isa == NPL_ISA_DOTPROD && g_caps.best >= NPL_ISA_DOTPROD) npl_kernels_fill_dotprod(&k);
+        if (isa == NPL_ISA_I8MM && g_caps.best >= NPL_ISA_I8MM) npl_kernels_fill_i8mm(&k);
 #endif
         /* AMX has no vec_dot of its own: its table is the AVX-512 one */
         k.isa = (npl_isa)isa;
@@ -106,11 +129,18 @@ int npl_cpu_has_gfni(void) {
 }
 
 const char *npl_isa_name(npl_isa isa) {
-    switch (isa) {
+    switch ((int)isa) {
+#ifdef NPL_ARM
+    case NPL_ISA_GENERIC: return "generic";
+    case NPL_ISA_NEON: return "neon";
+    case NPL_ISA_DOTPROD: return "dotprod";
+    case NPL_ISA_I8MM: return "i8mm";
+#else
     case NPL_ISA_GENERIC: return "generic";
     case NPL_ISA_AVX2: return "avx2";
     case NPL_ISA_AVX512: return "avx512";
     case NPL_ISA_AMX: return "amx";
+#endif
     }
     return "?";
 }

@@ -5,7 +5,18 @@
 #define NPL_VEC_DOT_H
 #include "kernels/dtype.h"
 
-typedef enum { NPL_ISA_GENERIC = 0, NPL_ISA_AVX2 = 1, NPL_ISA_AVX512 = 2, NPL_ISA_AMX = 3 } npl_isa;
+/* Kernel families by level; aarch64's share the levels of x86's (one build
+ * has one architecture's): NEON (ASIMD), dotprod (sdot/udot), i8mm (smmla). */
+typedef enum {
+    NPL_ISA_GENERIC = 0,
+    NPL_ISA_AVX2 = 1,
+    NPL_ISA_AVX512 = 2,
+    NPL_ISA_AMX = 3,
+    NPL_ISA_NEON = 1,
+    NPL_ISA_DOTPROD = 2,
+    NPL_ISA_I8MM = 3,
+    NPL_ISA_TOP = 3 /* the highest level */
+} npl_isa;
 
 typedef struct {
     npl_isa isa;
@@ -15,8 +26,8 @@ typedef struct {
     npl_from_float_fn quantize_row[NPL_TYPE_COUNT];
 } npl_kernels;
 
-/* Best ISA this CPU supports (cpuid + XCR0; AMX also needs the kernel's
- * permission, requested through arch_prctl). */
+/* Best ISA this CPU supports (x86: cpuid + XCR0; AMX also needs the kernel's
+ * permission, requested through arch_prctl; aarch64: getauxval HWCAP/HWCAP2). */
 npl_isa npl_cpu_best_isa(void);
 int npl_cpu_has_gfni(void); /* cpuid leaf 7 ECX bit 8, detected with the ISA */
 const char *npl_isa_name(npl_isa isa);

@@ -233,7 +233,7 @@ static accel_entry *load_library(npl_plugin_rt *rt, const char *name, char *err,
         }
         int found = 0;
         for (int i = 0; i < n_dirs && !found; i++) {
-            snprintf(path, sizeof path, "%s/%s", dirs[i], file);
+            if (snprintf(path, sizeof path, "%s/%s", dirs[i], file) >= (int)sizeof path) continue; /* too long */
             found = access(path, F_OK) == 0;
         }
         if (!found) {

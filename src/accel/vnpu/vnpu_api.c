@@ -205,7 +205,11 @@ static npl_accel_status backend_new(const npl_accel_option *opts, uint32_t n_opt
         snprintf(e, sizeof e, "vnpu: option threads: not with a host thread pool (the host's pool sets the threads)");
         st = NPL_ACCEL_ERR_INVALID_ARG;
     }
+#if defined(__x86_64__) || defined(__i386__)
     int cpu = (int)npl_cpu_best_isa();
+#else
+    int cpu = VNPU_FAM_GENERIC; /* vnpu's families are x86's */
+#endif
     if (!st && cpu_max >= 0 && cpu_max < cpu) cpu = cpu_max;
     if (!st && family > cpu) {
         snprintf(e, sizeof e, "vnpu: kernel family '%s' requested but this CPU supports up to '%s'",
@@ -234,9 +238,11 @@ static npl_accel_status backend_new(const npl_accel_option *opts, uint32_t n_opt
     for (int f = 1; f <= cpu; f++) {
         be->mm[f] = be->mm[f - 1];
         be->mm[f].isa = f; /* vnpu families are numbered like the CPU's ISAs */
+#if defined(__x86_64__) || defined(__i386__)
         if (f == VNPU_FAM_AVX2) vnpu_mm_fill_avx2(&be->mm[f]);
         if (f == VNPU_FAM_AVX512) vnpu_mm_fill_avx512(&be->mm[f]);
         if (f == VNPU_FAM_AMX) vnpu_mm_fill_amx(&be->mm[f]);
+#endif
     }
     *out = be;
     return NPL_ACCEL_OK;

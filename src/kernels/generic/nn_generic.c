@@ -359,6 +359,7 @@ static struct {
 } nn_resolved;
 static pthread_once_t nn_once = PTHREAD_ONCE_INIT;
 
+#if NPL_NN_X86
 /* dst = lower table with the entries `own` implements replaced. */
 static void nn_merge(npl_nn_kernels *dst, const npl_nn_kernels *lower, const npl_nn_kernels *own) {
     *dst = *lower;
@@ -372,6 +373,7 @@ static void nn_merge(npl_nn_kernels *dst, const npl_nn_kernels *lower, const npl
     NPL_NN_TAKE(attention);
 #undef NPL_NN_TAKE
 }
+#endif
 
 static void nn_resolve(void) {
     nn_resolved.tab[NPL_ISA_GENERIC] = nn_generic;

@@ -17,6 +17,7 @@
 
 #define NPL_ATTN_AMX_KG 64 /* keys per block (and per prepared group) */
 
+#if defined(__x86_64__) || defined(__i386__)
 /* Shapes the tile kernel takes: hd a multiple of 32 up to 512, group sizes
  * dividing 16. Others go to the AVX-512 kernel (on every caller alike). */
 int npl_attn_amx_fits(int n_head, int n_kv, int hd);
@@ -30,5 +31,16 @@ size_t npl_attn_amx_scratch(int64_t n_ctx, int n_kv, int hd, int nth);
  * shapes that npl_attn_amx_fits; scratch of npl_attn_amx_scratch(n_ctx, ...)
  * bytes for a cache of at most n_ctx rows. */
 void npl_attention_amx(const npl_attn_args *a, int64_t n_ctx, void *scratch, npl_pool *pool);
+#else
+/* attn_amx.c is built for x86 only: elsewhere no shape fits, so its callers
+ * (the CPU backend, vnpu) never reach the other two. */
+static inline int npl_attn_amx_fits(int n_head, int n_kv, int hd) { return (void)n_head, (void)n_kv, (void)hd, 0; }
+static inline size_t npl_attn_amx_scratch(int64_t n_ctx, int n_kv, int hd, int nth) {
+    return (void)n_ctx, (void)n_kv, (void)hd, (void)nth, 0;
+}
+static inline void npl_attention_amx(const npl_attn_args *a, int64_t n_ctx, void *scratch, npl_pool *pool) {
+    (void)a, (void)n_ctx, (void)scratch, (void)pool;
+}
+#endif
 
 #endif

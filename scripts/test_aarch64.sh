@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# aarch64: the whole project cross built with Debian's gcc-aarch64-linux-gnu
+# (cmake/aarch64-linux-gnu.cmake, warnings are errors), then the op, kernel,
+# tokenizer and an end-to-end test (the random models of test_model_reference
+# against llama.cpp's recorded logits) run under qemu-user. With -cpu max every
+# kernel family runs (the tests loop over generic, neon, dotprod, i8mm as they
+# do over x86's); test_vec_dot then runs on CPUs without i8mm (cortex-a76) and
+# without dotprod (cortex-a72) to check that detection picks the family they have.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+build=${NPL_AARCH64_BUILD:-build-aarch64}
+cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j"$jobs"
+tests='^(test_dtype|test_vec_dot|test_gemm|test_gemv|test_nn_kernels|test_ops|test_tokenizer|test_model_reference)$'
+NPL_TEST_SKIP_REAL_MODEL=1 ctest --test-dir "$build" --output-on-failure -j"$jobs" -R "$tests"
+for want in "cortex-a76 dotprod" "cortex-a72 neon"; do
+    set -- $want
+    out=$(cd tests && qemu-aarch64 -cpu "$1" "../$build/tests/test_vec_dot") || { echo "$out" >&2; exit 1; }
+    echo "$out" | grep -qx "best isa: $2" || { echo "test_aarch64: -cpu $1: expected best isa $2, got: $(echo "$out" | head -n 1)" >&2; exit 1; }
+    echo "test_aarch64: -cpu $1: $(echo "$out" | head -n 1), $(echo "$out" | tail -n 1)"
+done
