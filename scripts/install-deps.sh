@@ -46,7 +46,7 @@ need=()
 for p in build-essential cmake pkg-config libpcre2-dev libcjson-dev libmicrohttpd-dev clang libclang-rt-14-dev \
          ca-certificates python3 python3-venv \
          gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libc6:arm64 libpcre2-dev:arm64 libcjson-dev:arm64 \
-         libmicrohttpd-dev:arm64; do
+         libmicrohttpd-dev:arm64 g++-aarch64-linux-gnu; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -1,4 +1,6 @@
-/* aarch64 dotprod kernels. Only called after npl_cpu_best_isa() saw dotprod. */
-#include "kernels/vec_dot_impl.h"
+/* aarch64 dotprod (Armv8.2 sdot) dot products (arm/arm_dot.h). Only called
+ * after npl_cpu_best_isa() saw HWCAP_ASIMDDP. */
+#define NPL_ARM_DOTPROD 1
+#include "kernels/arm/arm_dot.h"
 
-void npl_kernels_fill_dotprod(npl_kernels *k) { (void)k; }
+void npl_kernels_fill_dotprod(npl_kernels *k) { arm_dot_fill(k); }

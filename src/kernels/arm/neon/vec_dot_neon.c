@@ -1,4 +1,6 @@
-/* aarch64 neon kernels. Only called after npl_cpu_best_isa() saw neon. */
-#include "kernels/vec_dot_impl.h"
+/* aarch64 NEON (ASIMD, every aarch64 CPU) dot products: int8 products by
+ * smull + sadalp (arm/arm_dot.h). */
+#define NPL_ARM_DOTPROD 0
+#include "kernels/arm/arm_dot.h"
 
-void npl_kernels_fill_neon(npl_kernels *k) { (void)k; }
+void npl_kernels_fill_neon(npl_kernels *k) { arm_dot_fill(k); }
