@@ -30,16 +30,32 @@ def log_softmax(x):
     return x - m - np.log(np.exp(x - m).sum(-1, keepdims=True))
 
 
+def no_extra_bufts():
+    """Make llama-cpp-python's Llama() load with use_extra_bufts off."""
+    import llama_cpp.llama_cpp as lc
+    orig = lc.llama_model_default_params
+
+    def params():
+        p = orig()
+        p.use_extra_bufts = False
+        return p
+    lc.llama_model_default_params = params
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model")
     ap.add_argument("--text", default="/usr/share/common-licenses/GPL-3")
     ap.add_argument("--tokens", type=int, default=512)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--no-extra-bufts", action="store_true",
+                    help="load without llama.cpp's extra buffer types (see verify_llamacpp.py)")
     ap.add_argument("--flash-attn", action="store_true",
                     help="flash attention on (llama.cpp's CLI default -fa auto turns it on for the CPU)")
     a = ap.parse_args()
     import llama_cpp
+    if a.no_extra_bufts:
+        no_extra_bufts()
     text = open(a.text, "rb").read()
     runs = []
     for batch in (a.tokens, 1):

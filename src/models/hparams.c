@@ -11,9 +11,11 @@ static const struct {
     npl_arch arch;
 } arch_names[] = {
     {"llama", NPL_ARCH_LLAMA}, {"qwen2", NPL_ARCH_QWEN2}, {"qwen3", NPL_ARCH_QWEN3}, {"gemma3", NPL_ARCH_GEMMA3},
+    {"gemma2", NPL_ARCH_GEMMA2}, {"granite", NPL_ARCH_GRANITE}, {"smollm3", NPL_ARCH_SMOLLM3},
+    {"phi3", NPL_ARCH_PHI3},
 };
 
-const char *npl_arch_supported_list(void) { return "llama, qwen2, qwen3, gemma3"; }
+const char *npl_arch_supported_list(void) { return "llama, qwen2, qwen3, gemma3, gemma2, granite, smollm3, phi3"; }
 
 int npl_hparams_layer_is_swa(const npl_hparams *hp, int il) {
     return hp->n_swa > 0 && hp->swa_pattern > 0 && (il + 1) % hp->swa_pattern != 0;
@@ -209,7 +211,10 @@ int npl_hparams_load(const npl_gguf *f, npl_hparams *hp, char *err, size_t errle
     hp->final_softcap = get_float(&r, "final_logit_softcapping", 0.0f, 0);
     hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
     hp->embd_scale = 1.0f;
-    hp->rope_neox = hp->arch != NPL_ARCH_LLAMA;
+    hp->residual_scale = 1.0f;
+    hp->logit_scale = 1.0f;
+    /* llama.cpp's LLAMA_ROPE_TYPE_NORM architectures; the others are NEOX */
+    hp->rope_neox = !(hp->arch == NPL_ARCH_LLAMA || hp->arch == NPL_ARCH_GRANITE || hp->arch == NPL_ARCH_SMOLLM3);
     hp->rope_base_swa = hp->rope_base;
     if (hp->arch == NPL_ARCH_GEMMA3) {
         /* as llama.cpp: 5 local layers to 1 global, local RoPE base rope.freq_base_swa (10k) */
@@ -219,6 +224,47 @@ int npl_hparams_load(const npl_gguf *f, npl_hparams *hp, char *err, size_t errle
         hp->embd_scale = sqrtf((float)hp->n_embd);
         if (hp->n_layer == 62) hp->attn_scale = 1.0f / sqrtf((float)hp->n_embd / hp->n_head); /* 27B */
     }
+    if (hp->arch == NPL_ARCH_GEMMA2) {
+        /* llama.cpp's gemma2: 1 local layer to 1 global (window 4096 unless
+         * given), one RoPE base unless rope.freq_base_swa, scores and logits
+         * soft-capped (defaults 50 and 30), q scaled by 1/sqrt(head size) or,
+         * for the 27B (46 layers), 1/sqrt(n_embd / n_head) */
+        hp->n_swa = get_int(&r, "attention.sliding_window", 4096, 0, BIG);
+        hp->swa_pattern = 2;
+        hp->rope_base_swa = get_float(&r, "rope.freq_base_swa", hp->rope_base, 0);
+        hp->embd_scale = sqrtf((float)hp->n_embd);
+        hp->attn_softcap = get_float(&r, "attn_logit_softcapping", 50.0f, 0);
+        hp->final_softcap = get_float(&r, "final_logit_softcapping", 30.0f, 0);
+        if (hp->n_layer == 46) hp->attn_scale = 1.0f / sqrtf((float)(hp->n_embd / hp->n_head));
+        snprintf(key, sizeof(key), "%s.attn_logit_softcapping", hp->arch_name);
+        if (!r.failed && !(hp->attn_softcap > 0)) fail(&r, key, "must be positive");
+        snprintf(key, sizeof(key), "%s.final_logit_softcapping", hp->arch_name);
+        if (!r.failed && !(hp->final_softcap > 0)) fail(&r, key, "must be positive");
+    }
+    if (hp->arch == NPL_ARCH_GRANITE) {
+        /* llama.cpp's granite: logit_scale required; embedding_scale,
+         * residual_scale and attention.scale optional, 0 meaning none (the
+         * attention scale then 1/sqrt(head size)) */
+        hp->logit_scale = get_float(&r, "logit_scale", 1.0f, 1);
+        float es = get_float(&r, "embedding_scale", 0.0f, 0), rs = get_float(&r, "residual_scale", 0.0f, 0);
+        float as = get_float(&r, "attention.scale", 0.0f, 0);
+        if (es != 0.0f) hp->embd_scale = es;
+        if (rs != 0.0f) hp->residual_scale = rs;
+        if (as != 0.0f) hp->attn_scale = as;
+        snprintf(key, sizeof(key), "%s.logit_scale", hp->arch_name);
+        if (!r.failed && !(hp->logit_scale != 0.0f)) fail(&r, key, "must not be 0");
+    }
+    if (hp->arch == NPL_ARCH_PHI3) {
+        /* llama.cpp ignores phi3's attention.sliding_window (its SWA is
+         * disabled); LongRoPE's per-pair factors are not implemented here */
+        static const char *longrope[] = {"rope_factors_long.weight", "rope_factors_short.weight"};
+        for (int i = 0; i < 2 && !r.failed; i++)
+            if (npl_gguf_find_tensor(f, longrope[i])) {
+                snprintf(err, errlen, "%s: tensor %s: LongRoPE is not supported", npl_gguf_path(f), longrope[i]);
+                return -1;
+            }
+    }
+    if (hp->arch == NPL_ARCH_SMOLLM3) hp->nope_step = 4; /* as llama.cpp: layers 3, 7, ... have no RoPE */
     snprintf(key, sizeof(key), "%s.attention.layer_norm_rms_epsilon", hp->arch_name);
     if (!(hp->norm_eps > 0)) fail(&r, key, "must be positive");
     snprintf(key, sizeof(key), "%s.rope.freq_base", hp->arch_name);

@@ -12,7 +12,17 @@
 #include "core/graph.h"
 #include "format/gguf.h"
 
-typedef enum { NPL_ARCH_LLAMA, NPL_ARCH_QWEN2, NPL_ARCH_QWEN3, NPL_ARCH_GEMMA3, NPL_ARCH_COUNT } npl_arch;
+typedef enum {
+    NPL_ARCH_LLAMA,
+    NPL_ARCH_QWEN2,
+    NPL_ARCH_QWEN3,
+    NPL_ARCH_GEMMA3,
+    NPL_ARCH_GEMMA2,
+    NPL_ARCH_GRANITE,
+    NPL_ARCH_SMOLLM3,
+    NPL_ARCH_PHI3,
+    NPL_ARCH_COUNT
+} npl_arch;
 
 /* rope.scaling.type values implemented (llama.cpp's names): "none", "linear", "yarn" */
 typedef enum { NPL_ROPE_SCALING_NONE, NPL_ROPE_SCALING_LINEAR, NPL_ROPE_SCALING_YARN } npl_rope_scaling;
@@ -35,7 +45,11 @@ typedef struct {
     int swa_pattern;     /* every swa_pattern-th layer is global (gemma3: 6) */
     float attn_scale;    /* multiplies q.k */
     float final_softcap; /* 0 = none */
-    float embd_scale;    /* 1 or sqrt(n_embd) */
+    float attn_softcap;  /* 0 = none; else scores s = cap * tanh(s / cap) (gemma2) */
+    float embd_scale;    /* 1, sqrt(n_embd) (gemma) or granite's embedding_scale */
+    float residual_scale; /* 1, or granite's: multiplies attention and FFN outputs */
+    float logit_scale;    /* 1, or granite's: logits are divided by it */
+    int nope_step;        /* > 0: every nope_step-th layer has no RoPE (smollm3: 4) */
 } npl_hparams;
 
 typedef struct {
@@ -69,6 +83,12 @@ typedef struct {
 /* Weight node for tensor `name` (printf-style with the layer), checked to have
  * exactly the given dims; optional weights return -1 without error when absent. */
 int npl_mb_weight(npl_mb *b, int n_dims, int64_t ne0, int64_t ne1, int optional, const char *fmt, int il);
+/* Rows [row0, row0 + rows) of the matrix `fmt` (checked to be [ne0, ne1]) as
+ * a weight of their own, named "NAME:part", pointing into the mapping: the
+ * pieces of a fused matrix (phi3's attn_qkv, ffn_up = gate | up). Each row's
+ * dot is the one the fused matmul computes. */
+int npl_mb_weight_rows(npl_mb *b, int64_t ne0, int64_t ne1, int64_t row0, int64_t rows, const char *part,
+                       const char *fmt, int il);
 /* x [n_embd, seq] -> attention block output [n_embd, seq] (no residual). */
 typedef struct {
     int wq, wk, wv, wo;
@@ -76,6 +96,8 @@ typedef struct {
     int q_norm, k_norm;    /* -1 if none (qwen3, gemma3 have them) */
     float rope_base, rope_freq_scale;
     int window;
+    int prescale_q;        /* 1: q *= hp->attn_scale after RoPE, scores unscaled (gemma2, as llama.cpp) */
+    int no_rope;           /* 1: no RoPE in this layer (smollm3's NoPE layers) */
 } npl_mb_attn;
 int npl_mb_attention(npl_mb *b, int il, int x, const npl_mb_attn *a);
 int npl_mb_ffn(npl_mb *b, int x, int gate, int up, int down, int gelu);
@@ -85,5 +107,9 @@ int npl_mb_output(npl_mb *b, int x, npl_model_graph *out);
 int npl_build_llama(npl_mb *b, npl_model_graph *out);  /* llama, qwen2 */
 int npl_build_qwen3(npl_mb *b, npl_model_graph *out);
 int npl_build_gemma3(npl_mb *b, npl_model_graph *out);
+int npl_build_gemma2(npl_mb *b, npl_model_graph *out);
+int npl_build_granite(npl_mb *b, npl_model_graph *out);
+int npl_build_smollm3(npl_mb *b, npl_model_graph *out);
+int npl_build_phi3(npl_mb *b, npl_model_graph *out);
 
 #endif

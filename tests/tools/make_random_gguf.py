@@ -115,6 +115,17 @@ def llamacpp_quantize(a, qtype):
     return out
 
 ARCHS = ("llama", "qwen2", "qwen3")
+# the further architectures (--arch-extras), each with what sets it apart:
+#   gemma2   post-attention / post-FFN norms, GeGLU, embeddings scaled by
+#            sqrt(n_embd), every other layer sliding-window (window 16 here, so
+#            the prompts cross it), attention and final logit soft-caps (5 and
+#            15 here, low enough to bend the scores and logits), tied output
+#   phi3     fused attn_qkv and ffn_up (gate | up) matrices, partial rotary
+#            (rope.dimension_count 3/4 of the head)
+#   granite  embedding, residual, attention and logit multipliers
+#   smollm3  no RoPE on every 4th layer (4 layers here), tied output
+EXTRA_ARCHS = ("gemma2", "phi3", "granite", "smollm3")
+SPM_ARCHS = ("llama", "gemma2", "phi3")
 
 CHECK_TEXT = (
     "The GNU General Public License is a free, copyleft license for software "
@@ -333,11 +344,11 @@ def build(path, arch, wtype, n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff,
     """rope_freqs: None or dict(factor, orig_ctx) (llama only);
     rope_scaling: None or dict(type, factor, orig_ctx or None)."""
     qtype, ftype = TYPES[wtype]
-    if arch not in ARCHS:
-        raise ValueError("arch must be one of %s" % (ARCHS,))
+    if arch not in ARCHS + EXTRA_ARCHS:
+        raise ValueError("arch must be one of %s" % (ARCHS + EXTRA_ARCHS,))
     if head_dim is None:
         head_dim = n_embd // n_head
-    if arch in ("llama", "qwen2") and head_dim * n_head != n_embd:
+    if arch in ("llama", "qwen2", "phi3") and head_dim * n_head != n_embd:
         raise ValueError("%s needs n_head*head_dim == n_embd" % arch)
     if n_head % n_head_kv:
         raise ValueError("n_head must be a multiple of n_head_kv")
@@ -351,9 +362,9 @@ def build(path, arch, wtype, n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff,
             if d % blk:
                 raise ValueError("%s=%d must be a multiple of %d for %s" % (name, d, blk, wtype))
     if tie is None:
-        tie = (arch == "qwen2")
+        tie = arch in ("qwen2", "gemma2", "smollm3")
 
-    vocab = spm_vocab(n_vocab) if arch == "llama" else qwen_vocab(n_vocab)
+    vocab = spm_vocab(n_vocab) if arch in SPM_ARCHS else qwen_vocab(n_vocab)
     assert len(vocab["tokens"]) == n_vocab
 
     rng = np.random.default_rng(seed)
@@ -365,7 +376,9 @@ def build(path, arch, wtype, n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff,
         return (center * (1.0 + 0.1 * rng.standard_normal(n))).astype(np.float32)
 
     w = GGUFWriter(path, arch)
-    w.add_name("npullm-random-%s-%s" % (arch, wtype))
+    # llama.cpp keys token attributes on the name: one containing "phi3" must
+    # have an <|endoftext|> token
+    w.add_name("npullm-random-%s-%s" % ("phi-three" if arch == "phi3" else arch, wtype))
     w.add_description("random weights, seed %d, made by tests/tools/make_random_gguf.py" % seed)
     w.add_context_length(ctx)
     w.add_embedding_length(n_embd)
@@ -374,15 +387,26 @@ def build(path, arch, wtype, n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff,
     w.add_head_count(n_head)
     w.add_head_count_kv(n_head_kv)
     w.add_layer_norm_rms_eps(eps)
-    rope_base = 10000.0 if arch == "llama" else 1000000.0
+    rope_base = 1000000.0 if arch in ("qwen2", "qwen3") else 10000.0
     w.add_rope_freq_base(rope_base)
-    w.add_rope_dimension_count(head_dim)
+    n_rot = head_dim * 3 // 4 // 2 * 2 if arch == "phi3" else head_dim
+    w.add_rope_dimension_count(n_rot)
+    if arch == "gemma2":
+        w.add_sliding_window(16)
+        w.add_attn_logit_softcapping(5.0)
+        w.add_final_logit_softcapping(15.0)
+    logit_scale = 2.0
+    if arch == "granite":
+        w.add_embedding_scale(4.0)
+        w.add_residual_scale(0.5)
+        w.add_attention_scale(0.25)
+        w.add_logit_scale(logit_scale)
     if rope_scaling is not None:
         w.add_rope_scaling_type(gguf.RopeScalingType(rope_scaling["type"]))
         w.add_rope_scaling_factor(rope_scaling["factor"])
         if rope_scaling.get("orig_ctx"):
             w.add_rope_scaling_orig_ctx_len(rope_scaling["orig_ctx"])
-    if arch == "qwen3" or head_dim * n_head != n_embd:
+    if arch in ("qwen3", "gemma2") or head_dim * n_head != n_embd:
         w.add_key_length(head_dim)
         w.add_value_length(head_dim)
     w.add_vocab_size(n_vocab)
@@ -412,7 +436,10 @@ def build(path, arch, wtype, n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff,
     def mat(name, rows, cols, std):
         """weight with GGUF shape {cols(ne0), rows(ne1)}, i.e. y = W x with
         W [rows][cols]."""
-        a = normal((rows, cols), std)
+        add_mat(name, normal((rows, cols), std))
+
+    def add_mat(name, a):
+        rows, cols = a.shape
         if qtype == QT.F32:
             w.add_tensor(name, a)
         elif qtype in LLAMACPP_QUANT:
@@ -442,9 +469,15 @@ def build(path, arch, wtype, n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff,
         p = "blk.%d." % i
         vec(p + "attn_norm.weight", norm_w(n_embd))
         # q is scaled up so attention is visibly non-uniform
-        mat(p + "attn_q.weight", n_q, n_embd, 2.0 / np.sqrt(n_embd))
-        mat(p + "attn_k.weight", n_kv, n_embd, 1.0 / np.sqrt(n_embd))
-        mat(p + "attn_v.weight", n_kv, n_embd, 1.0 / np.sqrt(n_embd))
+        wq = normal((n_q, n_embd), 2.0 / np.sqrt(n_embd))
+        wk = normal((n_kv, n_embd), 1.0 / np.sqrt(n_embd))
+        wv = normal((n_kv, n_embd), 1.0 / np.sqrt(n_embd))
+        if arch == "phi3":  # one fused matrix, rows q | k | v
+            add_mat(p + "attn_qkv.weight", np.concatenate([wq, wk, wv]))
+        else:
+            add_mat(p + "attn_q.weight", wq)
+            add_mat(p + "attn_k.weight", wk)
+            add_mat(p + "attn_v.weight", wv)
         if arch == "qwen2":
             vec(p + "attn_q.bias", normal(n_q, 0.1))
             vec(p + "attn_k.bias", normal(n_kv, 0.1))
@@ -453,14 +486,25 @@ def build(path, arch, wtype, n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff,
             vec(p + "attn_q_norm.weight", norm_w(head_dim, 1.5))
             vec(p + "attn_k_norm.weight", norm_w(head_dim))
         mat(p + "attn_output.weight", n_embd, n_q, 1.0 / np.sqrt(n_q))
+        if arch == "gemma2":
+            vec(p + "post_attention_norm.weight", norm_w(n_embd))
         vec(p + "ffn_norm.weight", norm_w(n_embd))
-        mat(p + "ffn_gate.weight", n_ff, n_embd, 1.0 / np.sqrt(n_embd))
-        mat(p + "ffn_up.weight", n_ff, n_embd, 1.0 / np.sqrt(n_embd))
+        wg = normal((n_ff, n_embd), 1.0 / np.sqrt(n_embd))
+        wu = normal((n_ff, n_embd), 1.0 / np.sqrt(n_embd))
+        if arch == "phi3":  # one fused matrix, rows gate | up
+            add_mat(p + "ffn_up.weight", np.concatenate([wg, wu]))
+        else:
+            add_mat(p + "ffn_gate.weight", wg)
+            add_mat(p + "ffn_up.weight", wu)
         mat(p + "ffn_down.weight", n_embd, n_ff, 1.0 / np.sqrt(n_ff))
+        if arch == "gemma2":
+            vec(p + "post_ffw_norm.weight", norm_w(n_embd))
     # logits = (g * xhat) . W_out_row with |xhat| rms 1 and W_out ~ N(0, s^2):
     # std(logit) ~ g * s * sqrt(n_embd); choose g for std = logit_std.
     s_out = s_emb if tie else 1.0 / np.sqrt(n_embd)
     gain = logit_std / (s_out * np.sqrt(n_embd))
+    if arch == "granite":  # its logits are divided by logit_scale
+        gain *= logit_scale
     vec("output_norm.weight", norm_w(n_embd, gain))
     if not tie:
         mat("output.weight", n_vocab, n_embd, s_out)
@@ -496,15 +540,23 @@ IQ4_EXTRAS = (
 )
 
 
+# The further architectures (--arch-extras OUTDIR): rand-{arch}-{f32,q8_0},
+# default sizes and seed except smollm3's 4 layers (its 4th has no RoPE).
+ARCH_EXTRAS = tuple(("rand-%s-%s" % (arch, t), arch, t, dict(n_layer=4) if arch == "smollm3" else {})
+                    for arch in EXTRA_ARCHS for t in ("f32", "q8_0"))
+
+
 # ---------------------------------------------------------------------------
 # llama.cpp check
 
 def check_with_llamacpp(path, text=CHECK_TEXT, n_threads=2):
     """Load path with llama.cpp, run text teacher-forced; return a dict with
     n_tokens, finite, entropy mean/min/max (nats), mean top-1 probability.
-    The iq4 models load with llama.cpp's extra buffer types off: its AMX
-    IQ4_XS matmul crashes on them (see tests/data/llamacpp/record_reference.py)."""
-    if "iq4" in os.path.basename(path):
+    The iq4 and EXTRA_ARCHS models load with llama.cpp's extra buffer types
+    off: its AMX matmul crashes on rand-qwen3-iq4_xs and rand-gemma2-q8_0
+    (see tests/data/llamacpp/record_reference.py)."""
+    base = os.path.basename(path)
+    if "iq4" in base or any(base.startswith("rand-%s-" % arch) for arch in EXTRA_ARCHS):
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "llamacpp"))
         from record_reference import no_extra_bufts
         no_extra_bufts()
@@ -530,13 +582,16 @@ def check_with_llamacpp(path, text=CHECK_TEXT, n_threads=2):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--arch", choices=ARCHS, default="llama")
+    ap.add_argument("--arch", choices=ARCHS + EXTRA_ARCHS, default="llama")
     ap.add_argument("--type", choices=sorted(TYPES), default="f32", dest="wtype")
     ap.add_argument("-o", "--out")
     ap.add_argument("--all", metavar="OUTDIR",
                     help="write rand-{arch}-{type}.gguf for every arch and type")
     ap.add_argument("--rope-extras", metavar="OUTDIR",
                     help="write the RoPE-scaling test models (ROPE_EXTRAS) to OUTDIR")
+    ap.add_argument("--arch-extras", metavar="OUTDIR",
+                    help="write the further architectures' test models (ARCH_EXTRAS) to OUTDIR")
+    ap.add_argument("--only", help="with --arch-extras: only names containing this")
     ap.add_argument("--iq4-extras", metavar="OUTDIR",
                     help="write the iq4_nl / iq4_xs test models (IQ4_EXTRAS) to OUTDIR")
     for k in ("n_layer", "n_embd", "n_head", "n_head_kv", "head_dim", "n_ff", "n_vocab",
@@ -567,7 +622,12 @@ def main():
     jobs = []
     sizes = dict((k, getattr(a, k)) for k in ("n_layer", "n_embd", "n_head", "n_head_kv", "head_dim", "n_ff",
                                               "n_vocab", "ctx", "seed"))
-    if a.iq4_extras:
+    if a.arch_extras:
+        os.makedirs(a.arch_extras, exist_ok=True)
+        for name, arch, t, kw in ARCH_EXTRAS:
+            if not a.only or a.only in name:
+                jobs.append((os.path.join(a.arch_extras, name + ".gguf"), arch, t, kw))
+    elif a.iq4_extras:
         os.makedirs(a.iq4_extras, exist_ok=True)
         for name, arch, t, kw in IQ4_EXTRAS:
             jobs.append((os.path.join(a.iq4_extras, name + ".gguf"), arch, t, kw))

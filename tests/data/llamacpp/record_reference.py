@@ -16,6 +16,10 @@ Writes, next to this script, one JSON file per model:
                             llama.cpp's quantize_iq4_nl / _xs), written by
                             make_random_gguf.py --iq4-extras tests/data/models;
                             recorded with use_extra_bufts off (see IQ4_EXTRAS)
+  rand-{gemma2,phi3,granite,smollm3}-{f32,q8_0}.json
+                            the further architectures, written by
+                            make_random_gguf.py --arch-extras tests/data/models;
+                            recorded the same way
 
 Each JSON holds the model's file name, size and sha256, n_vocab, the
 llama-cpp-python version used, and a list of "prompts".  Each prompt has
@@ -90,6 +94,10 @@ ROPE_EXTRAS = ("rand-llama-ropefreqs-f32", "rand-qwen3-yarn-f32")
 # (SIGSEGV in ggml_backend_amx_mul_mat) on rand-qwen3-iq4_xs; the plain CPU
 # path is ggml's ggml_vec_dot_iq4_*_q8_* kernels.
 IQ4_EXTRAS = ("rand-llama-iq4_nl", "rand-qwen3-iq4_xs")
+# the further architectures of make_random_gguf.py --arch-extras, recorded the
+# same way (the AMX matmul crashes on rand-gemma2-q8_0 too)
+ARCH_EXTRAS = tuple("rand-%s-%s" % (a, t) for a in ("gemma2", "phi3", "granite", "smollm3")
+                    for t in ("f32", "q8_0"))
 
 
 def no_extra_bufts():
@@ -212,12 +220,12 @@ def main():
             sys.exit("%s missing: run tests/tools/make_random_gguf.py --rope-extras %s"
                      % (p, a.models_dir))
         jobs.append((p, os.path.join(HERE, name + ".json")))
-    for name in IQ4_EXTRAS:
-        p = os.path.join(a.models_dir, name + ".gguf")
-        if not os.path.exists(p):
-            sys.exit("%s missing: run tests/tools/make_random_gguf.py --iq4-extras %s"
-                     % (p, a.models_dir))
-        jobs.append((p, os.path.join(HERE, name + ".json"), False))
+    for names, opt in ((IQ4_EXTRAS, "--iq4-extras"), (ARCH_EXTRAS, "--arch-extras")):
+        for name in names:
+            p = os.path.join(a.models_dir, name + ".gguf")
+            if not os.path.exists(p):
+                sys.exit("%s missing: run tests/tools/make_random_gguf.py %s %s" % (p, opt, a.models_dir))
+            jobs.append((p, os.path.join(HERE, name + ".json"), False))
     for job in jobs:
         p, o = job[0], job[1]
         if a.only and a.only not in os.path.basename(o):

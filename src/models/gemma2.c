@@ -1,0 +1,47 @@
+/* Gemma 2: embeddings scaled by sqrt(n_embd); norms before and after both
+ * attention and FFN; sliding-window layers alternating with global ones
+ * (even layers local); q scaled before the scores and the scores
+ * soft-capped (cap * tanh(s / cap)); GeGLU with tanh GELU; output tied to
+ * the embedding and the logits soft-capped. No QK-norm (Gemma 3 adds it).
+ * As llama.cpp's models/gemma2.cpp. */
+#include "models/model.h"
+
+int npl_build_gemma2(npl_mb *b, npl_model_graph *out) {
+    const npl_hparams *hp = b->hp;
+    npl_graph *g = b->g;
+    int64_t E = hp->n_embd, hd = hp->head_dim, F = hp->n_ff;
+    int emb = npl_mb_weight(b, 2, E, hp->n_vocab, 0, "token_embd.weight", 0);
+    int x = npl_get_rows(g, emb, b->tokens); /* [E, seq] */
+    x = npl_scale(g, x, hp->embd_scale);
+    for (int il = 0; il < hp->n_layer; il++) {
+        int swa = npl_hparams_layer_is_swa(hp, il);
+        npl_mb_attn a = {
+            .wq = npl_mb_weight(b, 2, E, hd * hp->n_head, 0, "blk.%d.attn_q.weight", il),
+            .wk = npl_mb_weight(b, 2, E, hd * hp->n_head_kv, 0, "blk.%d.attn_k.weight", il),
+            .wv = npl_mb_weight(b, 2, E, hd * hp->n_head_kv, 0, "blk.%d.attn_v.weight", il),
+            .wo = npl_mb_weight(b, 2, hd * hp->n_head, E, 0, "blk.%d.attn_output.weight", il),
+            .bq = -1, .bk = -1, .bv = -1,
+            .q_norm = -1, .k_norm = -1,
+            .rope_base = swa ? hp->rope_base_swa : hp->rope_base,
+            .rope_freq_scale = hp->rope_freq_scale,
+            .window = swa ? hp->n_swa : 0,
+            .prescale_q = 1,
+        };
+        int attn_norm = npl_mb_weight(b, 1, E, 1, 0, "blk.%d.attn_norm.weight", il);
+        int attn_post = npl_mb_weight(b, 1, E, 1, 0, "blk.%d.post_attention_norm.weight", il);
+        int cur = npl_rms_norm(g, x, attn_norm, hp->norm_eps);
+        cur = npl_mb_attention(b, il, cur, &a);
+        cur = npl_rms_norm(g, cur, attn_post, hp->norm_eps);
+        x = npl_add(g, cur, x);
+
+        int ffn_norm = npl_mb_weight(b, 1, E, 1, 0, "blk.%d.ffn_norm.weight", il);
+        int ffn_post = npl_mb_weight(b, 1, E, 1, 0, "blk.%d.post_ffw_norm.weight", il);
+        cur = npl_rms_norm(g, x, ffn_norm, hp->norm_eps);
+        cur = npl_mb_ffn(b, cur, npl_mb_weight(b, 2, E, F, 0, "blk.%d.ffn_gate.weight", il),
+                         npl_mb_weight(b, 2, E, F, 0, "blk.%d.ffn_up.weight", il),
+                         npl_mb_weight(b, 2, F, E, 0, "blk.%d.ffn_down.weight", il), 1);
+        cur = npl_rms_norm(g, cur, ffn_post, hp->norm_eps);
+        x = npl_add(g, cur, x);
+    }
+    return npl_mb_output(b, x, out);
+}

@@ -1,0 +1,193 @@
+/* The further architectures (gemma2, phi3, granite, smollm3) read what their
+ * random-weight GGUFs hold (tests/tools/make_random_gguf.py --arch-extras:
+ * the values below are the ones it writes), and refuse with one line naming
+ * the file and the key or tensor what they do not implement or what
+ * contradicts itself: copies of those files through npl_gguf_writer with one
+ * change each. Agreement with llama.cpp is test_model_reference's. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "format/gguf.h"
+#include "llm/runner.h"
+#include "models/model.h"
+
+typedef struct {
+    const char *name, *model; /* model: rand-MODEL-f32.gguf */
+    const char *drop_key;
+    const char *set_f32_key;   /* key set (replaced) to f32 */
+    float f32;
+    const char *add_tensor;    /* an f32 tensor of 12 values added */
+    const char *drop_tensor;
+    const char *reshape_tensor; /* 2-D tensor given ne[1] = new_ne1 (a prefix of its data) */
+    int64_t new_ne1;
+    const char *expect, *expect2; /* what the error must name */
+} edit;
+
+static int key_is(npl_gguf_str k, const char *s) { return s && k.len == strlen(s) && !memcmp(k.ptr, s, k.len); }
+
+static int copy_kv(npl_gguf_writer *w, const npl_gguf *g, int64_t i, const char *key) {
+    npl_gguf_vtype t = npl_gguf_kv_type(g, i);
+    if (t == NPL_GGUF_STRING) {
+        npl_gguf_str s = npl_gguf_kv_str(g, i);
+        char *v = strndup(s.ptr, s.len);
+        int rc = v ? npl_gguf_writer_set_str(w, key, v) : -1;
+        free(v);
+        return rc;
+    }
+    if (t != NPL_GGUF_ARRAY) return npl_gguf_writer_set_scalar(w, key, t, npl_gguf_kv_data(g, i));
+    npl_gguf_vtype at = npl_gguf_arr_type(g, i);
+    uint64_t n = npl_gguf_arr_n(g, i);
+    if (at != NPL_GGUF_STRING) return npl_gguf_writer_set_arr(w, key, at, npl_gguf_arr_data(g, i), n);
+    char **strs = calloc(n ? n : 1, sizeof(char *));
+    int rc = strs ? 0 : -1;
+    for (uint64_t j = 0; !rc && j < n; j++) {
+        npl_gguf_str s = npl_gguf_arr_str(g, i, j);
+        if (!(strs[j] = strndup(s.ptr ? s.ptr : "", s.len))) rc = -1;
+    }
+    if (!rc) rc = npl_gguf_writer_set_arr_str(w, key, (const char *const *)strs, n);
+    for (uint64_t j = 0; strs && j < n; j++) free(strs[j]);
+    free(strs);
+    return rc;
+}
+
+static int write_variant(const npl_gguf *src, const edit *e, const char *path) {
+    npl_gguf_writer *w = npl_gguf_writer_new();
+    int rc = w ? 0 : -1;
+    for (int64_t i = 0; !rc && i < npl_gguf_n_kv(src); i++) {
+        npl_gguf_str k = npl_gguf_key(src, i);
+        if (key_is(k, e->drop_key) || key_is(k, e->set_f32_key)) continue;
+        char key[256];
+        snprintf(key, sizeof(key), "%.*s", (int)k.len, k.ptr);
+        rc = copy_kv(w, src, i, key);
+    }
+    if (!rc && e->set_f32_key) rc = npl_gguf_writer_set_f32(w, e->set_f32_key, e->f32);
+    static const float twelve[12] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    int64_t ne12[4] = {12, 1, 1, 1};
+    if (!rc && e->add_tensor) rc = npl_gguf_writer_add_tensor(w, e->add_tensor, NPL_TYPE_F32, 1, ne12, twelve, 48);
+    for (int64_t i = 0; !rc && i < npl_gguf_n_tensors(src); i++) {
+        const npl_gguf_tensor *t = npl_gguf_tensor_at(src, i);
+        if (e->drop_tensor && !strcmp(t->name, e->drop_tensor)) continue;
+        int64_t ne[NPL_GGUF_MAX_DIMS];
+        memcpy(ne, t->ne, sizeof(ne));
+        size_t size = t->size;
+        if (e->reshape_tensor && !strcmp(t->name, e->reshape_tensor)) {
+            size = t->size / (size_t)t->ne[1] * (size_t)e->new_ne1;
+            ne[1] = e->new_ne1;
+        }
+        rc = npl_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, t->data, size);
+    }
+    char err[512] = "";
+    if (!rc) rc = npl_gguf_writer_write(w, path, err, sizeof(err));
+    if (rc) fprintf(stderr, "%s: cannot write: %s\n", path, err);
+    npl_gguf_writer_free(w);
+    return rc;
+}
+
+static npl_runner *open_model(const char *path, char *err, size_t errlen) {
+    npl_runner_params p = npl_runner_default_params();
+    p.n_ctx = 64;
+    p.n_threads = 1;
+    return npl_runner_open(path, &p, err, errlen);
+}
+
+/* What the loader read from the unchanged files. */
+static void check_values(const char *data) {
+    char path[1024], err[512];
+    static const char *models[] = {"gemma2", "phi3", "granite", "smollm3"};
+    for (int m = 0; m < 4; m++) {
+        snprintf(path, sizeof(path), "%s/models/rand-%s-f32.gguf", data, models[m]);
+        npl_runner *r = open_model(path, err, sizeof(err));
+        if (!r) fprintf(stderr, "%s\n", err);
+        CHECK(r != NULL);
+        if (!r) continue;
+        const npl_hparams *hp = npl_runner_hparams(r);
+        CHECK(strcmp(hp->arch_name, models[m]) == 0);
+        int32_t tok[3] = {1, 100, 200};
+        CHECK(npl_runner_forward(r, tok, 3, 0, 1, err, sizeof(err)) != NULL);
+        switch (hp->arch) {
+        case NPL_ARCH_GEMMA2:
+            CHECK_EQ_INT(hp->n_swa, 16);
+            CHECK(npl_hparams_layer_is_swa(hp, 0) && !npl_hparams_layer_is_swa(hp, 1));
+            CHECK(hp->attn_softcap == 5.0f && hp->final_softcap == 15.0f);
+            CHECK(hp->embd_scale == sqrtf(128.0f) && hp->attn_scale == 1.0f / sqrtf(32.0f));
+            CHECK(hp->rope_neox == 1);
+            break;
+        case NPL_ARCH_PHI3:
+            CHECK_EQ_INT(hp->n_rot, 24); /* of 32: partial rotary */
+            CHECK_EQ_INT(hp->head_dim, 32);
+            CHECK(hp->rope_neox == 1 && hp->n_swa == 0);
+            break;
+        case NPL_ARCH_GRANITE:
+            CHECK(hp->embd_scale == 4.0f && hp->residual_scale == 0.5f && hp->attn_scale == 0.25f);
+            CHECK(hp->logit_scale == 2.0f && hp->rope_neox == 0);
+            break;
+        case NPL_ARCH_SMOLLM3:
+            CHECK_EQ_INT(hp->nope_step, 4);
+            CHECK_EQ_INT(hp->n_layer, 4);
+            CHECK(hp->rope_neox == 0);
+            break;
+        default: CHECK(0);
+        }
+        npl_runner_close(r);
+    }
+}
+
+static const edit EDITS[] = {
+    {.name = "phi3 with LongRoPE factors", .model = "phi3", .add_tensor = "rope_factors_long.weight",
+     .expect = "rope_factors_long.weight", .expect2 = "LongRoPE"},
+    {.name = "phi3 qkv short of v rows", .model = "phi3", .reshape_tensor = "blk.0.attn_qkv.weight", .new_ne1 = 192,
+     .expect = "blk.0.attn_qkv.weight"},
+    {.name = "phi3 ffn_up without the gate half", .model = "phi3", .reshape_tensor = "blk.1.ffn_up.weight",
+     .new_ne1 = 256, .expect = "blk.1.ffn_up.weight"},
+    {.name = "granite without logit_scale", .model = "granite", .drop_key = "granite.logit_scale",
+     .expect = "granite.logit_scale", .expect2 = "missing"},
+    {.name = "granite logit_scale 0", .model = "granite", .set_f32_key = "granite.logit_scale", .f32 = 0.0f,
+     .expect = "granite.logit_scale"},
+    {.name = "granite residual_scale NaN", .model = "granite", .set_f32_key = "granite.residual_scale", .f32 = NAN,
+     .expect = "granite.residual_scale"},
+    {.name = "gemma2 attention softcap 0", .model = "gemma2", .set_f32_key = "gemma2.attn_logit_softcapping",
+     .f32 = 0.0f, .expect = "gemma2.attn_logit_softcapping"},
+    {.name = "gemma2 final softcap -1", .model = "gemma2", .set_f32_key = "gemma2.final_logit_softcapping",
+     .f32 = -1.0f, .expect = "gemma2.final_logit_softcapping"},
+    {.name = "gemma2 without post_ffw_norm", .model = "gemma2", .drop_tensor = "blk.1.post_ffw_norm.weight",
+     .expect = "blk.1.post_ffw_norm.weight", .expect2 = "missing"},
+    {.name = "smollm3 without a layer's ffn_gate", .model = "smollm3", .drop_tensor = "blk.3.ffn_gate.weight",
+     .expect = "blk.3.ffn_gate.weight", .expect2 = "missing"},
+};
+
+int main(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *data = getenv("NPL_TEST_DATA");
+    CHECK(data != NULL);
+    if (!data) TEST_MAIN_END();
+    check_values(data);
+    char dir[] = "/tmp/npl_archs_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    for (size_t i = 0; i < sizeof(EDITS) / sizeof(EDITS[0]); i++) {
+        const edit *e = &EDITS[i];
+        char src_path[1024], path[1024], err[512] = "";
+        snprintf(src_path, sizeof(src_path), "%s/models/rand-%s-f32.gguf", data, e->model);
+        snprintf(path, sizeof(path), "%s/edit-%zu.gguf", dir, i);
+        npl_gguf *src = npl_gguf_open(src_path, NULL, err, sizeof(err));
+        CHECK(src != NULL);
+        if (!src) continue;
+        CHECK(write_variant(src, e, path) == 0);
+        npl_gguf_close(src);
+        npl_runner *r = open_model(path, err, sizeof(err));
+        printf("%-36s %s\n", e->name, r ? "(opened)" : err);
+        CHECK(r == NULL);
+        npl_runner_close(r);
+        CHECK(strchr(err, '\n') == NULL);
+        CHECK(strstr(err, path) != NULL);
+        CHECK(strstr(err, e->expect) != NULL);
+        if (e->expect2) CHECK(strstr(err, e->expect2) != NULL);
+        unlink(path);
+    }
+    rmdir(dir);
+    TEST_MAIN_END();
+}
