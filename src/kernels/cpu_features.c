@@ -107,8 +107,8 @@ static void build_tables(void) {
         }
 #endif
 #ifdef NPL_ARM
-        if (isa == NPL_ISA_NEON && g_caps.best >= NPL_ISA_NEON) npl_kernels_fill_neon(&k);
-        if (isa == NPL_ISA_DOTPROD && g_caps.best >= NPL_ISA_DOTPROD) npl_kernels_fill_dotprod(&k);
+        if (isa == NPL_ISA_NEON && g_caps.best >= NPL_ISA_NEON) npl_kernels_fill_neon(&k, d4);
+        if (isa == NPL_ISA_DOTPROD && g_caps.best >= NPL_ISA_DOTPROD) npl_kernels_fill_dotprod(&k, d4);
         if (isa == NPL_ISA_I8MM && g_caps.best >= NPL_ISA_I8MM) npl_kernels_fill_i8mm(&k);
 #endif
         /* AMX has no vec_dot of its own: its table is the AVX-512 one */

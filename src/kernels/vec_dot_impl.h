@@ -9,9 +9,9 @@ void npl_kernels_fill_generic(npl_kernels *k);
 void npl_kernels_fill_generic_iq4(npl_kernels *k); /* generic/vec_dot_generic_iq4.c */
 void npl_kernels_fill_avx2(npl_kernels *k);
 void npl_kernels_fill_avx512(npl_kernels *k, int has_bf16);
-/* aarch64 (kernels/arm/neon, arm/dotprod, arm/i8mm) */
-void npl_kernels_fill_neon(npl_kernels *k);
-void npl_kernels_fill_dotprod(npl_kernels *k);
+/* aarch64 (kernels/arm/neon, arm/dotprod, arm/i8mm); d4: their four-row kernels */
+void npl_kernels_fill_neon(npl_kernels *k, npl_vec_dot4_fn *d4);
+void npl_kernels_fill_dotprod(npl_kernels *k, npl_vec_dot4_fn *d4);
 void npl_kernels_fill_i8mm(npl_kernels *k);
 /* four-row kernels, indexed by weight type */
 void npl_dot4_fill_avx512(npl_vec_dot4_fn *d4);

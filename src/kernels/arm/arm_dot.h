@@ -36,128 +36,197 @@ static inline int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t b) {
 #endif
 }
 
+/* Each quantized type is a weight decoder (a block's weights as int8 or
+ * small unsigned quants, its scales) and a row step (one activation block:
+ * exact int32 sums, one f32 fma into the row's accumulator). vec_dot is the
+ * step over one row, dot4 the same step over four rows sharing each decoded
+ * block: the same operations on each row in the same order, so dot4 gives
+ * each row vec_dot's bits (test_vec_dot checks equality on aarch64) and a
+ * prefill batch the bits of decode. */
+
 /* ---- 32-element blocks against q8_0 ---- */
 
-static inline int32x4_t q8_pair(int8x16_t w0, int8x16_t w1, const block_q8_0 *y) {
-    return dot16(dot16(vdupq_n_s32(0), w0, vld1q_s8(y->qs)), w1, vld1q_s8(y->qs + 16));
+typedef struct {
+    int8x16_t w0, w1; /* elements 0-15, 16-31 */
+    float d;
+} dec32;
+
+static inline void dec_q8_0(const block_q8_0 *x, dec32 *o) {
+    o->w0 = vld1q_s8(x->qs);
+    o->w1 = vld1q_s8(x->qs + 16);
+    o->d = H2F(x->d);
 }
 
-static void dot_q8_0_q8_0(int n, float *s, const void *vx, const void *vy) {
-    const block_q8_0 *x = vx;
-    const block_q8_0 *y = vy;
-    float32x4_t acc = vdupq_n_f32(0);
-    for (int i = 0; i < n / QK8_0; i++) {
-        const int32x4_t p = q8_pair(vld1q_s8(x[i].qs), vld1q_s8(x[i].qs + 16), &y[i]);
-        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(p), H2F(x[i].d) * H2F(y[i].d));
-    }
-    *s = vaddvq_f32(acc);
-}
-
-static void dot_q4_0_q8_0(int n, float *s, const void *vx, const void *vy) {
-    const block_q4_0 *x = vx;
-    const block_q8_0 *y = vy;
-    const uint8x16_t m4 = vdupq_n_u8(0xF);
+static inline void dec_q4_0(const block_q4_0 *x, dec32 *o) {
+    const uint8x16_t v = vld1q_u8(x->qs), m4 = vdupq_n_u8(0xF);
     const int8x16_t off = vdupq_n_s8(8);
-    float32x4_t acc = vdupq_n_f32(0);
-    for (int i = 0; i < n / QK8_0; i++) {
-        const uint8x16_t v = vld1q_u8(x[i].qs);
-        const int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v, m4)), off);
-        const int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), off);
-        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(q8_pair(lo, hi, &y[i])), H2F(x[i].d) * H2F(y[i].d));
-    }
-    *s = vaddvq_f32(acc);
+    o->w0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v, m4)), off);
+    o->w1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), off);
+    o->d = H2F(x->d);
 }
 
 /* 0x10 in lane j where bit j of the 16 bits b is set */
-static inline uint8x16_t bits16(uint32_t b, uint8x16_t bit) {
+static inline uint8x16_t bits16(uint32_t b) {
+    const uint8x16_t bit = vreinterpretq_u8_u64(vdupq_n_u64(0x8040201008040201ull));
     const uint8x16_t v = vcombine_u8(vdup_n_u8((uint8_t)b), vdup_n_u8((uint8_t)(b >> 8)));
     return vandq_u8(vtstq_u8(v, bit), vdupq_n_u8(0x10));
 }
 
-static void dot_q5_0_q8_0(int n, float *s, const void *vx, const void *vy) {
-    const block_q5_0 *x = vx;
-    const block_q8_0 *y = vy;
-    static const uint8_t bit_tab[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
-    const uint8x16_t bit = vld1q_u8(bit_tab), m4 = vdupq_n_u8(0xF);
+static inline void dec_q5_0(const block_q5_0 *x, dec32 *o) {
+    uint32_t qh;
+    memcpy(&qh, x->qh, sizeof qh);
+    const uint8x16_t v = vld1q_u8(x->qs), m4 = vdupq_n_u8(0xF);
     const int8x16_t off = vdupq_n_s8(16);
-    float32x4_t acc = vdupq_n_f32(0);
-    for (int i = 0; i < n / QK8_0; i++) {
-        uint32_t qh;
-        memcpy(&qh, x[i].qh, sizeof qh);
-        const uint8x16_t v = vld1q_u8(x[i].qs);
-        const int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(v, m4), bits16(qh, bit))), off);
-        const int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(v, 4), bits16(qh >> 16, bit))), off);
-        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(q8_pair(lo, hi, &y[i])), H2F(x[i].d) * H2F(y[i].d));
-    }
-    *s = vaddvq_f32(acc);
+    o->w0 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(v, m4), bits16(qh))), off);
+    o->w1 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(v, 4), bits16(qh >> 16))), off);
+    o->d = H2F(x->d);
 }
+
+static inline float32x4_t step32(const dec32 *w, const block_q8_0 *y, float32x4_t acc) {
+    const int32x4_t p = dot16(dot16(vdupq_n_s32(0), w->w0, vld1q_s8(y->qs)), w->w1, vld1q_s8(y->qs + 16));
+    return vfmaq_n_f32(acc, vcvtq_f32_s32(p), w->d * H2F(y->d));
+}
+
+#define NPL_ARM_DOT32(T, XT)                                                                                   \
+    static void dot_##T##_q8_0(int n, float *s, const void *vx, const void *vy) {                            \
+        const XT *x = vx;                                                                                      \
+        const block_q8_0 *y = vy;                                                                              \
+        float32x4_t acc = vdupq_n_f32(0);                                                                      \
+        for (int i = 0; i < n / QK8_0; i++) {                                                                  \
+            dec32 w;                                                                                           \
+            dec_##T(&x[i], &w);                                                                                \
+            acc = step32(&w, &y[i], acc);                                                                      \
+        }                                                                                                      \
+        *s = vaddvq_f32(acc);                                                                                  \
+    }                                                                                                          \
+    static void dot4_##T(int n, float *s, size_t bs, const void *vx, const void *vy, size_t by) {             \
+        const XT *x = vx;                                                                                      \
+        const block_q8_0 *y0 = vy, *y1 = (const void *)((const char *)vy + by),                               \
+                         *y2 = (const void *)((const char *)vy + 2 * by),                                     \
+                         *y3 = (const void *)((const char *)vy + 3 * by);                                     \
+        float32x4_t a0 = vdupq_n_f32(0), a1 = a0, a2 = a0, a3 = a0;                                            \
+        for (int i = 0; i < n / QK8_0; i++) {                                                                  \
+            dec32 w;                                                                                           \
+            dec_##T(&x[i], &w);                                                                                \
+            a0 = step32(&w, &y0[i], a0);                                                                       \
+            a1 = step32(&w, &y1[i], a1);                                                                       \
+            a2 = step32(&w, &y2[i], a2);                                                                       \
+            a3 = step32(&w, &y3[i], a3);                                                                       \
+        }                                                                                                      \
+        s[0] = vaddvq_f32(a0), s[bs] = vaddvq_f32(a1), s[2 * bs] = vaddvq_f32(a2), s[3 * bs] = vaddvq_f32(a3); \
+    }
+
+NPL_ARM_DOT32(q8_0, block_q8_0)
+NPL_ARM_DOT32(q4_0, block_q4_0)
+NPL_ARM_DOT32(q5_0, block_q5_0)
 
 /* ---- K quants against q8_K ---- */
 
-static void dot_q4_K_q8_K(int n, float *s, const void *vx, const void *vy) {
-    const block_q4_K *x = vx;
-    const block_q8_K *y = vy;
+typedef struct {
+    int8x16_t w[16]; /* 256 quants in q8_K's element order */
+    int32_t sc[16];  /* scale per 16 elements */
+    int32_t m[8];    /* q4_K: min per 32 elements */
+    float d, dmin;
+} deck;
+
+static inline void dec_q4_K(const block_q4_K *x, deck *o) {
     const uint8x16_t m4 = vdupq_n_u8(0xF);
-    float32x4_t acc = vdupq_n_f32(0);
-    float sum_min = 0;
-    for (int i = 0; i < n / QK_K; i++) {
-        const uint8_t *q4 = x[i].qs;
-        const int8_t *q8 = y[i].qs;
-        int32x4_t isum = vdupq_n_s32(0);
-        int summs = 0;
-        for (int j = 0; j < QK_K / 64; j++, q4 += 32, q8 += 64) {
-            uint8_t sc0, m0, sc1, m1;
-            npl_get_scale_min_k4(2 * j, x[i].scales, &sc0, &m0);
-            npl_get_scale_min_k4(2 * j + 1, x[i].scales, &sc1, &m1);
-            const uint8x16_t v0 = vld1q_u8(q4), v1 = vld1q_u8(q4 + 16);
-            int32x4_t lo = dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(vandq_u8(v0, m4)), vld1q_s8(q8));
-            lo = dot16(lo, vreinterpretq_s8_u8(vandq_u8(v1, m4)), vld1q_s8(q8 + 16));
-            int32x4_t hi = dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(vshrq_n_u8(v0, 4)), vld1q_s8(q8 + 32));
-            hi = dot16(hi, vreinterpretq_s8_u8(vshrq_n_u8(v1, 4)), vld1q_s8(q8 + 48));
-            isum = vmlaq_n_s32(isum, lo, sc0);
-            isum = vmlaq_n_s32(isum, hi, sc1);
-            summs += m0 * (y[i].bsums[4 * j] + y[i].bsums[4 * j + 1]) +
-                     m1 * (y[i].bsums[4 * j + 2] + y[i].bsums[4 * j + 3]);
-        }
-        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(isum), y[i].d * H2F(x[i].d));
-        sum_min += y[i].d * H2F(x[i].dmin) * (float)summs;
+    for (int j = 0; j < QK_K / 64; j++) {
+        uint8_t sc0, m0, sc1, m1;
+        npl_get_scale_min_k4(2 * j, x->scales, &sc0, &m0);
+        npl_get_scale_min_k4(2 * j + 1, x->scales, &sc1, &m1);
+        const uint8x16_t v0 = vld1q_u8(x->qs + 32 * j), v1 = vld1q_u8(x->qs + 32 * j + 16);
+        o->w[4 * j + 0] = vreinterpretq_s8_u8(vandq_u8(v0, m4));
+        o->w[4 * j + 1] = vreinterpretq_s8_u8(vandq_u8(v1, m4));
+        o->w[4 * j + 2] = vreinterpretq_s8_u8(vshrq_n_u8(v0, 4));
+        o->w[4 * j + 3] = vreinterpretq_s8_u8(vshrq_n_u8(v1, 4));
+        o->sc[4 * j + 0] = o->sc[4 * j + 1] = sc0;
+        o->sc[4 * j + 2] = o->sc[4 * j + 3] = sc1;
+        o->m[2 * j] = m0;
+        o->m[2 * j + 1] = m1;
     }
-    *s = vaddvq_f32(acc) - sum_min;
+    o->d = H2F(x->d);
+    o->dmin = H2F(x->dmin);
 }
 
-static void dot_q6_K_q8_K(int n, float *s, const void *vx, const void *vy) {
-    const block_q6_K *x = vx;
-    const block_q8_K *y = vy;
+static inline void dec_q6_K(const block_q6_K *x, deck *o) {
     const uint8x16_t m4 = vdupq_n_u8(0xF), m30 = vdupq_n_u8(0x30);
     const int8x16_t off = vdupq_n_s8(32);
-    float32x4_t acc = vdupq_n_f32(0);
-    for (int i = 0; i < n / QK_K; i++) {
-        const uint8_t *ql = x[i].ql, *qh = x[i].qh;
-        const int8_t *sc = x[i].scales, *q8 = y[i].qs;
-        int32x4_t isum = vdupq_n_s32(0);
-        for (int h = 0; h < QK_K / 128; h++, ql += 64, qh += 32, sc += 8, q8 += 128) {
-            for (int b = 0; b < 2; b++) { /* elements 16b .. 16b + 15 of each quarter */
-                const uint8x16_t la = vld1q_u8(ql + 16 * b), lb = vld1q_u8(ql + 32 + 16 * b);
-                const uint8x16_t hb = vld1q_u8(qh + 16 * b);
-                const uint8x16_t u1 = vorrq_u8(vandq_u8(la, m4), vandq_u8(vshlq_n_u8(hb, 4), m30));
-                const uint8x16_t u2 = vorrq_u8(vandq_u8(lb, m4), vandq_u8(vshlq_n_u8(hb, 2), m30));
-                const uint8x16_t u3 = vorrq_u8(vshrq_n_u8(la, 4), vandq_u8(hb, m30));
-                const uint8x16_t u4 = vorrq_u8(vshrq_n_u8(lb, 4), vandq_u8(vshrq_n_u8(hb, 2), m30));
-                const int32x4_t z = vdupq_n_s32(0);
-                const int32x4_t p1 = dot16(z, vsubq_s8(vreinterpretq_s8_u8(u1), off), vld1q_s8(q8 + 16 * b));
-                const int32x4_t p2 = dot16(z, vsubq_s8(vreinterpretq_s8_u8(u2), off), vld1q_s8(q8 + 32 + 16 * b));
-                const int32x4_t p3 = dot16(z, vsubq_s8(vreinterpretq_s8_u8(u3), off), vld1q_s8(q8 + 64 + 16 * b));
-                const int32x4_t p4 = dot16(z, vsubq_s8(vreinterpretq_s8_u8(u4), off), vld1q_s8(q8 + 96 + 16 * b));
-                isum = vmlaq_n_s32(isum, p1, sc[b + 0]);
-                isum = vmlaq_n_s32(isum, p2, sc[b + 2]);
-                isum = vmlaq_n_s32(isum, p3, sc[b + 4]);
-                isum = vmlaq_n_s32(isum, p4, sc[b + 6]);
-            }
+    for (int h = 0; h < QK_K / 128; h++) {
+        const uint8_t *ql = x->ql + 64 * h, *qh = x->qh + 32 * h;
+        for (int b = 0; b < 2; b++) { /* elements 16b .. 16b + 15 of each quarter of 32 */
+            const uint8x16_t la = vld1q_u8(ql + 16 * b), lb = vld1q_u8(ql + 32 + 16 * b);
+            const uint8x16_t hb = vld1q_u8(qh + 16 * b);
+            const uint8x16_t u1 = vorrq_u8(vandq_u8(la, m4), vandq_u8(vshlq_n_u8(hb, 4), m30));
+            const uint8x16_t u2 = vorrq_u8(vandq_u8(lb, m4), vandq_u8(vshlq_n_u8(hb, 2), m30));
+            const uint8x16_t u3 = vorrq_u8(vshrq_n_u8(la, 4), vandq_u8(hb, m30));
+            const uint8x16_t u4 = vorrq_u8(vshrq_n_u8(lb, 4), vandq_u8(vshrq_n_u8(hb, 2), m30));
+            int8x16_t *w = o->w + 8 * h;
+            w[0 + b] = vsubq_s8(vreinterpretq_s8_u8(u1), off);
+            w[2 + b] = vsubq_s8(vreinterpretq_s8_u8(u2), off);
+            w[4 + b] = vsubq_s8(vreinterpretq_s8_u8(u3), off);
+            w[6 + b] = vsubq_s8(vreinterpretq_s8_u8(u4), off);
         }
-        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(isum), H2F(x[i].d) * y[i].d);
+        /* scale g covers elements 16g .. 16g + 15 */
+        for (int g = 0; g < 8; g++) o->sc[8 * h + g] = x->scales[8 * h + g];
     }
-    *s = vaddvq_f32(acc);
+    o->d = H2F(x->d);
+    o->dmin = 0;
 }
+
+/* one activation super-block: acc += d * sum_g sc_g * (w_g . y_g) */
+static inline float32x4_t stepk(const deck *w, const block_q8_K *y, float32x4_t acc) {
+    int32x4_t isum = vdupq_n_s32(0);
+    for (int g = 0; g < 16; g++)
+        isum = vmlaq_n_s32(isum, dot16(vdupq_n_s32(0), w->w[g], vld1q_s8(y->qs + 16 * g)), w->sc[g]);
+    return vfmaq_n_f32(acc, vcvtq_f32_s32(isum), y->d * w->d);
+}
+
+/* q4_K's mins: y.d * dmin * sum_j m_j * (sum of the activation quants of part j) */
+static inline float mins_q4_K(const deck *w, const block_q8_K *y) {
+    int summs = 0;
+    for (int j = 0; j < 8; j++) summs += w->m[j] * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
+    return y->d * w->dmin * (float)summs;
+}
+static inline float mins_q6_K(const deck *w, const block_q8_K *y) { return (void)w, (void)y, 0.0f; }
+
+#define NPL_ARM_DOTK(T, XT)                                                                                    \
+    static void dot_##T##_q8_K(int n, float *s, const void *vx, const void *vy) {                            \
+        const XT *x = vx;                                                                                      \
+        const block_q8_K *y = vy;                                                                              \
+        float32x4_t acc = vdupq_n_f32(0);                                                                      \
+        float mn = 0;                                                                                          \
+        for (int i = 0; i < n / QK_K; i++) {                                                                   \
+            deck w;                                                                                            \
+            dec_##T(&x[i], &w);                                                                                \
+            acc = stepk(&w, &y[i], acc);                                                                       \
+            mn += mins_##T(&w, &y[i]);                                                                         \
+        }                                                                                                      \
+        *s = vaddvq_f32(acc) - mn;                                                                             \
+    }                                                                                                          \
+    static void dot4_##T(int n, float *s, size_t bs, const void *vx, const void *vy, size_t by) {             \
+        const XT *x = vx;                                                                                      \
+        const block_q8_K *y[4];                                                                                \
+        float32x4_t acc[4];                                                                                    \
+        float mn[4];                                                                                           \
+        for (int r = 0; r < 4; r++) {                                                                          \
+            y[r] = (const void *)((const char *)vy + (size_t)r * by);                                         \
+            acc[r] = vdupq_n_f32(0);                                                                           \
+            mn[r] = 0;                                                                                         \
+        }                                                                                                      \
+        for (int i = 0; i < n / QK_K; i++) {                                                                   \
+            deck w;                                                                                            \
+            dec_##T(&x[i], &w);                                                                                \
+            for (int r = 0; r < 4; r++) {                                                                      \
+                acc[r] = stepk(&w, &y[r][i], acc[r]);                                                          \
+                mn[r] += mins_##T(&w, &y[r][i]);                                                               \
+            }                                                                                                  \
+        }                                                                                                      \
+        for (int r = 0; r < 4; r++) s[(size_t)r * bs] = vaddvq_f32(acc[r]) - mn[r];                            \
+    }
+
+NPL_ARM_DOTK(q4_K, block_q4_K)
+NPL_ARM_DOTK(q6_K, block_q6_K)
 
 /* ---- plain float types ---- */
 
@@ -204,6 +273,15 @@ static inline void arm_dot_fill(npl_kernels *k) {
     k->vec_dot[NPL_TYPE_Q8_0] = dot_q8_0_q8_0;
     k->vec_dot[NPL_TYPE_Q4_K] = dot_q4_K_q8_K;
     k->vec_dot[NPL_TYPE_Q6_K] = dot_q6_K_q8_K;
+}
+
+/* ... and the four-row kernels that go with them, indexed by weight type */
+static inline void arm_dot4_fill(npl_vec_dot4_fn *d4) {
+    d4[NPL_TYPE_Q4_0] = dot4_q4_0;
+    d4[NPL_TYPE_Q5_0] = dot4_q5_0;
+    d4[NPL_TYPE_Q8_0] = dot4_q8_0;
+    d4[NPL_TYPE_Q4_K] = dot4_q4_K;
+    d4[NPL_TYPE_Q6_K] = dot4_q6_K;
 }
 
 #endif

@@ -3,4 +3,7 @@
 #define NPL_ARM_DOTPROD 1
 #include "kernels/arm/arm_dot.h"
 
-void npl_kernels_fill_dotprod(npl_kernels *k) { arm_dot_fill(k); }
+void npl_kernels_fill_dotprod(npl_kernels *k, npl_vec_dot4_fn *d4) {
+    arm_dot_fill(k);
+    arm_dot4_fill(d4);
+}
