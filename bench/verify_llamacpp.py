@@ -212,7 +212,8 @@ def main():
         no_extra_bufts()
     llm = Llama(model_path=a.model, n_ctx=a.ctx, n_batch=a.ctx, n_ubatch=min(a.ctx, 512),
                 logits_all=True, n_threads=a.threads, n_threads_batch=a.threads,
-                flash_attn=a.flash_attn, verbose=False)
+                flash_attn=a.flash_attn, verbose=False,
+                yarn_beta_fast=-1.0, yarn_beta_slow=-1.0)  # the model's values, as llama.cpp's tools
     n_vocab = llm.n_vocab()
     ids, add_bos = make_ids(llm, text, a.tokens, a.ctx)
     n = len(ids)

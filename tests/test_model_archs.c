@@ -1,4 +1,4 @@
-/* The further architectures (gemma2, phi3, granite, smollm3) read what their
+/* The further architectures (gemma2, phi3, granite, smollm3, mistral3) read what their
  * random-weight GGUFs hold (tests/tools/make_random_gguf.py --arch-extras:
  * the values below are the ones it writes), and refuse with one line naming
  * the file and the key or tensor what they do not implement or what
@@ -98,8 +98,8 @@ static npl_runner *open_model(const char *path, char *err, size_t errlen) {
 /* What the loader read from the unchanged files. */
 static void check_values(const char *data) {
     char path[1024], err[512];
-    static const char *models[] = {"gemma2", "phi3", "granite", "smollm3"};
-    for (int m = 0; m < 4; m++) {
+    static const char *models[] = {"gemma2", "phi3", "granite", "smollm3", "mistral3"};
+    for (int m = 0; m < 5; m++) {
         snprintf(path, sizeof(path), "%s/models/rand-%s-f32.gguf", data, models[m]);
         npl_runner *r = open_model(path, err, sizeof(err));
         if (!r) fprintf(stderr, "%s\n", err);
@@ -131,6 +131,13 @@ static void check_values(const char *data) {
             CHECK_EQ_INT(hp->n_layer, 4);
             CHECK(hp->rope_neox == 0);
             break;
+        case NPL_ARCH_MISTRAL3:
+            CHECK(hp->rope_scaling == NPL_ROPE_SCALING_YARN && hp->rope_freq_scale == 0.25f);
+            CHECK(hp->rope_beta_fast == 16.0f && hp->rope_beta_slow == 2.0f && hp->rope_n_ctx_orig == 512);
+            /* log multiplier 1: get_mscale(4, 1) / get_mscale(4, 1), times 1 / (1 + 0.1 ln 4) */
+            CHECK(hp->rope_attn_factor == 1.0f / (1.0f + 0.1f * logf(4.0f)));
+            CHECK(hp->attn_temp_scale == 0.1f && hp->attn_temp_floor == 512 && hp->rope_neox == 0);
+            break;
         default: CHECK(0);
         }
         npl_runner_close(r);
@@ -156,9 +163,32 @@ static const edit EDITS[] = {
      .f32 = -1.0f, .expect = "gemma2.final_logit_softcapping"},
     {.name = "gemma2 without post_ffw_norm", .model = "gemma2", .drop_tensor = "blk.1.post_ffw_norm.weight",
      .expect = "blk.1.post_ffw_norm.weight", .expect2 = "missing"},
+    {.name = "mistral3 yarn log multiplier NaN", .model = "mistral3",
+     .set_f32_key = "mistral3.rope.scaling.yarn_log_multiplier", .f32 = NAN,
+     .expect = "mistral3.rope.scaling.yarn_log_multiplier", .expect2 = "not finite"},
     {.name = "smollm3 without a layer's ffn_gate", .model = "smollm3", .drop_tensor = "blk.3.ffn_gate.weight",
      .expect = "blk.3.ffn_gate.weight", .expect2 = "missing"},
 };
+
+/* mistral3's attention temperature is 1 below its floor (512) only: a
+ * longer context is refused at open, naming the key. */
+static void check_temperature_context(const char *data) {
+    char path[1024], err[512] = "";
+    snprintf(path, sizeof(path), "%s/models/rand-mistral3-f32.gguf", data);
+    npl_runner_params p = npl_runner_default_params();
+    p.n_threads = 1;
+    p.n_ctx = 512;
+    npl_runner *r = npl_runner_open(path, &p, err, sizeof(err));
+    CHECK(r != NULL);
+    npl_runner_close(r);
+    p.n_ctx = 513;
+    r = npl_runner_open(path, &p, err, sizeof(err));
+    printf("mistral3 at n_ctx 513: %s\n", r ? "(opened)" : err);
+    CHECK(r == NULL);
+    npl_runner_close(r);
+    CHECK(strstr(err, "mistral3.attention.temperature_scale") != NULL && strstr(err, path) != NULL);
+    CHECK(strchr(err, '\n') == NULL);
+}
 
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -166,6 +196,7 @@ int main(void) {
     CHECK(data != NULL);
     if (!data) TEST_MAIN_END();
     check_values(data);
+    check_temperature_context(data);
     char dir[] = "/tmp/npl_archs_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     for (size_t i = 0; i < sizeof(EDITS) / sizeof(EDITS[0]); i++) {

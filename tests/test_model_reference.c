@@ -369,7 +369,7 @@ int main(void) {
         check_model(mpath, jpath, &TOL_QUANT, 1);
     }
     /* the further architectures (make_random_gguf.py --arch-extras) */
-    static const char *arch_models[] = {"gemma2", "phi3", "granite", "smollm3"};
+    static const char *arch_models[] = {"gemma2", "phi3", "granite", "smollm3", "mistral3"};
     for (size_t m = 0; m < sizeof(arch_models) / sizeof(arch_models[0]); m++)
         for (int q = 0; q < 2; q++) {
             snprintf(jpath, sizeof(jpath), "%s/llamacpp/rand-%s-%s.json", data, arch_models[m], types[q]);

@@ -165,7 +165,8 @@ int npl_model_build(const npl_gguf *f, const npl_hparams *hp, int n_ctx, npl_mod
     out->n_ctx = n_ctx;
     /* Llama 3.x stores its RoPE frequency factors as rope_freqs.weight; llama.cpp
      * reads it for llama only (and refuses files with tensors it does not use) */
-    if (hp->arch == NPL_ARCH_LLAMA)
+    const int reads_freqs = hp->arch == NPL_ARCH_LLAMA || hp->arch == NPL_ARCH_GRANITE || hp->arch == NPL_ARCH_MISTRAL3;
+    if (reads_freqs)
         b.rope_freqs = npl_mb_weight(&b, 1, hp->n_rot / 2, 1, 1, "rope_freqs.weight", 0);
     if (b.rope_freqs >= 0) { /* divisors of the angles: 0, negative or NaN would poison every logit */
         const unsigned char *ff = npl_gguf_find_tensor(f, "rope_freqs.weight")->data;
@@ -176,8 +177,8 @@ int npl_model_build(const npl_gguf *f, const npl_hparams *hp, int n_ctx, npl_mod
                 mb_fail(&b, "%s: tensor rope_freqs.weight: entry %d is %g (must be positive and finite)",
                         npl_gguf_path(f), i, (double)v);
         }
-    } else if (hp->arch != NPL_ARCH_LLAMA && npl_gguf_find_tensor(f, "rope_freqs.weight"))
-        mb_fail(&b, "%s: tensor rope_freqs.weight: not supported for %s (llama.cpp reads it for llama only)",
+    } else if (!reads_freqs && npl_gguf_find_tensor(f, "rope_freqs.weight"))
+        mb_fail(&b, "%s: tensor rope_freqs.weight: not supported for %s (llama.cpp reads it for llama, granite and mistral3 only)",
                 npl_gguf_path(f), hp->arch_name);
     int rc;
     switch (hp->arch) {
@@ -189,6 +190,7 @@ int npl_model_build(const npl_gguf *f, const npl_hparams *hp, int n_ctx, npl_mod
     case NPL_ARCH_GRANITE: rc = npl_build_granite(&b, out); break;
     case NPL_ARCH_SMOLLM3: rc = npl_build_smollm3(&b, out); break;
     case NPL_ARCH_PHI3: rc = npl_build_phi3(&b, out); break;
+    case NPL_ARCH_MISTRAL3: rc = npl_build_mistral3(&b, out); break;
     default: rc = mb_fail(&b, "%s: architecture not supported", npl_gguf_path(f));
     }
     if (!b.failed && npl_graph_error(b.g)) mb_fail(&b, "%s: building graph: %s", npl_gguf_path(f), npl_graph_error(b.g));

@@ -13,9 +13,10 @@ static const struct {
     {"llama", NPL_ARCH_LLAMA}, {"qwen2", NPL_ARCH_QWEN2}, {"qwen3", NPL_ARCH_QWEN3}, {"gemma3", NPL_ARCH_GEMMA3},
     {"gemma2", NPL_ARCH_GEMMA2}, {"granite", NPL_ARCH_GRANITE}, {"smollm3", NPL_ARCH_SMOLLM3},
     {"phi3", NPL_ARCH_PHI3},
+    {"mistral3", NPL_ARCH_MISTRAL3},
 };
 
-const char *npl_arch_supported_list(void) { return "llama, qwen2, qwen3, gemma3, gemma2, granite, smollm3, phi3"; }
+const char *npl_arch_supported_list(void) { return "llama, qwen2, qwen3, gemma3, gemma2, granite, smollm3, phi3, mistral3"; }
 
 int npl_hparams_layer_is_swa(const npl_hparams *hp, int il) {
     return hp->n_swa > 0 && hp->swa_pattern > 0 && (il + 1) % hp->swa_pattern != 0;
@@ -122,10 +123,22 @@ static void read_rope_scaling(reader *r, npl_hparams *hp) {
     hp->rope_beta_fast = 32.0f;
     hp->rope_beta_slow = 1.0f;
     hp->rope_attn_factor = 1.0f;
+    /* mistral3 reads yarn's beta_fast / beta_slow and log multiplier (llama.cpp's models/mistral3.cpp) */
+    const int yarn_keys = hp->arch == NPL_ARCH_MISTRAL3;
+    float log_mul = 0.0f;
+    if (yarn_keys) {
+        hp->rope_beta_fast = get_float(r, "rope.scaling.yarn_beta_fast", 32.0f, 0);
+        hp->rope_beta_slow = get_float(r, "rope.scaling.yarn_beta_slow", 1.0f, 0);
+        log_mul = get_float(r, "rope.scaling.yarn_log_multiplier", 0.0f, 0);
+    }
     if (hp->rope_ext_factor != 0) {
-        /* llama.cpp's yarn magnitude, cancelled by the 1 + 0.1 ln(factor) its rope kernel applies */
+        /* llama.cpp's yarn magnitude get_mscale(f, 1) (or, with a log
+         * multiplier m, get_mscale(f, 1) / get_mscale(f, m)), cancelled by
+         * the 1 + 0.1 ln(factor) its rope kernel applies */
         const float f = 1.0f / hp->rope_freq_scale;
-        hp->rope_attn_factor = (f <= 1.0f ? 1.0f : 0.1f * logf(f) + 1.0f) * (1.0f / (1.0f + 0.1f * logf(f)));
+        const float ms = f <= 1.0f ? 1.0f : 0.1f * logf(f) + 1.0f;
+        const float ms_all = f <= 1.0f ? 1.0f : 0.1f * log_mul * logf(f) + 1.0f;
+        hp->rope_attn_factor = (log_mul != 0.0f ? ms / ms_all : ms) * (1.0f / (1.0f + 0.1f * logf(f)));
     }
     hp->rope_attn_factor *= attn_key;
     const struct {
@@ -138,6 +151,7 @@ static void read_rope_scaling(reader *r, npl_hparams *hp) {
                    {"rope.scaling.yarn_log_multiplier", 0.0f},
                    {"rope.scaling.alpha", 0.0f}};
     for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]) && !r->failed; i++) {
+        if (yarn_keys && i >= 2 && i <= 4) continue; /* beta_fast, beta_slow, log_multiplier: read */
         float v = get_float(r, ignored[i].suffix, ignored[i].used, 0);
         if (!r->failed && v != ignored[i].used) {
             char what[160];
@@ -214,7 +228,8 @@ int npl_hparams_load(const npl_gguf *f, npl_hparams *hp, char *err, size_t errle
     hp->residual_scale = 1.0f;
     hp->logit_scale = 1.0f;
     /* llama.cpp's LLAMA_ROPE_TYPE_NORM architectures; the others are NEOX */
-    hp->rope_neox = !(hp->arch == NPL_ARCH_LLAMA || hp->arch == NPL_ARCH_GRANITE || hp->arch == NPL_ARCH_SMOLLM3);
+    hp->rope_neox = !(hp->arch == NPL_ARCH_LLAMA || hp->arch == NPL_ARCH_GRANITE || hp->arch == NPL_ARCH_SMOLLM3 ||
+                      hp->arch == NPL_ARCH_MISTRAL3);
     hp->rope_base_swa = hp->rope_base;
     if (hp->arch == NPL_ARCH_GEMMA3) {
         /* as llama.cpp: 5 local layers to 1 global, local RoPE base rope.freq_base_swa (10k) */
@@ -264,7 +279,14 @@ int npl_hparams_load(const npl_gguf *f, npl_hparams *hp, char *err, size_t errle
                 return -1;
             }
     }
-    if (hp->arch == NPL_ARCH_SMOLLM3) hp->nope_step = 4; /* as llama.cpp: layers 3, 7, ... have no RoPE */
+    if (hp->arch == NPL_ARCH_SMOLLM3) hp->nope_step = 4;
+    if (hp->arch == NPL_ARCH_MISTRAL3) {
+        /* Llama 4's attention temperature: q *= 1 + s * ln(floor(pos / F) + 1)
+         * with F the original context length; 1 below F (npl_model_build
+         * refuses a context reaching F) */
+        hp->attn_temp_scale = get_float(&r, "attention.temperature_scale", 0.0f, 0);
+        hp->attn_temp_floor = hp->rope_n_ctx_orig;
+    } /* as llama.cpp: layers 3, 7, ... have no RoPE */
     snprintf(key, sizeof(key), "%s.attention.layer_norm_rms_epsilon", hp->arch_name);
     if (!(hp->norm_eps > 0)) fail(&r, key, "must be positive");
     snprintf(key, sizeof(key), "%s.rope.freq_base", hp->arch_name);

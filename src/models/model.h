@@ -21,6 +21,7 @@ typedef enum {
     NPL_ARCH_GRANITE,
     NPL_ARCH_SMOLLM3,
     NPL_ARCH_PHI3,
+    NPL_ARCH_MISTRAL3,
     NPL_ARCH_COUNT
 } npl_arch;
 
@@ -50,6 +51,8 @@ typedef struct {
     float residual_scale; /* 1, or granite's: multiplies attention and FFN outputs */
     float logit_scale;    /* 1, or granite's: logits are divided by it */
     int nope_step;        /* > 0: every nope_step-th layer has no RoPE (smollm3: 4) */
+    float attn_temp_scale; /* mistral3's attention.temperature_scale (0 = none) */
+    int attn_temp_floor;   /* its position floor (the original context length) */
 } npl_hparams;
 
 typedef struct {
@@ -111,5 +114,6 @@ int npl_build_gemma2(npl_mb *b, npl_model_graph *out);
 int npl_build_granite(npl_mb *b, npl_model_graph *out);
 int npl_build_smollm3(npl_mb *b, npl_model_graph *out);
 int npl_build_phi3(npl_mb *b, npl_model_graph *out);
+int npl_build_mistral3(npl_mb *b, npl_model_graph *out);
 
 #endif

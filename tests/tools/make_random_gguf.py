@@ -124,8 +124,11 @@ ARCHS = ("llama", "qwen2", "qwen3")
 #            (rope.dimension_count 3/4 of the head)
 #   granite  embedding, residual, attention and logit multipliers
 #   smollm3  no RoPE on every 4th layer (4 layers here), tied output
-EXTRA_ARCHS = ("gemma2", "phi3", "granite", "smollm3")
-SPM_ARCHS = ("llama", "gemma2", "phi3")
+#   mistral3 yarn (factor 4, original context 512) with its own beta_fast 16,
+#            beta_slow 2 and log multiplier 1, and Llama 4's attention
+#            temperature scale 0.1 (a no-op below position 512)
+EXTRA_ARCHS = ("gemma2", "phi3", "granite", "smollm3", "mistral3")
+SPM_ARCHS = ("llama", "gemma2", "phi3", "mistral3")
 
 CHECK_TEXT = (
     "The GNU General Public License is a free, copyleft license for software "
@@ -401,6 +404,14 @@ def build(path, arch, wtype, n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff,
         w.add_residual_scale(0.5)
         w.add_attention_scale(0.25)
         w.add_logit_scale(logit_scale)
+    if arch == "mistral3":
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(4.0)
+        w.add_rope_scaling_orig_ctx_len(512)
+        w.add_rope_scaling_yarn_beta_fast(16.0)
+        w.add_rope_scaling_yarn_beta_slow(2.0)
+        w.add_rope_scaling_yarn_log_mul(1.0)
+        w.add_attn_temperature_scale(0.1)
     if rope_scaling is not None:
         w.add_rope_scaling_type(gguf.RopeScalingType(rope_scaling["type"]))
         w.add_rope_scaling_factor(rope_scaling["factor"])

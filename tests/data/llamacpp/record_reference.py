@@ -16,7 +16,7 @@ Writes, next to this script, one JSON file per model:
                             llama.cpp's quantize_iq4_nl / _xs), written by
                             make_random_gguf.py --iq4-extras tests/data/models;
                             recorded with use_extra_bufts off (see IQ4_EXTRAS)
-  rand-{gemma2,phi3,granite,smollm3}-{f32,q8_0}.json
+  rand-{gemma2,phi3,granite,smollm3,mistral3}-{f32,q8_0}.json
                             the further architectures, written by
                             make_random_gguf.py --arch-extras tests/data/models;
                             recorded the same way
@@ -96,7 +96,7 @@ ROPE_EXTRAS = ("rand-llama-ropefreqs-f32", "rand-qwen3-yarn-f32")
 IQ4_EXTRAS = ("rand-llama-iq4_nl", "rand-qwen3-iq4_xs")
 # the further architectures of make_random_gguf.py --arch-extras, recorded the
 # same way (the AMX matmul crashes on rand-gemma2-q8_0 too)
-ARCH_EXTRAS = tuple("rand-%s-%s" % (a, t) for a in ("gemma2", "phi3", "granite", "smollm3")
+ARCH_EXTRAS = tuple("rand-%s-%s" % (a, t) for a in ("gemma2", "phi3", "granite", "smollm3", "mistral3")
                     for t in ("f32", "q8_0"))
 
 
@@ -128,8 +128,11 @@ def record(path, out_path, threads, n_random=32, seed=1234, extra_bufts=True):
     if not extra_bufts:
         no_extra_bufts()
     from llama_cpp import Llama
+    # yarn_beta_* -1: the model's values, as llama.cpp's own tools take them
+    # (llama-cpp-python passes 32 / 1 otherwise; only mistral3 reads them)
     llm = Llama(model_path=path, n_ctx=512, n_batch=512, logits_all=True,
-                n_threads=threads, n_threads_batch=threads, verbose=False)
+                n_threads=threads, n_threads_batch=threads, verbose=False,
+                yarn_beta_fast=-1.0, yarn_beta_slow=-1.0)
     n_vocab = llm.n_vocab()
     prompts = []
     for t in TEXTS:
