@@ -28,7 +28,7 @@ echo "|---|---|---|---|---|---|---|"
 # and quant types come from make_random_gguf.py --arch-extras / --iq4-extras.
 EXTRA=""
 for a in gemma2 phi3 granite smollm3 mistral3; do EXTRA="$EXTRA $R/rand-$a-f32.gguf $R/rand-$a-q8_0.gguf"; done
-EXTRA="$EXTRA $R/rand-llama-iq4_nl.gguf $R/rand-qwen3-iq4_xs.gguf"
+EXTRA="$EXTRA $R/rand-phi3-longrope-f32.gguf $R/rand-llama-iq4_nl.gguf $R/rand-qwen3-iq4_xs.gguf"
 for m in "$G" "$R/rand-llama-q4_0.gguf" "$R/rand-llama-q8_0.gguf" "$R/rand-qwen3-q4_0.gguf" "$R/rand-qwen3-q8_0.gguf" $EXTRA; do
     x="--no-extra-bufts"
     for mode in off/ours off/llamacpp-nofa on/llamacpp; do

@@ -21,7 +21,9 @@ typedef struct {
     const char *drop_key;
     const char *set_f32_key;   /* key set (replaced) to f32 */
     float f32;
-    const char *add_tensor;    /* an f32 tensor of 12 values added */
+    const char *add_tensor;    /* an f32 tensor of add_n (<= 16) values added */
+    int add_n;
+    float add_v;               /* their value */
     const char *drop_tensor;
     const char *reshape_tensor; /* 2-D tensor given ne[1] = new_ne1 (a prefix of its data) */
     int64_t new_ne1;
@@ -66,9 +68,11 @@ static int write_variant(const npl_gguf *src, const edit *e, const char *path) {
         rc = copy_kv(w, src, i, key);
     }
     if (!rc && e->set_f32_key) rc = npl_gguf_writer_set_f32(w, e->set_f32_key, e->f32);
-    static const float twelve[12] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-    int64_t ne12[4] = {12, 1, 1, 1};
-    if (!rc && e->add_tensor) rc = npl_gguf_writer_add_tensor(w, e->add_tensor, NPL_TYPE_F32, 1, ne12, twelve, 48);
+    float vals[16];
+    for (int i = 0; i < 16; i++) vals[i] = e->add_v;
+    int64_t ne_add[4] = {e->add_n, 1, 1, 1};
+    if (!rc && e->add_tensor)
+        rc = npl_gguf_writer_add_tensor(w, e->add_tensor, NPL_TYPE_F32, 1, ne_add, vals, sizeof(float) * (size_t)e->add_n);
     for (int64_t i = 0; !rc && i < npl_gguf_n_tensors(src); i++) {
         const npl_gguf_tensor *t = npl_gguf_tensor_at(src, i);
         if (e->drop_tensor && !strcmp(t->name, e->drop_tensor)) continue;
@@ -145,8 +149,10 @@ static void check_values(const char *data) {
 }
 
 static const edit EDITS[] = {
-    {.name = "phi3 with LongRoPE factors", .model = "phi3", .add_tensor = "rope_factors_long.weight",
-     .expect = "rope_factors_long.weight", .expect2 = "LongRoPE"},
+    {.name = "phi3 LongRoPE factors of 8 for 12 pairs", .model = "phi3", .add_tensor = "rope_factors_short.weight",
+     .add_n = 8, .add_v = 1.0f, .expect = "rope_factors_short.weight", .expect2 = "contradicts"},
+    {.name = "phi3 LongRoPE factor 0", .model = "phi3", .add_tensor = "rope_factors_short.weight", .add_n = 12,
+     .add_v = 0.0f, .expect = "rope_factors_short.weight", .expect2 = "positive"},
     {.name = "phi3 qkv short of v rows", .model = "phi3", .reshape_tensor = "blk.0.attn_qkv.weight", .new_ne1 = 192,
      .expect = "blk.0.attn_qkv.weight"},
     {.name = "phi3 ffn_up without the gate half", .model = "phi3", .reshape_tensor = "blk.1.ffn_up.weight",
@@ -190,6 +196,32 @@ static void check_temperature_context(const char *data) {
     CHECK(strchr(err, '\n') == NULL);
 }
 
+/* LongRoPE: the short factors for a context up to the original one (128),
+ * the long ones beyond, as llama.cpp's get_rope_factors. */
+static void check_longrope_choice(const char *data) {
+    char path[1024], err[512] = "";
+    snprintf(path, sizeof(path), "%s/models/rand-phi3-longrope-f32.gguf", data);
+    npl_gguf *f = npl_gguf_open(path, NULL, err, sizeof(err));
+    CHECK(f != NULL);
+    if (!f) return;
+    npl_hparams hp;
+    CHECK(npl_hparams_load(f, &hp, err, sizeof(err)) == 0);
+    CHECK_EQ_INT(hp.rope_n_ctx_orig, 128);
+    CHECK_NEAR(hp.rope_attn_factor, sqrt(1 + log(32.0) / log(128.0)), 1e-6);
+    static const struct { int n_ctx; const char *used, *unused; } cases[] = {
+        {128, "rope_factors_short.weight", "rope_factors_long.weight"},
+        {129, "rope_factors_long.weight", "rope_factors_short.weight"}};
+    for (int i = 0; i < 2; i++) {
+        npl_model_graph mg;
+        CHECK(npl_model_build(f, &hp, cases[i].n_ctx, &mg, err, sizeof(err)) == 0);
+        if (!mg.g) continue;
+        CHECK(npl_graph_find(mg.g, cases[i].used) >= 0);
+        CHECK(npl_graph_find(mg.g, cases[i].unused) < 0);
+        npl_graph_free(mg.g);
+    }
+    npl_gguf_close(f);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *data = getenv("NPL_TEST_DATA");
@@ -197,6 +229,7 @@ int main(void) {
     if (!data) TEST_MAIN_END();
     check_values(data);
     check_temperature_context(data);
+    check_longrope_choice(data);
     char dir[] = "/tmp/npl_archs_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     for (size_t i = 0; i < sizeof(EDITS) / sizeof(EDITS[0]); i++) {

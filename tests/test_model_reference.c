@@ -376,6 +376,13 @@ int main(void) {
             snprintf(mpath, sizeof(mpath), "%s/models/rand-%s-%s.gguf", data, arch_models[m], types[q]);
             check_model(mpath, jpath, q == 0 ? &TOL_F32 : &TOL_QUANT, 1);
         }
+    /* Phi-3.5's LongRoPE (long factors at these contexts), and the same
+     * weights without it rejected */
+    snprintf(jpath, sizeof(jpath), "%s/llamacpp/rand-phi3-longrope-f32.json", data);
+    snprintf(mpath, sizeof(mpath), "%s/models/rand-phi3-longrope-f32.gguf", data);
+    check_model(mpath, jpath, &TOL_F32, 1);
+    snprintf(mpath, sizeof(mpath), "%s/models/rand-phi3-f32.gguf", data);
+    check_without_scaling(mpath, jpath);
     check_judge(data);
     /* random models: RoPE at twice the frequency, and without BOS */
     static const mutation rand_muts[] = {{0, 2.0}, {1, 1.0}};

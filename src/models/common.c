@@ -164,20 +164,27 @@ int npl_model_build(const npl_gguf *f, const npl_hparams *hp, int n_ctx, npl_mod
     out->pos = b.pos;
     out->n_ctx = n_ctx;
     /* Llama 3.x stores its RoPE frequency factors as rope_freqs.weight; llama.cpp
-     * reads it for llama only (and refuses files with tensors it does not use) */
+     * reads it for llama, granite and mistral3 only (and refuses files with
+     * tensors it does not use). Phi-3's LongRoPE has two sets, as llama.cpp's
+     * get_rope_factors: rope_factors_long.weight for a context longer than the
+     * original one, else rope_factors_short.weight (with rope.scaling.attn_factor
+     * as the cos/sin magnitude, hparams.c) */
     const int reads_freqs = hp->arch == NPL_ARCH_LLAMA || hp->arch == NPL_ARCH_GRANITE || hp->arch == NPL_ARCH_MISTRAL3;
-    if (reads_freqs)
-        b.rope_freqs = npl_mb_weight(&b, 1, hp->n_rot / 2, 1, 1, "rope_freqs.weight", 0);
+    const char *freqs = "rope_freqs.weight";
+    if (hp->arch == NPL_ARCH_PHI3)
+        freqs = n_ctx > hp->rope_n_ctx_orig ? "rope_factors_long.weight" : "rope_factors_short.weight";
+    if (reads_freqs || hp->arch == NPL_ARCH_PHI3) b.rope_freqs = npl_mb_weight(&b, 1, hp->n_rot / 2, 1, 1, freqs, 0);
     if (b.rope_freqs >= 0) { /* divisors of the angles: 0, negative or NaN would poison every logit */
-        const unsigned char *ff = npl_gguf_find_tensor(f, "rope_freqs.weight")->data;
+        const unsigned char *ff = npl_gguf_find_tensor(f, freqs)->data;
         for (int i = 0; i < hp->n_rot / 2 && !b.failed; i++) {
             float v;
             memcpy(&v, ff + 4 * (size_t)i, sizeof v);
             if (!(v > 0) || !isfinite(v))
-                mb_fail(&b, "%s: tensor rope_freqs.weight: entry %d is %g (must be positive and finite)",
-                        npl_gguf_path(f), i, (double)v);
+                mb_fail(&b, "%s: tensor %s: entry %d is %g (must be positive and finite)", npl_gguf_path(f), freqs, i,
+                        (double)v);
         }
-    } else if (!reads_freqs && npl_gguf_find_tensor(f, "rope_freqs.weight"))
+    }
+    if (!reads_freqs && npl_gguf_find_tensor(f, "rope_freqs.weight"))
         mb_fail(&b, "%s: tensor rope_freqs.weight: not supported for %s (llama.cpp reads it for llama, granite and mistral3 only)",
                 npl_gguf_path(f), hp->arch_name);
     int rc;

@@ -269,16 +269,8 @@ int npl_hparams_load(const npl_gguf *f, npl_hparams *hp, char *err, size_t errle
         snprintf(key, sizeof(key), "%s.logit_scale", hp->arch_name);
         if (!r.failed && !(hp->logit_scale != 0.0f)) fail(&r, key, "must not be 0");
     }
-    if (hp->arch == NPL_ARCH_PHI3) {
-        /* llama.cpp ignores phi3's attention.sliding_window (its SWA is
-         * disabled); LongRoPE's per-pair factors are not implemented here */
-        static const char *longrope[] = {"rope_factors_long.weight", "rope_factors_short.weight"};
-        for (int i = 0; i < 2 && !r.failed; i++)
-            if (npl_gguf_find_tensor(f, longrope[i])) {
-                snprintf(err, errlen, "%s: tensor %s: LongRoPE is not supported", npl_gguf_path(f), longrope[i]);
-                return -1;
-            }
-    }
+    /* phi3: llama.cpp ignores its attention.sliding_window (its SWA is
+     * disabled); LongRoPE's factors are chosen by npl_model_build */
     if (hp->arch == NPL_ARCH_SMOLLM3) hp->nope_step = 4;
     if (hp->arch == NPL_ARCH_MISTRAL3) {
         /* Llama 4's attention temperature: q *= 1 + s * ln(floor(pos / F) + 1)

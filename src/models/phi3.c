@@ -4,8 +4,9 @@
  * NEOX RoPE over rope.dimension_count (partial rotary), q scaled by
  * 1/sqrt(head size) before the scores, untied output unless absent. The
  * fused matrices are read as row ranges of the mapped tensor, so every
- * output is the dot the fused matmul computes. LongRoPE (rope_factors_long /
- * _short) is refused by hparams.c. */
+ * output is the dot the fused matmul computes. LongRoPE (Phi-3.5 / Phi-4-mini):
+ * rope_factors_long / _short as the per-pair divisors (npl_model_build picks
+ * one by the context, as llama.cpp) and rope.scaling.attn_factor. */
 #include "models/model.h"
 
 int npl_build_phi3(npl_mb *b, npl_model_graph *out) {

@@ -343,9 +343,11 @@ def llama3_rope_factors(head_dim, base, factor=8.0, orig_ctx=8192,
 
 def build(path, arch, wtype, n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff,
           n_vocab, ctx, seed, tie=None, logit_std=6.0, eps=1e-6, quiet=False,
-          rope_freqs=None, rope_scaling=None):
+          rope_freqs=None, rope_scaling=None, longrope=None):
     """rope_freqs: None or dict(factor, orig_ctx) (llama only);
-    rope_scaling: None or dict(type, factor, orig_ctx or None)."""
+    rope_scaling: None or dict(type, factor, orig_ctx or None);
+    longrope: None or dict(orig_ctx) (phi3 only): Phi-3.5's LongRoPE keys and
+    rope_factors_long / _short tensors, as conversion/phi.py writes them."""
     qtype, ftype = TYPES[wtype]
     if arch not in ARCHS + EXTRA_ARCHS:
         raise ValueError("arch must be one of %s" % (ARCHS + EXTRA_ARCHS,))
@@ -469,6 +471,18 @@ def build(path, arch, wtype, n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff,
     # stays aligned with the input token's own embedding and the model just
     # predicts its input with certainty.
     s_emb = 1.0 / np.sqrt(n_embd) if tie else 1.0
+    if longrope is not None:
+        if arch != "phi3":
+            raise ValueError("LongRoPE factors are written for phi3 only")
+        import math
+        orig = longrope["orig_ctx"]
+        scale = ctx / orig
+        w.add_rope_scaling_attn_factors(math.sqrt(1 + math.log(scale) / math.log(orig)))
+        w.add_rope_scaling_orig_ctx_len(orig)
+        half = n_rot // 2
+        # short: close to 1; long: 1 for the fast pairs up to ~scale for the slow ones; no random draws
+        vec("rope_factors_long.weight", np.array([scale ** (i / (half - 1)) for i in range(half)], dtype=np.float32))
+        vec("rope_factors_short.weight", np.array([1.0 + 0.05 * i / half for i in range(half)], dtype=np.float32))
     if rope_freqs is not None:
         if arch != "llama":
             raise ValueError("rope_freqs.weight is read by llama.cpp for llama only")
@@ -554,7 +568,10 @@ IQ4_EXTRAS = (
 # The further architectures (--arch-extras OUTDIR): rand-{arch}-{f32,q8_0},
 # default sizes and seed except smollm3's 4 layers (its 4th has no RoPE).
 ARCH_EXTRAS = tuple(("rand-%s-%s" % (arch, t), arch, t, dict(n_layer=4) if arch == "smollm3" else {})
-                    for arch in EXTRA_ARCHS for t in ("f32", "q8_0"))
+                    for arch in EXTRA_ARCHS for t in ("f32", "q8_0")) + (
+    # rand-phi3-f32's weights with LongRoPE: original context 128 (of 4096), so
+    # the long factors apply at the contexts the tests and llama.cpp use
+    ("rand-phi3-longrope-f32", "phi3", "f32", dict(longrope=dict(orig_ctx=128))),)
 
 
 # ---------------------------------------------------------------------------

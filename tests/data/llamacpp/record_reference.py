@@ -16,7 +16,7 @@ Writes, next to this script, one JSON file per model:
                             llama.cpp's quantize_iq4_nl / _xs), written by
                             make_random_gguf.py --iq4-extras tests/data/models;
                             recorded with use_extra_bufts off (see IQ4_EXTRAS)
-  rand-{gemma2,phi3,granite,smollm3,mistral3}-{f32,q8_0}.json
+  rand-{gemma2,phi3,granite,smollm3,mistral3}-{f32,q8_0}.json, rand-phi3-longrope-f32.json
                             the further architectures, written by
                             make_random_gguf.py --arch-extras tests/data/models;
                             recorded the same way
@@ -97,7 +97,7 @@ IQ4_EXTRAS = ("rand-llama-iq4_nl", "rand-qwen3-iq4_xs")
 # the further architectures of make_random_gguf.py --arch-extras, recorded the
 # same way (the AMX matmul crashes on rand-gemma2-q8_0 too)
 ARCH_EXTRAS = tuple("rand-%s-%s" % (a, t) for a in ("gemma2", "phi3", "granite", "smollm3", "mistral3")
-                    for t in ("f32", "q8_0"))
+                    for t in ("f32", "q8_0")) + ("rand-phi3-longrope-f32",)
 
 
 def no_extra_bufts():
