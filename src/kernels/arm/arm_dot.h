@@ -23,7 +23,13 @@
 #error "define NPL_ARM_DOTPROD 0 or 1 before including arm_dot.h"
 #endif
 
-#define H2F(h) npl_f16_to_f32(h)
+/* f16 -> f32 by the FPU (fcvt: exact, as npl_f16_to_f32, inlined) */
+static inline float arm_h2f(uint16_t h) {
+    __fp16 v;
+    memcpy(&v, &h, sizeof v);
+    return (float)v;
+}
+#define H2F(h) arm_h2f(h)
 
 /* acc + the 16 products a[i] * b[i], four per lane */
 static inline int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t b) {
@@ -87,12 +93,52 @@ static inline float32x4_t step32(const dec32 *w, const block_q8_0 *y, float32x4_
     return vfmaq_n_f32(acc, vcvtq_f32_s32(p), w->d * H2F(y->d));
 }
 
+/* Four blocks at once: their int32 sums in four lanes, the four scale
+ * products by one conversion and one multiply, one fma. */
+typedef struct {
+    int8x16_t w[8];
+    float32x4_t d;
+} dec32x4;
+
+static inline float32x4_t h2f4(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
+    const uint16_t t[4] = {a, b, c, d};
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(t)));
+}
+
+static inline float32x4_t step32x4(const dec32x4 *w, const block_q8_0 *y, float32x4_t acc) {
+    int32x4_t p[4];
+    for (int b = 0; b < 4; b++)
+        p[b] = dot16(dot16(vdupq_n_s32(0), w->w[2 * b], vld1q_s8(y[b].qs)), w->w[2 * b + 1], vld1q_s8(y[b].qs + 16));
+    const int32x4_t sums = vpaddq_s32(vpaddq_s32(p[0], p[1]), vpaddq_s32(p[2], p[3]));
+    const float32x4_t yd = h2f4(y[0].d, y[1].d, y[2].d, y[3].d);
+    return vfmaq_f32(acc, vcvtq_f32_s32(sums), vmulq_f32(w->d, yd));
+}
+
+#define NPL_ARM_DEC32X4(T, XT)                                                                                 \
+    static inline void dec4_##T(const XT *x, dec32x4 *o) {                                                    \
+        for (int b = 0; b < 4; b++) {                                                                          \
+            dec32 t;                                                                                           \
+            dec_##T(&x[b], &t);                                                                                \
+            o->w[2 * b] = t.w0;                                                                                \
+            o->w[2 * b + 1] = t.w1;                                                                            \
+        }                                                                                                      \
+        o->d = h2f4(x[0].d, x[1].d, x[2].d, x[3].d);                                                           \
+    }
+
 #define NPL_ARM_DOT32(T, XT)                                                                                   \
+    NPL_ARM_DEC32X4(T, XT)                                                                                     \
     static void dot_##T##_q8_0(int n, float *s, const void *vx, const void *vy) {                            \
         const XT *x = vx;                                                                                      \
         const block_q8_0 *y = vy;                                                                              \
         float32x4_t acc = vdupq_n_f32(0);                                                                      \
-        for (int i = 0; i < n / QK8_0; i++) {                                                                  \
+        const int nb = n / QK8_0;                                                                              \
+        int i = 0;                                                                                             \
+        for (; i + 4 <= nb; i += 4) {                                                                          \
+            dec32x4 w;                                                                                         \
+            dec4_##T(&x[i], &w);                                                                               \
+            acc = step32x4(&w, &y[i], acc);                                                                    \
+        }                                                                                                      \
+        for (; i < nb; i++) {                                                                                  \
             dec32 w;                                                                                           \
             dec_##T(&x[i], &w);                                                                                \
             acc = step32(&w, &y[i], acc);                                                                      \
@@ -105,7 +151,17 @@ static inline float32x4_t step32(const dec32 *w, const block_q8_0 *y, float32x4_
                          *y2 = (const void *)((const char *)vy + 2 * by),                                     \
                          *y3 = (const void *)((const char *)vy + 3 * by);                                     \
         float32x4_t a0 = vdupq_n_f32(0), a1 = a0, a2 = a0, a3 = a0;                                            \
-        for (int i = 0; i < n / QK8_0; i++) {                                                                  \
+        const int nb = n / QK8_0;                                                                              \
+        int i = 0;                                                                                             \
+        for (; i + 4 <= nb; i += 4) {                                                                          \
+            dec32x4 w;                                                                                         \
+            dec4_##T(&x[i], &w);                                                                               \
+            a0 = step32x4(&w, &y0[i], a0);                                                                     \
+            a1 = step32x4(&w, &y1[i], a1);                                                                     \
+            a2 = step32x4(&w, &y2[i], a2);                                                                     \
+            a3 = step32x4(&w, &y3[i], a3);                                                                     \
+        }                                                                                                      \
+        for (; i < nb; i++) {                                                                                  \
             dec32 w;                                                                                           \
             dec_##T(&x[i], &w);                                                                                \
             a0 = step32(&w, &y0[i], a0);                                                                       \
@@ -260,7 +316,7 @@ static void dot_f16(int n, float *s, const void *vx, const void *vy) {
     }
     for (; i + 4 <= n; i += 4) a0 = vfmaq_f32(a0, ld_f16x4(x + i), ld_f16x4(y + i));
     float sum = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
-    for (; i < n; i++) sum += npl_f16_to_f32(x[i]) * npl_f16_to_f32(y[i]);
+    for (; i < n; i++) sum += H2F(x[i]) * H2F(y[i]);
     *s = sum;
 }
 
