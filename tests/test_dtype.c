@@ -33,6 +33,7 @@ static void test_traits(void) {
         {NPL_TYPE_I16, "i16", 1, 2, NPL_TYPE_I16},        {NPL_TYPE_I32, "i32", 1, 4, NPL_TYPE_I32},
         {NPL_TYPE_I64, "i64", 1, 8, NPL_TYPE_I64},        {NPL_TYPE_F64, "f64", 1, 8, NPL_TYPE_F64},
         {NPL_TYPE_IQ4_NL, "iq4_nl", 32, 18, NPL_TYPE_Q8_0}, {NPL_TYPE_IQ4_XS, "iq4_xs", 256, 136, NPL_TYPE_Q8_K},
+        {NPL_TYPE_MXFP4, "mxfp4", 32, 17, NPL_TYPE_Q8_0},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const npl_type_traits *t = npl_type_get(want[i].t);
@@ -49,7 +50,7 @@ static void test_traits(void) {
         CHECK((t->from_float == NULL) == (is_int || want[i].t == NPL_TYPE_F64));
     }
     /* removed (4, 5: q4_2, q4_3), unknown, out of range */
-    static const int bad[] = {-1, 4, 5, 16, 17, 18, 19, 21, 22, 29, 31, 35, 39, 40, 1000};
+    static const int bad[] = {-1, 4, 5, 16, 17, 18, 19, 21, 22, 29, 31, 35, 40, 1000};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK(npl_type_get(bad[i]) == NULL);
         CHECK(strcmp(npl_type_name(bad[i]), "?") == 0);

@@ -1,8 +1,9 @@
-/* iq4_nl and iq4_xs against llama.cpp and gguf-py, and their dot kernels on
- * every kernel family this CPU has.
+/* iq4_nl, iq4_xs and mxfp4 against llama.cpp and gguf-py, and their dot
+ * kernels on every kernel family this CPU has.
  *   - tests/data/quant/iq4.gguf (tests/tools/make_iq4_fixture.py) holds
- *     inputs, llama.cpp's quantization of them (quantize_iq4_nl / _xs as
- *     llama-quantize writes files, and quantize_row_iq4_nl_ref), gguf-py's
+ *     inputs, llama.cpp's quantization of them (quantize_iq4_nl / _xs /
+ *     quantize_mxfp4 as llama-quantize writes files, and
+ *     quantize_row_iq4_nl_ref; gguf-py's mxfp4 quantizer agrees), gguf-py's
  *     dequantization, and random blocks with gguf-py's and llama.cpp's
  *     dequantization: our quantizers must write the same bytes and our
  *     dequantizers the same floats, bit for bit.
@@ -50,6 +51,12 @@ static const npl_gguf_tensor *need(const npl_gguf *g, const char *type, const ch
 
 /* Element i of a row of type t decoded in double from the layout spec. */
 static double decode_ref(int type, const void *row, int i) {
+    if (type == NPL_TYPE_MXFP4) { /* E2M1 level (doubled) times 2^(e - 128) */
+        const block_mxfp4 *b = (const block_mxfp4 *)row + i / 32;
+        const int j = i % 32, code = j < 16 ? b->qs[j] & 0xF : b->qs[j - 16] >> 4;
+        static const double e2m1[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+        return (code & 8 ? -1 : 1) * e2m1[code & 7] * ldexp(1.0, b->e - 127);
+    }
     if (type == NPL_TYPE_IQ4_NL) {
         const block_iq4_nl *b = (const block_iq4_nl *)row + i / 32;
         const int j = i % 32, code = j < 16 ? b->qs[j] & 0xF : b->qs[j - 16] >> 4;
@@ -67,7 +74,7 @@ static void check_decode(int type, const void *row, const float *got, const char
     int bad = 0;
     for (int i = 0; i < N; i++) {
         const double r = decode_ref(type, row, i);
-        if (!(fabs(got[i] - r) <= fabs(r) * 0x1p-24)) bad++;
+        if (!(fabs(got[i] - r) <= fabs(r) * 0x1p-24) && !(type == NPL_TYPE_MXFP4 && got[i] == r)) bad++;
     }
     if (bad) fprintf(stderr, "%s %s: %d values differ from the double decode\n", npl_type_name(type), what, bad);
     CHECK_EQ_INT(bad, 0);
@@ -111,7 +118,8 @@ static void check_fixture(const npl_gguf *g, int type) {
     CHECK(bits_equal(f, rdeq2->data, N));
     check_decode(type, rnd->data, f, "random blocks");
     /* the error of a 4-bit code (bit-exact with llama.cpp, so its quality;
-     * measured 0.135 for iq4_nl, 0.102 for iq4_xs on these heavy-tailed inputs) */
+     * measured 0.135 for iq4_nl, 0.102 for iq4_xs, 0.135 for mxfp4 (power-of-2
+     * scales, no search) on these heavy-tailed inputs) */
     t->to_float(q->data, f, N);
     double e2 = 0, x2 = 0;
     for (int i = 0; i < N; i++) {
@@ -120,7 +128,7 @@ static void check_fixture(const npl_gguf *g, int type) {
         x2 += x * x;
     }
     printf("%s: relative rms quantization error %.4f\n", nm, sqrt(e2 / x2));
-    CHECK(sqrt(e2 / x2) < (type == NPL_TYPE_IQ4_NL ? 0.14 : 0.11));
+    CHECK(sqrt(e2 / x2) < (type == NPL_TYPE_IQ4_NL ? 0.14 : type == NPL_TYPE_IQ4_XS ? 0.11 : 0.15));
     free(mine);
     free(f);
 }
@@ -244,6 +252,18 @@ static void check_traits(void) {
     size_t r;
     CHECK(npl_row_size(NPL_TYPE_IQ4_XS, 128, &r) != 0); /* not a multiple of 256 */
     CHECK(npl_row_size(NPL_TYPE_IQ4_XS, 4096, &r) == 0 && r == 16 * 136);
+    const npl_type_traits *mx = npl_type_get(NPL_TYPE_MXFP4);
+    CHECK(mx && strcmp(mx->name, "mxfp4") == 0);
+    CHECK_EQ_INT(NPL_TYPE_MXFP4, 39);
+    if (mx) {
+        CHECK_EQ_INT(mx->block_size, 32);
+        CHECK_EQ_INT(mx->type_size, 17);
+        CHECK_EQ_INT(mx->vec_dot_type, NPL_TYPE_Q8_0);
+    }
+    /* E8M0 halves: 2^(e - 128), subnormal below e = 2, finite at 255 */
+    CHECK(npl_e8m0_to_f32_half(127) == 0.5f && npl_e8m0_to_f32_half(128) == 1.0f);
+    CHECK(npl_e8m0_to_f32_half(0) == 0x1p-128f && npl_e8m0_to_f32_half(1) == 0x1p-127f);
+    CHECK(npl_e8m0_to_f32_half(255) == 0x1p127f);
 }
 
 int main(void) {
@@ -260,17 +280,21 @@ int main(void) {
     if (!g) TEST_MAIN_END();
     check_fixture(g, NPL_TYPE_IQ4_NL);
     check_fixture(g, NPL_TYPE_IQ4_XS);
+    check_fixture(g, NPL_TYPE_MXFP4);
     const npl_kernels *gen = npl_kernels_get(NPL_ISA_GENERIC);
     for (int isa = NPL_ISA_GENERIC; isa <= (int)npl_cpu_best_isa(); isa++) {
         const npl_kernels *k = npl_kernels_get((npl_isa)isa);
         CHECK_EQ_INT(k->isa, isa);
-        CHECK(k->vec_dot[NPL_TYPE_IQ4_NL] != NULL && k->vec_dot[NPL_TYPE_IQ4_XS] != NULL);
+        CHECK(k->vec_dot[NPL_TYPE_IQ4_NL] != NULL && k->vec_dot[NPL_TYPE_IQ4_XS] != NULL &&
+              k->vec_dot[NPL_TYPE_MXFP4] != NULL);
         if (isa > NPL_ISA_GENERIC && isa < NPL_ISA_AMX) { /* AMX shares the AVX-512 table */
             CHECK(k->vec_dot[NPL_TYPE_IQ4_NL] != gen->vec_dot[NPL_TYPE_IQ4_NL]);
             CHECK(k->vec_dot[NPL_TYPE_IQ4_XS] != gen->vec_dot[NPL_TYPE_IQ4_XS]);
+            CHECK(k->vec_dot[NPL_TYPE_MXFP4] != gen->vec_dot[NPL_TYPE_MXFP4]);
         }
         check_dots(g, k, gen, NPL_TYPE_IQ4_NL);
         check_dots(g, k, gen, NPL_TYPE_IQ4_XS);
+        check_dots(g, k, gen, NPL_TYPE_MXFP4);
     }
     npl_gguf_close(g);
     TEST_MAIN_END();

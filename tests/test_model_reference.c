@@ -1,7 +1,7 @@
 /* Forward passes against llama.cpp. For the real Gemma 3 270M Q4_K_M model
- * and the thirteen random models in tests/data/models (nine plain ones, one
+ * and the fourteen random models in tests/data/models (nine plain ones, one
  * llama with Llama 3.1-style rope_freqs.weight, one qwen3 with yarn RoPE
- * scaling, an iq4_nl llama and an iq4_xs qwen3), every prompt recorded by
+ * scaling, an iq4_nl llama, an iq4_xs qwen3 and an mxfp4 llama), every prompt recorded by
  * tests/data/llamacpp/record_reference.py is fed through the runner
  * (positions from 0, so each prompt overwrites the previous one's KV rows),
  * once per kernel family this CPU has (generic, AVX2, AVX-512, AMX), and
@@ -362,8 +362,8 @@ int main(void) {
         check_without_scaling(mpath, jpath);
     }
     /* quant types beyond q8_0 / q4_0: weights quantized by llama.cpp itself */
-    static const char *quant_models[] = {"rand-llama-iq4_nl", "rand-qwen3-iq4_xs"};
-    for (int m = 0; m < 2; m++) {
+    static const char *quant_models[] = {"rand-llama-iq4_nl", "rand-qwen3-iq4_xs", "rand-llama-mxfp4"};
+    for (int m = 0; m < 3; m++) {
         snprintf(jpath, sizeof(jpath), "%s/llamacpp/%s.json", data, quant_models[m]);
         snprintf(mpath, sizeof(mpath), "%s/models/%s.gguf", data, quant_models[m]);
         check_model(mpath, jpath, &TOL_QUANT, 1);

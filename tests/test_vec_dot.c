@@ -42,7 +42,7 @@ static double q8_1_s_rounding(int type, const void *xq, const void *yq, int n) {
 static const int types[] = {NPL_TYPE_F32,  NPL_TYPE_F16,  NPL_TYPE_BF16, NPL_TYPE_Q4_0, NPL_TYPE_Q4_1,
                             NPL_TYPE_Q5_0, NPL_TYPE_Q5_1, NPL_TYPE_Q8_0, NPL_TYPE_Q8_1, NPL_TYPE_Q2_K,
                             NPL_TYPE_Q3_K, NPL_TYPE_Q4_K, NPL_TYPE_Q5_K, NPL_TYPE_Q6_K, NPL_TYPE_Q8_K,
-                            NPL_TYPE_IQ4_NL, NPL_TYPE_IQ4_XS};
+                            NPL_TYPE_IQ4_NL, NPL_TYPE_IQ4_XS, NPL_TYPE_MXFP4};
 #define N_TYPES (int)(sizeof types / sizeof types[0])
 /* 640 is Gemma 3 270M's width (not a K-quant multiple); the odd sizes only
  * apply to the plain float types and exercise their tails */

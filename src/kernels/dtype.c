@@ -47,6 +47,8 @@ static const npl_type_traits type_traits[NPL_TYPE_COUNT] = {
                               npl_quantize_row_iq4_nl, NPL_TYPE_Q8_0),
     [NPL_TYPE_IQ4_XS] = QUANT("iq4_xs", QK_K, block_iq4_xs, npl_dequantize_row_iq4_xs,
                               npl_quantize_row_iq4_xs, NPL_TYPE_Q8_K),
+    [NPL_TYPE_MXFP4] = QUANT("mxfp4", QK_MXFP4, block_mxfp4, npl_dequantize_row_mxfp4,
+                             npl_quantize_row_mxfp4_ref, NPL_TYPE_Q8_0),
     /* Integer types carry data (token ids, positions), not weights. */
     [NPL_TYPE_I8] = PLAIN("i8", int8_t, NULL, NULL, NPL_TYPE_I8),
     [NPL_TYPE_I16] = PLAIN("i16", int16_t, NULL, NULL, NPL_TYPE_I16),

@@ -29,6 +29,7 @@ typedef enum {
     NPL_TYPE_I64 = 27,
     NPL_TYPE_F64 = 28,
     NPL_TYPE_BF16 = 30,
+    NPL_TYPE_MXFP4 = 39,
     NPL_TYPE_COUNT = 40 /* upper bound of the id space we index by */
 } npl_type;
 

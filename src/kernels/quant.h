@@ -25,6 +25,7 @@ void npl_dequantize_row_q6_K(const void *x, float *y, int64_t n);
 void npl_dequantize_row_q8_K(const void *x, float *y, int64_t n);
 void npl_dequantize_row_iq4_nl(const void *x, float *y, int64_t n);
 void npl_dequantize_row_iq4_xs(const void *x, float *y, int64_t n);
+void npl_dequantize_row_mxfp4(const void *x, float *y, int64_t n);
 
 /* from_float */
 void npl_f32_to_f16_row(const float *x, void *y, int64_t n);
@@ -48,6 +49,7 @@ void npl_quantize_row_q8_K_ref(const float *x, void *y, int64_t n);
 void npl_quantize_row_iq4_nl(const float *x, void *y, int64_t n);
 void npl_quantize_row_iq4_nl_ref(const float *x, void *y, int64_t n);
 void npl_quantize_row_iq4_xs(const float *x, void *y, int64_t n);
+void npl_quantize_row_mxfp4_ref(const float *x, void *y, int64_t n);
 
 /* 6-bit scale/min pair j (0..7) of a q4_K / q5_K block's 12 scale bytes. */
 static inline void npl_get_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m) {

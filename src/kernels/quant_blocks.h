@@ -14,6 +14,7 @@
 #define QK_K 256
 #define K_SCALE_SIZE 12
 #define QK4_NL 32
+#define QK_MXFP4 32
 
 typedef uint16_t npl_half;
 
@@ -121,6 +122,25 @@ _Static_assert(sizeof(block_iq4_xs) == 2 + 2 + QK_K / 64 + QK_K / 2, "block_iq4_
 /* llama.cpp's kvalues_iq4nl: the 16 levels of iq4_nl / iq4_xs. */
 static const int8_t npl_kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                              1,    13,   25,  38,  53,  69,  89,  113};
+
+/* MXFP4 (OCP microscaling): an E8M0 exponent and 32 E2M1 codes. */
+typedef struct {
+    uint8_t e;                /* E8M0: scale 2^(e - 127) */
+    uint8_t qs[QK_MXFP4 / 2]; /* nibbles: low = x[j], high = x[j+16] */
+} block_mxfp4;
+_Static_assert(sizeof(block_mxfp4) == 1 + QK_MXFP4 / 2, "block_mxfp4 size");
+
+/* llama.cpp's kvalues_mxfp4: the E2M1 values doubled (so the scale is halved). */
+static const int8_t npl_kvalues_mxfp4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+/* Half the E8M0 scale, 2^(e - 128), as llama.cpp's ggml_e8m0_to_fp32_half
+ * (e < 2 as subnormals; e = 255 gives 2^127, not NaN). */
+static inline float npl_e8m0_to_f32_half(uint8_t e) {
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    __builtin_memcpy(&f, &bits, sizeof f);
+    return f;
+}
 
 /* Sub-block scale ib (0..7) of an iq4_xs block, minus its offset 32. */
 static inline int npl_iq4_xs_scale(const block_iq4_xs *b, int ib) {

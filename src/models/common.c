@@ -36,7 +36,7 @@ int npl_mb_weight(npl_mb *b, int n_dims, int64_t ne0, int64_t ne1, int optional,
     static const int matrix_types[] = {NPL_TYPE_F32, NPL_TYPE_F16, NPL_TYPE_BF16, NPL_TYPE_Q4_0, NPL_TYPE_Q4_1,
                                        NPL_TYPE_Q5_0, NPL_TYPE_Q5_1, NPL_TYPE_Q8_0, NPL_TYPE_Q2_K, NPL_TYPE_Q3_K,
                                        NPL_TYPE_Q4_K, NPL_TYPE_Q5_K, NPL_TYPE_Q6_K, NPL_TYPE_IQ4_NL,
-                                       NPL_TYPE_IQ4_XS};
+                                       NPL_TYPE_IQ4_XS, NPL_TYPE_MXFP4};
     int type_ok = 0;
     if (n_dims == 1) type_ok = t->type == NPL_TYPE_F32;
     else

@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
-"""make_iq4_fixture.py - llama.cpp / gguf-py reference blocks for iq4_nl and iq4_xs.
+"""make_iq4_fixture.py - llama.cpp / gguf-py reference blocks for iq4_nl, iq4_xs and mxfp4.
 
 Writes tests/data/quant/iq4.gguf (read by tests/test_iq4.c), holding for
-T in iq4_nl, iq4_xs:
+T in iq4_nl, iq4_xs, mxfp4:
 
   T.src        f32 [N]  inputs (normal, heavy-tailed, a zero block, a block
                         of one value, tiny and huge scales)
   T.q          T   [N]  llama.cpp's quantization of T.src as llama-quantize
                         writes it without an importance matrix
-                        (quantize_iq4_nl / quantize_iq4_xs, ggml-base)
+                        (quantize_iq4_nl / quantize_iq4_xs / quantize_mxfp4,
+                        ggml-base; for mxfp4 also gguf-py's, which must equal it)
   T.q_ref      T   [N]  iq4_nl only: quantize_row_iq4_nl_ref (no trials)
   T.deq        f32 [N]  gguf-py's dequantization of T.q (gguf.quants)
-  T.rand       T   [N]  random block bytes (finite f16 scales)
+  T.rand       T   [N]  random block bytes (finite f16 scales; mxfp4 exponents
+                        100..150, so the values stay finite)
   T.rand_deq   f32 [N]  gguf-py's dequantization of T.rand
   T.rand_deq_ggml f32 [N] llama.cpp's dequantize_row_T of T.rand
 
@@ -40,14 +42,14 @@ from gguf import GGMLQuantizationType as QT
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 N = 4096
-BLOCK = {QT.IQ4_NL: (32, 18), QT.IQ4_XS: (256, 136)}
+BLOCK = {QT.IQ4_NL: (32, 18), QT.IQ4_XS: (256, 136), QT.MXFP4: (32, 17)}
 
 
 def ggml_base():
     import llama_cpp
     lib = ctypes.CDLL(os.path.join(os.path.dirname(llama_cpp.__file__), "lib", "libggml-base.so"))
     fp = ctypes.POINTER(ctypes.c_float)
-    for name in ("quantize_iq4_nl", "quantize_iq4_xs"):
+    for name in ("quantize_iq4_nl", "quantize_iq4_xs", "quantize_mxfp4"):
         f = getattr(lib, name)
         f.argtypes = [fp, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, fp]
         f.restype = ctypes.c_size_t
@@ -55,7 +57,7 @@ def ggml_base():
         f = getattr(lib, name)
         f.argtypes = [fp, ctypes.c_void_p, ctypes.c_int64]
         f.restype = None
-    for name in ("dequantize_row_iq4_nl", "dequantize_row_iq4_xs"):
+    for name in ("dequantize_row_iq4_nl", "dequantize_row_iq4_xs", "dequantize_row_mxfp4"):
         f = getattr(lib, name)
         f.argtypes = [ctypes.c_void_p, fp, ctypes.c_int64]
         f.restype = None
@@ -78,6 +80,9 @@ def rand_blocks(rng, qt):
     bs, ts = BLOCK[qt]
     nb = N // bs
     raw = rng.integers(0, 256, size=(nb, ts), dtype=np.uint8)
+    if qt == QT.MXFP4:
+        raw[:, 0] = rng.integers(100, 151, size=nb, dtype=np.uint8)
+        return raw.reshape(-1)
     d = (rng.standard_normal(nb) * 0.01).astype(np.float16)  # finite scales
     raw[:, 0:2] = d.view(np.uint8).reshape(nb, 2)
     return raw.reshape(-1)
@@ -90,10 +95,10 @@ def main():
     lib, ver = ggml_base()
     rng = np.random.default_rng(7)
     w = gguf.GGUFWriter(a.out, "npullm-quant-fixture")
-    w.add_description("iq4_nl / iq4_xs reference blocks: llama.cpp (llama-cpp-python %s, libggml-base) "
+    w.add_description("iq4_nl / iq4_xs / mxfp4 reference blocks: llama.cpp (llama-cpp-python %s, libggml-base) "
                       "and gguf-py %s; made by tests/tools/make_iq4_fixture.py" % (ver, gguf.__version__ if hasattr(gguf, "__version__") else "0.19.0"))
     fp = ctypes.POINTER(ctypes.c_float)
-    for qt, name in ((QT.IQ4_NL, "iq4_nl"), (QT.IQ4_XS, "iq4_xs")):
+    for qt, name in ((QT.IQ4_NL, "iq4_nl"), (QT.IQ4_XS, "iq4_xs"), (QT.MXFP4, "mxfp4")):
         bs, ts = BLOCK[qt]
         x = inputs(rng)
         q = np.zeros(N // bs * ts, dtype=np.uint8)
@@ -104,6 +109,9 @@ def main():
             qr = np.zeros_like(q)
             lib.quantize_row_iq4_nl_ref(x.ctypes.data_as(fp), qr.ctypes.data, N)
             w.add_tensor(name + ".q_ref", qr, raw_shape=(N // bs, ts), raw_dtype=qt)
+        if qt == QT.MXFP4:
+            qg = gguf.quants.quantize(x.reshape(1, N), qt).reshape(-1)
+            assert np.array_equal(qg, q), "mxfp4: gguf-py and llama.cpp quantize differently"
         deq = gguf.quants.dequantize(q.reshape(N // bs, ts), qt).reshape(-1).astype(np.float32)
         w.add_tensor(name + ".deq", deq)
         r = rand_blocks(rng, qt)

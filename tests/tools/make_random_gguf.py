@@ -90,6 +90,8 @@ TYPES = {
     "q4_0": (QT.Q4_0, LlamaFileType.MOSTLY_Q4_0),
     "iq4_nl": (QT.IQ4_NL, LlamaFileType.MOSTLY_IQ4_NL),
     "iq4_xs": (QT.IQ4_XS, LlamaFileType.MOSTLY_IQ4_XS),
+    # gguf-py's mxfp4 quantizer writes llama.cpp's bytes (make_iq4_fixture.py checks)
+    "mxfp4": (QT.MXFP4, LlamaFileType.MOSTLY_MXFP4_MOE),
 }
 # gguf-py has no quantizer for these: llama.cpp's own (quantize_iq4_nl /
 # quantize_iq4_xs of llama-cpp-python's libggml-base.so, as llama-quantize
@@ -562,6 +564,7 @@ ROPE_EXTRAS = (
 IQ4_EXTRAS = (
     ("rand-llama-iq4_nl", "llama", "iq4_nl", {}),
     ("rand-qwen3-iq4_xs", "qwen3", "iq4_xs", dict(n_embd=256, n_ff=512)),
+    ("rand-llama-mxfp4", "llama", "mxfp4", {}),
 )
 
 
@@ -584,7 +587,7 @@ def check_with_llamacpp(path, text=CHECK_TEXT, n_threads=2):
     off: its AMX matmul crashes on rand-qwen3-iq4_xs and rand-gemma2-q8_0
     (see tests/data/llamacpp/record_reference.py)."""
     base = os.path.basename(path)
-    if "iq4" in base or any(base.startswith("rand-%s-" % arch) for arch in EXTRA_ARCHS):
+    if "iq4" in base or "mxfp4" in base or any(base.startswith("rand-%s-" % arch) for arch in EXTRA_ARCHS):
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "llamacpp"))
         from record_reference import no_extra_bufts
         no_extra_bufts()

@@ -11,9 +11,9 @@ Writes, next to this script, one JSON file per model:
                             the RoPE-scaling random GGUFs (Llama 3.1-style
                             rope_freqs.weight; yarn), written by
                             make_random_gguf.py --rope-extras tests/data/models
-  rand-llama-iq4_nl.json, rand-qwen3-iq4_xs.json
+  rand-llama-iq4_nl.json, rand-qwen3-iq4_xs.json, rand-llama-mxfp4.json
                             the quant-type random GGUFs (weights quantized by
-                            llama.cpp's quantize_iq4_nl / _xs), written by
+                            llama.cpp's quantize_iq4_nl / _xs, gguf-py's mxfp4), written by
                             make_random_gguf.py --iq4-extras tests/data/models;
                             recorded with use_extra_bufts off (see IQ4_EXTRAS)
   rand-{gemma2,phi3,granite,smollm3,mistral3}-{f32,q8_0}.json, rand-phi3-longrope-f32.json
@@ -93,7 +93,7 @@ ROPE_EXTRAS = ("rand-llama-ropefreqs-f32", "rand-qwen3-yarn-f32")
 # weights), because llama-cpp-python 0.3.36's AMX matmul for IQ4_XS crashes
 # (SIGSEGV in ggml_backend_amx_mul_mat) on rand-qwen3-iq4_xs; the plain CPU
 # path is ggml's ggml_vec_dot_iq4_*_q8_* kernels.
-IQ4_EXTRAS = ("rand-llama-iq4_nl", "rand-qwen3-iq4_xs")
+IQ4_EXTRAS = ("rand-llama-iq4_nl", "rand-qwen3-iq4_xs", "rand-llama-mxfp4")
 # the further architectures of make_random_gguf.py --arch-extras, recorded the
 # same way (the AMX matmul crashes on rand-gemma2-q8_0 too)
 ARCH_EXTRAS = tuple("rand-%s-%s" % (a, t) for a in ("gemma2", "phi3", "granite", "smollm3", "mistral3")

@@ -1,4 +1,4 @@
-/* AVX-512 (VNNI) dot products of iq4_nl rows with q8_0 and iq4_xs rows with
+/* AVX-512 (VNNI) dot products of iq4_nl and mxfp4 rows with q8_0 and iq4_xs rows with
  * q8_K: two 32-blocks per register, codes turned into their int8 levels by
  * one in-lane byte shuffle of the 16-entry table, signed products through
  * dpbusd. iq4_xs keeps a super-block's sum in int32 (6-bit scale times each
@@ -45,6 +45,36 @@ static void dot_iq4_nl_q8_0(int n, float *s, const void *vx, const void *vy) {
     *s = sum + avx2_hsum_f32(acc);
 }
 
+static void dot_mxfp4_q8_0(int n, float *s, const void *vx, const void *vy) {
+    const block_mxfp4 *x = vx;
+    const block_q8_0 *y = vy;
+    const int nb = n / QK_MXFP4;
+    const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)npl_kvalues_mxfp4));
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 3 < nb; i += 4) {
+        prefetch_weights(x + i, 4 * sizeof *x);
+        __m512 s01, s23;
+        spread4(_mm_mul_ps(half4_ps(&y[i].d, sizeof *y),
+                           _mm_setr_ps(npl_e8m0_to_f32_half(x[i].e), npl_e8m0_to_f32_half(x[i + 1].e),
+                                       npl_e8m0_to_f32_half(x[i + 2].e), npl_e8m0_to_f32_half(x[i + 3].e))),
+                &s01, &s23);
+        __m512i p01 = dot_i8_i32(iq4_levels2x32(x[i].qs, x[i + 1].qs, table), load2x256(y[i].qs, y[i + 1].qs));
+        __m512i p23 = dot_i8_i32(iq4_levels2x32(x[i + 2].qs, x[i + 3].qs, table), load2x256(y[i + 2].qs, y[i + 3].qs));
+        acc0 = _mm512_fmadd_ps(s01, _mm512_cvtepi32_ps(p01), acc0);
+        acc1 = _mm512_fmadd_ps(s23, _mm512_cvtepi32_ps(p23), acc1);
+    }
+    float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+    const __m256i t256 = _mm512_castsi512_si256(table);
+    __m256 acc = _mm256_setzero_ps();
+    for (; i < nb; i++) {
+        __m256i q = _mm256_shuffle_epi8(t256, avx2_nibbles32(x[i].qs));
+        __m256 p = avx2_dot_i8_f32(q, _mm256_loadu_si256((const __m256i *)y[i].qs));
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(y[i].d) * npl_e8m0_to_f32_half(x[i].e)), p, acc);
+    }
+    *s = sum + avx2_hsum_f32(acc);
+}
+
 static void dot_iq4_xs_q8_K(int n, float *s, const void *vx, const void *vy) {
     const block_iq4_xs *x = vx;
     const block_q8_K *y = vy;
@@ -66,6 +96,7 @@ static void dot_iq4_xs_q8_K(int n, float *s, const void *vx, const void *vy) {
 }
 
 void npl_kernels_fill_avx512_iq4(npl_kernels *k) {
+    k->vec_dot[NPL_TYPE_MXFP4] = dot_mxfp4_q8_0;
     k->vec_dot[NPL_TYPE_IQ4_NL] = dot_iq4_nl_q8_0;
     k->vec_dot[NPL_TYPE_IQ4_XS] = dot_iq4_xs_q8_K;
 }
