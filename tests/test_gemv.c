@@ -67,6 +67,11 @@ static void make(prob *p, npl_type t, const npl_kernels *kt, int n, int k, uint6
 static void drop(prob *p) { free(p->x), free(p->wd), free(p->xd), free(p->wq), free(p->xq); }
 
 static double worst;
+#if defined(__aarch64__)
+#define NPL_GEMV_SAME ", GEMV == vec_dot bit for bit"
+#else
+#define NPL_GEMV_SAME (npl_cpu_best_isa() >= NPL_ISA_AMX ? ", GEMV == AMX GEMM bit for bit" : "")
+#endif
 
 /* y against the double dot of the dequantized row and activation: f32
  * products and sums of up to k terms, relative to sum |w x| */
@@ -103,6 +108,17 @@ static void check_kernel(npl_type t, const npl_kernels *kt, const npl_gemv_kerne
     if (a < b) gv->rows(p.wq, p.w_row, a, b, gx, m, y, n);
     if (b < n) gv->rows(p.wq, p.w_row, b, n, gx, m, y, n);
     for (int c = 0; c < m; c++) CHECK_EQ_INT(check_ref(&p, y + (size_t)c * n, c0 + c, "gemv", t), 0);
+#if defined(__aarch64__)
+    /* aarch64's GEMV is vec_dot's arithmetic: the same bits */
+    int same = 1;
+    for (int c = 0; c < m; c++)
+        for (int r = 0; r < n; r++) {
+            float one = NAN;
+            kt->vec_dot[t](k, &one, (char *)p.wq + r * p.w_row, (char *)p.xq + (c0 + c) * p.x_row);
+            same &= one == y[(size_t)c * n + r];
+        }
+    CHECK(same);
+#endif
 
     const npl_gemm_kernels *amx = npl_cpu_best_isa() >= NPL_ISA_AMX ? npl_gemm_get(NPL_ISA_AMX, t) : NULL;
     if (amx) {
@@ -160,7 +176,8 @@ int main(void) {
 #if defined(__x86_64__) || defined(__i386__)
             CHECK((gv != NULL) == (isa >= NPL_ISA_AVX512)); /* x86 with AVX-512 VNNI */
 #else
-            CHECK(gv == NULL); /* aarch64: every family's decode is vec_dot */
+            /* aarch64: a GEMV with vec_dot's arithmetic for the 32-element blocks */
+            CHECK((gv != NULL) == (isa >= NPL_ISA_NEON && t != NPL_TYPE_Q4_K && t != NPL_TYPE_Q6_K));
 #endif
             worst = 0;
             for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
@@ -174,7 +191,7 @@ int main(void) {
             }
             printf("%-7s %-5s matmul of 1-15 rows%s: worst |y - ref| %.2e of sum |w x|%s\n", npl_isa_name((npl_isa)isa),
                    npl_type_name(t), gv && gfni && t != NPL_TYPE_Q8_0 ? tj < sizeof types / sizeof types[0] ? " (GFNI)" : " (no GFNI)" : "",
-                   worst, gv && best >= NPL_ISA_AMX ? ", GEMV == AMX GEMM bit for bit" : "");
+                   worst, !gv ? "" : NPL_GEMV_SAME);
         }
     }
     npl_pool_free(pool);

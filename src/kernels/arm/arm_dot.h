@@ -13,8 +13,10 @@
 #ifndef NPL_ARM_DOT_H
 #define NPL_ARM_DOT_H
 #include <arm_neon.h>
+#include <stdint.h>
 #include <string.h>
 
+#include "kernels/gemv.h"
 #include "kernels/quant.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/vec_dot_impl.h"
@@ -175,6 +177,82 @@ static inline float32x4_t step32x4(const dec32x4 *w, const block_q8_0 *y, float3
 NPL_ARM_DOT32(q8_0, block_q8_0)
 NPL_ARM_DOT32(q4_0, block_q4_0)
 NPL_ARM_DOT32(q5_0, block_q5_0)
+
+/* GEMV (kernels/gemv.h's interface, aarch64's own prepared row): 1-15
+ * activation rows against 4 weight rows at a time. prep keeps a pointer to
+ * the q8_0 row (npl_gemv_x.qs) and its scales converted to f32 once
+ * (npl_gemv_x.d, one per block); rows loads each activation block once for
+ * 4 weight rows. Per (row, column) the operations are vec_dot's above, in
+ * its order (the conversions are exact), so the GEMV gives vec_dot's bits. */
+static void prep_q8_0x(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) {
+    const block_q8_0 *y = xq;
+    float *d = (float *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
+    for (int64_t i = 0; i < k / QK8_0; i++) d[i] = H2F(y[i].d);
+    gx->k = gx->kp = k;
+    gx->qs = (const int8_t *)xq;
+    gx->d = d;
+    gx->cz = NULL;
+    gx->xs = NULL;
+}
+
+#define NPL_ARM_GEMV32(T, XT)                                                                                  \
+    static void rows_##T(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,   \
+                         float *y, int64_t ldy) {                                                              \
+        const int nb = (int)(gx[0].k / QK8_0);                                                                 \
+        for (int64_t r = r0; r < r1; r += 4) {                                                                 \
+            const int nr = r1 - r < 4 ? (int)(r1 - r) : 4;                                                     \
+            const XT *x[4];                                                                                    \
+            for (int j = 0; j < 4; j++) x[j] = (const XT *)((const char *)w + (size_t)(r + (j < nr ? j : 0)) * w_row); \
+            for (int c = 0; c < m; c++) {                                                                      \
+                const block_q8_0 *yb = (const block_q8_0 *)gx[c].qs;                                           \
+                const float *yd = gx[c].d;                                                                     \
+                float32x4_t acc[4] = {vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0)};         \
+                int i = 0;                                                                                     \
+                for (; i + 4 <= nb; i += 4) {                                                                  \
+                    int8x16_t yq[8];                                                                           \
+                    for (int b = 0; b < 4; b++) {                                                              \
+                        yq[2 * b] = vld1q_s8(yb[i + b].qs);                                                    \
+                        yq[2 * b + 1] = vld1q_s8(yb[i + b].qs + 16);                                           \
+                    }                                                                                          \
+                    const float32x4_t ydv = vld1q_f32(yd + i);                                                 \
+                    for (int j = 0; j < nr; j++) {                                                             \
+                        dec32x4 wd;                                                                            \
+                        dec4_##T(x[j] + i, &wd);                                                               \
+                        int32x4_t p[4];                                                                        \
+                        for (int b = 0; b < 4; b++)                                                            \
+                            p[b] = dot16(dot16(vdupq_n_s32(0), wd.w[2 * b], yq[2 * b]), wd.w[2 * b + 1], yq[2 * b + 1]); \
+                        const int32x4_t sums = vpaddq_s32(vpaddq_s32(p[0], p[1]), vpaddq_s32(p[2], p[3]));     \
+                        acc[j] = vfmaq_f32(acc[j], vcvtq_f32_s32(sums), vmulq_f32(wd.d, ydv));                 \
+                    }                                                                                          \
+                }                                                                                              \
+                for (; i < nb; i++)                                                                            \
+                    for (int j = 0; j < nr; j++) {                                                             \
+                        dec32 wd;                                                                              \
+                        dec_##T(x[j] + i, &wd);                                                                \
+                        const int32x4_t p = dot16(dot16(vdupq_n_s32(0), wd.w0, vld1q_s8(yb[i].qs)), wd.w1,     \
+                                                  vld1q_s8(yb[i].qs + 16));                                    \
+                        acc[j] = vfmaq_n_f32(acc[j], vcvtq_f32_s32(p), wd.d * yd[i]);                          \
+                    }                                                                                          \
+                for (int j = 0; j < nr; j++) y[(int64_t)c * ldy + r + j] = vaddvq_f32(acc[j]);                 \
+            }                                                                                                  \
+        }                                                                                                      \
+    }
+
+NPL_ARM_GEMV32(q8_0, block_q8_0)
+NPL_ARM_GEMV32(q4_0, block_q4_0)
+NPL_ARM_GEMV32(q5_0, block_q5_0)
+
+static const npl_gemv_kernels gemv_q8_0 = {prep_q8_0x, rows_q8_0}, gemv_q4_0 = {prep_q8_0x, rows_q4_0},
+                              gemv_q5_0 = {prep_q8_0x, rows_q5_0};
+
+static inline const npl_gemv_kernels *arm_gemv(npl_type t) {
+    switch (t) {
+    case NPL_TYPE_Q8_0: return &gemv_q8_0;
+    case NPL_TYPE_Q4_0: return &gemv_q4_0;
+    case NPL_TYPE_Q5_0: return &gemv_q5_0;
+    default: return NULL;
+    }
+}
 
 /* ---- K quants against q8_K ---- */
 

@@ -1,9 +1,13 @@
 /* The aarch64 build's GEMM and GEMV lookups (x86 has its own in
- * x86/avx512). None yet: every family's matmul takes the vec_dot path, one
- * weight row against one activation row, so a row gets the same bits in
- * decode and in a prefill batch. */
+ * x86/avx512). No GEMM yet: prefill takes the vec_dot path (dot4: four
+ * activation rows per decoded weight block). The GEMV (arm/arm_dot.h, for
+ * the 32-element block types) computes vec_dot's arithmetic, so decode,
+ * small batches and prefill give a row the same bits. */
 #include "kernels/gemm.h"
 #include "kernels/gemv.h"
+
+const npl_gemv_kernels *npl_gemv_get_neon(npl_type t);
+const npl_gemv_kernels *npl_gemv_get_dotprod(npl_type t);
 
 const npl_gemm_kernels *npl_gemm_get(npl_isa want, npl_type t) {
     (void)want, (void)t;
@@ -11,6 +15,10 @@ const npl_gemm_kernels *npl_gemm_get(npl_isa want, npl_type t) {
 }
 
 const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t, int gfni) {
-    (void)want, (void)t, (void)gfni;
+    (void)gfni;
+    const npl_isa best = npl_cpu_best_isa();
+    const int isa = (int)want < (int)best ? (int)want : (int)best;
+    if (isa >= NPL_ISA_DOTPROD) return npl_gemv_get_dotprod(t); /* i8mm: dotprod's */
+    if (isa >= NPL_ISA_NEON) return npl_gemv_get_neon(t);
     return NULL;
 }

@@ -7,3 +7,5 @@ void npl_kernels_fill_dotprod(npl_kernels *k, npl_vec_dot4_fn *d4) {
     arm_dot_fill(k);
     arm_dot4_fill(d4);
 }
+
+const npl_gemv_kernels *npl_gemv_get_dotprod(npl_type t) { return arm_gemv(t); }
