@@ -287,6 +287,10 @@ int main(void) {
         CHECK_EQ_INT(k->isa, isa);
         CHECK(k->vec_dot[NPL_TYPE_IQ4_NL] != NULL && k->vec_dot[NPL_TYPE_IQ4_XS] != NULL &&
               k->vec_dot[NPL_TYPE_MXFP4] != NULL);
+        /* AVX-512 (and AMX) decode iq4_nl / mxfp4 once for four activation
+         * rows; test_vec_dot checks those kernels against vec_dot */
+        CHECK((npl_vec_dot4_get((npl_isa)isa, NPL_TYPE_IQ4_NL) != NULL) == (isa >= NPL_ISA_AVX512));
+        CHECK((npl_vec_dot4_get((npl_isa)isa, NPL_TYPE_MXFP4) != NULL) == (isa >= NPL_ISA_AVX512));
         if (isa > NPL_ISA_GENERIC && isa < NPL_ISA_AMX) { /* AMX shares the AVX-512 table */
             CHECK(k->vec_dot[NPL_TYPE_IQ4_NL] != gen->vec_dot[NPL_TYPE_IQ4_NL]);
             CHECK(k->vec_dot[NPL_TYPE_IQ4_XS] != gen->vec_dot[NPL_TYPE_IQ4_XS]);

@@ -187,31 +187,6 @@ static void dot_bf16_dp(int n, float *s, const void *vx, const void *vy) {
  * The weights are decoded once into signed bytes; each activation row then
  * costs a sign transfer, a dpbusd and its block scales. */
 
-#define ROW(y, j, by) ((const block_q8_0 *)((const uint8_t *)(y) + (size_t)(j) * (by)))
-
-/* acc[j] += per-block scaled dots of the signed pair registers w01, w23
- * (blocks i..i+3) with activation rows j = 0..3 */
-static inline __attribute__((always_inline)) void dot4_accumulate(__m512 acc[4], __m512i w01, __m512i w23, __m128 dx,
-                                                                  const void *vy, size_t by, int i) {
-    const __m512i a01 = _mm512_abs_epi8(w01), a23 = _mm512_abs_epi8(w23);
-    const __mmask64 n01 = _mm512_movepi8_mask(w01), n23 = _mm512_movepi8_mask(w23);
-    const __m512i zero = _mm512_setzero_si512();
-    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) {
-        const block_q8_0 *y = ROW(vy, j, by) + i;
-        __m512i y01 = load2x256(y[0].qs, y[1].qs), y23 = load2x256(y[2].qs, y[3].qs);
-        y01 = _mm512_mask_sub_epi8(y01, n01, zero, y01);
-        y23 = _mm512_mask_sub_epi8(y23, n23, zero, y23);
-        __m512 s01, s23;
-        spread4(_mm_mul_ps(dx, half4_ps(&y[0].d, sizeof *y)), &s01, &s23);
-        acc[j] = _mm512_fmadd_ps(s01, _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zero, a01, y01)), acc[j]);
-        acc[j] = _mm512_fmadd_ps(s23, _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(zero, a23, y23)), acc[j]);
-    }
-}
-
-static inline void dot4_finish(__m512 acc[4], float *s, size_t bs, const float tail[4]) {
-    for (int j = 0; j < 4; j++) s[j * bs] = _mm512_reduce_add_ps(acc[j]) + tail[j];
-}
-
 static void dot4_q8_0(int n, float *s, size_t bs, const void *vx, const void *vy, size_t by) {
     const block_q8_0 *x = vx;
     const int nb = n / QK8_0;
@@ -275,6 +250,7 @@ void npl_dot4_fill_avx512(npl_vec_dot4_fn *d4) {
     d4[NPL_TYPE_Q5_0] = dot4_q5_0;
     d4[NPL_TYPE_Q8_0] = dot4_q8_0;
     npl_dot4_fill_avx512_k(d4);
+    npl_dot4_fill_avx512_iq4(d4);
 }
 
 void npl_kernels_fill_avx512(npl_kernels *k, int has_bf16) {

@@ -95,6 +95,47 @@ static void dot_iq4_xs_q8_K(int n, float *s, const void *vx, const void *vy) {
     *s = _mm512_reduce_add_ps(acc);
 }
 
+/* One weight row against four activation rows (prefill), decoding the
+ * levels once: each output as vec_dot's up to f32 rounding. */
+static void dot4_iq4_nl(int n, float *s, size_t bs, const void *vx, const void *vy, size_t by) {
+    const block_iq4_nl *x = vx;
+    const int nb = n / QK4_NL;
+    const __m512i table = iq4_table512();
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    int i = 0;
+    for (; i + 3 < nb; i += 4) {
+        prefetch_weights(x + i, 4 * sizeof *x);
+        dot4_accumulate(acc, iq4_levels2x32(x[i].qs, x[i + 1].qs, table),
+                        iq4_levels2x32(x[i + 2].qs, x[i + 3].qs, table), half4_ps(&x[i].d, sizeof *x), vy, by, i);
+    }
+    float tail[4];
+    for (int j = 0; j < 4; j++) dot_iq4_nl_q8_0(n - i * QK4_NL, &tail[j], x + i, ROW(vy, j, by) + i);
+    dot4_finish(acc, s, bs, tail);
+}
+
+static void dot4_mxfp4(int n, float *s, size_t bs, const void *vx, const void *vy, size_t by) {
+    const block_mxfp4 *x = vx;
+    const int nb = n / QK_MXFP4;
+    const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)npl_kvalues_mxfp4));
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    int i = 0;
+    for (; i + 3 < nb; i += 4) {
+        prefetch_weights(x + i, 4 * sizeof *x);
+        const __m128 dx = _mm_setr_ps(npl_e8m0_to_f32_half(x[i].e), npl_e8m0_to_f32_half(x[i + 1].e),
+                                      npl_e8m0_to_f32_half(x[i + 2].e), npl_e8m0_to_f32_half(x[i + 3].e));
+        dot4_accumulate(acc, iq4_levels2x32(x[i].qs, x[i + 1].qs, table),
+                        iq4_levels2x32(x[i + 2].qs, x[i + 3].qs, table), dx, vy, by, i);
+    }
+    float tail[4];
+    for (int j = 0; j < 4; j++) dot_mxfp4_q8_0(n - i * QK_MXFP4, &tail[j], x + i, ROW(vy, j, by) + i);
+    dot4_finish(acc, s, bs, tail);
+}
+
+void npl_dot4_fill_avx512_iq4(npl_vec_dot4_fn *d4) {
+    d4[NPL_TYPE_IQ4_NL] = dot4_iq4_nl;
+    d4[NPL_TYPE_MXFP4] = dot4_mxfp4;
+}
+
 void npl_kernels_fill_avx512_iq4(npl_kernels *k) {
     k->vec_dot[NPL_TYPE_MXFP4] = dot_mxfp4_q8_0;
     k->vec_dot[NPL_TYPE_IQ4_NL] = dot_iq4_nl_q8_0;
