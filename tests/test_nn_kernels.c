@@ -436,7 +436,6 @@ static void test_f16_rows(void) {
 }
 
 int main(void) {
-    static const char *names[] = {"generic", "avx2", "avx512", "amx"};
     const npl_isa best = npl_cpu_best_isa();
     isa_table tabs[4];
     int n_tabs = 0;
@@ -449,12 +448,12 @@ int main(void) {
         for (int t = 0; t < n_tabs; t++) seen |= tabs[t].k == k;
         if (seen) continue;
         tabs[n_tabs].k = k;
-        tabs[n_tabs].name = names[isa];
+        tabs[n_tabs].name = npl_isa_name((npl_isa)isa);
         n_tabs++;
     }
     /* asking for more than the CPU has gives the best table it has */
     CHECK(npl_nn_kernels_get(NPL_ISA_AMX) == npl_nn_kernels_get(best));
-    printf("testing %d nn kernel table(s), best ISA %s\n", n_tabs, names[best]);
+    printf("testing %d nn kernel table(s), best ISA %s\n", n_tabs, npl_isa_name(best));
 
     for (int t = 0; t < n_tabs; t++) test_rows(tabs[t].k, tabs[t].name);
     test_rope();

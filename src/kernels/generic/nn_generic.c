@@ -15,6 +15,12 @@
 #else
 #define NPL_NN_X86 0
 #endif
+#if defined(__aarch64__)
+#define NPL_NN_ARM 1
+extern const npl_nn_kernels npl_nn_kernels_neon; /* arm/neon/nn_neon.c */
+#else
+#define NPL_NN_ARM 0
+#endif
 
 /* ---- elementwise and row kernels ---- */
 
@@ -359,7 +365,7 @@ static struct {
 } nn_resolved;
 static pthread_once_t nn_once = PTHREAD_ONCE_INIT;
 
-#if NPL_NN_X86
+#if NPL_NN_X86 || NPL_NN_ARM
 /* dst = lower table with the entries `own` implements replaced. */
 static void nn_merge(npl_nn_kernels *dst, const npl_nn_kernels *lower, const npl_nn_kernels *own) {
     *dst = *lower;
@@ -390,6 +396,10 @@ static void nn_resolve(void) {
         nn_resolved.to_f32 = npl_f16_to_f32_row_f16c;
         nn_resolved.to_f16 = npl_f32_to_f16_row_f16c;
     }
+#elif NPL_NN_ARM
+    /* NEON is every aarch64 CPU's: dotprod and i8mm take its table */
+    nn_merge(&nn_resolved.tab[NPL_ISA_NEON], &nn_resolved.tab[NPL_ISA_GENERIC], &npl_nn_kernels_neon);
+    nn_resolved.tab[NPL_ISA_DOTPROD] = nn_resolved.tab[NPL_ISA_NEON];
 #else
     nn_resolved.tab[NPL_ISA_AVX2] = nn_generic;
     nn_resolved.tab[NPL_ISA_AVX512] = nn_generic;
@@ -398,7 +408,7 @@ static void nn_resolve(void) {
 
 const npl_nn_kernels *npl_nn_kernels_get(npl_isa want) {
     pthread_once(&nn_once, nn_resolve);
-#if NPL_NN_X86
+#if NPL_NN_X86 || NPL_NN_ARM
     npl_isa isa = npl_cpu_best_isa();
 #else
     npl_isa isa = NPL_ISA_GENERIC;
