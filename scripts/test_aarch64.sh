@@ -9,14 +9,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
-build=${NPL_AARCH64_BUILD:-build-aarch64}
+build=$(realpath -m "${NPL_AARCH64_BUILD:-build-aarch64}")
 cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j"$jobs"
 tests='^(test_dtype|test_vec_dot|test_gemm|test_gemv|test_nn_kernels|test_ops|test_tokenizer|test_model_reference)$'
 NPL_TEST_SKIP_REAL_MODEL=1 ctest --test-dir "$build" --output-on-failure -j"$jobs" -R "$tests"
 for want in "cortex-a76 dotprod" "cortex-a72 neon"; do
     set -- $want
-    out=$(cd tests && qemu-aarch64 -cpu "$1" "../$build/tests/test_vec_dot") || { echo "$out" >&2; exit 1; }
+    out=$(cd tests && qemu-aarch64 -cpu "$1" "$build/tests/test_vec_dot") || { echo "$out" >&2; exit 1; }
     echo "$out" | grep -qx "best isa: $2" || { echo "test_aarch64: -cpu $1: expected best isa $2, got: $(echo "$out" | head -n 1)" >&2; exit 1; }
     echo "test_aarch64: -cpu $1: $(echo "$out" | head -n 1), $(echo "$out" | tail -n 1)"
 done
