@@ -362,6 +362,126 @@ static inline float mins_q6_K(const deck *w, const block_q8_K *y) { return (void
 NPL_ARM_DOTK(q4_K, block_q4_K)
 NPL_ARM_DOTK(q6_K, block_q6_K)
 
+/* ---- the other block types: one block per step, a row's state being
+ * its f32 lanes and a scalar for the min / offset terms ---- */
+
+typedef struct {
+    float32x4_t acc;
+    float mn;
+} rowst;
+
+#define NPL_ARM_DOTB(NAME, XT, YT, QK, DECT, DEC, STEP)                                                        \
+    static void dot_##NAME(int n, float *s, const void *vx, const void *vy) {                                \
+        const XT *x = vx;                                                                                      \
+        const YT *y = vy;                                                                                      \
+        rowst st = {vdupq_n_f32(0), 0};                                                                        \
+        for (int i = 0; i < n / (QK); i++) {                                                                   \
+            DECT w;                                                                                            \
+            DEC(&x[i], &w);                                                                                    \
+            STEP(&w, &y[i], &st);                                                                              \
+        }                                                                                                      \
+        *s = vaddvq_f32(st.acc) + st.mn;                                                                       \
+    }                                                                                                          \
+    static void dot4_##NAME(int n, float *s, size_t bs, const void *vx, const void *vy, size_t by) {          \
+        const XT *x = vx;                                                                                      \
+        const YT *y[4];                                                                                        \
+        rowst st[4];                                                                                           \
+        for (int r = 0; r < 4; r++) {                                                                          \
+            y[r] = (const void *)((const char *)vy + (size_t)r * by);                                         \
+            st[r].acc = vdupq_n_f32(0);                                                                        \
+            st[r].mn = 0;                                                                                      \
+        }                                                                                                      \
+        for (int i = 0; i < n / (QK); i++) {                                                                   \
+            DECT w;                                                                                            \
+            DEC(&x[i], &w);                                                                                    \
+            for (int r = 0; r < 4; r++) STEP(&w, &y[r][i], &st[r]);                                            \
+        }                                                                                                      \
+        for (int r = 0; r < 4; r++) s[(size_t)r * bs] = vaddvq_f32(st[r].acc) + st[r].mn;                      \
+    }
+
+/* q4_1 / q5_1 / q8_1 against q8_1: d * dy * sum + m * y.s (y.s = dy * sum(y.qs)) */
+typedef struct {
+    int8x16_t w0, w1;
+    float d, m;
+} dec32m;
+
+static inline void dec_q4_1(const block_q4_1 *x, dec32m *o) {
+    const uint8x16_t v = vld1q_u8(x->qs), m4 = vdupq_n_u8(0xF);
+    o->w0 = vreinterpretq_s8_u8(vandq_u8(v, m4));
+    o->w1 = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));
+    o->d = H2F(x->d);
+    o->m = H2F(x->m);
+}
+
+static inline void dec_q5_1(const block_q5_1 *x, dec32m *o) {
+    uint32_t qh;
+    memcpy(&qh, x->qh, sizeof qh);
+    const uint8x16_t v = vld1q_u8(x->qs), m4 = vdupq_n_u8(0xF);
+    o->w0 = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(v, m4), bits16(qh)));
+    o->w1 = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(v, 4), bits16(qh >> 16)));
+    o->d = H2F(x->d);
+    o->m = H2F(x->m);
+}
+
+static inline void dec_q8_1(const block_q8_1 *x, dec32m *o) {
+    o->w0 = vld1q_s8(x->qs);
+    o->w1 = vld1q_s8(x->qs + 16);
+    o->d = H2F(x->d);
+    o->m = 0;
+}
+
+static inline void step_q8_1(const dec32m *w, const block_q8_1 *y, rowst *st) {
+    const int32x4_t p = dot16(dot16(vdupq_n_s32(0), w->w0, vld1q_s8(y->qs)), w->w1, vld1q_s8(y->qs + 16));
+    st->acc = vfmaq_n_f32(st->acc, vcvtq_f32_s32(p), w->d * H2F(y->d));
+    st->mn += w->m * H2F(y->s);
+}
+
+NPL_ARM_DOTB(q4_1_q8_1, block_q4_1, block_q8_1, QK8_1, dec32m, dec_q4_1, step_q8_1)
+NPL_ARM_DOTB(q5_1_q8_1, block_q5_1, block_q8_1, QK8_1, dec32m, dec_q5_1, step_q8_1)
+NPL_ARM_DOTB(q8_1_q8_1, block_q8_1, block_q8_1, QK8_1, dec32m, dec_q8_1, step_q8_1)
+
+/* q5_K: q4_K's layout plus a fifth bit per quant (qh bit 2j / 2j + 1 of
+ * byte l for part j's low / high 32) */
+static inline void dec_q5_K(const block_q5_K *x, deck *o) {
+    const uint8x16_t m4 = vdupq_n_u8(0xF), m10 = vdupq_n_u8(0x10);
+    const uint8x16_t h0 = vld1q_u8(x->qh), h1 = vld1q_u8(x->qh + 16);
+    for (int j = 0; j < QK_K / 64; j++) {
+        uint8_t sc0, m0, sc1, m1;
+        npl_get_scale_min_k4(2 * j, x->scales, &sc0, &m0);
+        npl_get_scale_min_k4(2 * j + 1, x->scales, &sc1, &m1);
+        const int8x16_t sl = vdupq_n_s8((int8_t)(4 - 2 * j)), sh = vdupq_n_s8((int8_t)(3 - 2 * j));
+        const uint8x16_t v0 = vld1q_u8(x->qs + 32 * j), v1 = vld1q_u8(x->qs + 32 * j + 16);
+        o->w[4 * j + 0] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(v0, m4), vandq_u8(vshlq_u8(h0, sl), m10)));
+        o->w[4 * j + 1] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(v1, m4), vandq_u8(vshlq_u8(h1, sl), m10)));
+        o->w[4 * j + 2] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(v0, 4), vandq_u8(vshlq_u8(h0, sh), m10)));
+        o->w[4 * j + 3] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(v1, 4), vandq_u8(vshlq_u8(h1, sh), m10)));
+        o->sc[4 * j + 0] = o->sc[4 * j + 1] = sc0;
+        o->sc[4 * j + 2] = o->sc[4 * j + 3] = sc1;
+        o->m[2 * j] = m0;
+        o->m[2 * j + 1] = m1;
+    }
+    o->d = H2F(x->d);
+    o->dmin = H2F(x->dmin);
+}
+static inline float mins_q5_K(const deck *w, const block_q8_K *y) { return mins_q4_K(w, y); }
+NPL_ARM_DOTK(q5_K, block_q5_K)
+
+/* q8_K against q8_K */
+typedef struct {
+    const int8_t *qs;
+    float d;
+} dec8k;
+static inline void dec_q8_K(const block_q8_K *x, dec8k *o) {
+    o->qs = x->qs;
+    o->d = x->d;
+}
+static inline void step_q8_K(const dec8k *w, const block_q8_K *y, rowst *st) {
+    int32x4_t p = vdupq_n_s32(0);
+    for (int g = 0; g < QK_K / 16; g++) p = dot16(p, vld1q_s8(w->qs + 16 * g), vld1q_s8(y->qs + 16 * g));
+    st->acc = vfmaq_n_f32(st->acc, vcvtq_f32_s32(p), w->d * y->d);
+}
+NPL_ARM_DOTB(q8_K_q8_K, block_q8_K, block_q8_K, QK_K, dec8k, dec_q8_K, step_q8_K)
+
 /* ---- plain float types ---- */
 
 static void dot_f32(int n, float *s, const void *vx, const void *vy) {
@@ -398,6 +518,26 @@ static void dot_f16(int n, float *s, const void *vx, const void *vy) {
     *s = sum;
 }
 
+static inline float32x4_t ld_bf16x4(const uint16_t *p) {
+    return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16));
+}
+
+static void dot_bf16(int n, float *s, const void *vx, const void *vy) {
+    const uint16_t *x = vx, *y = vy;
+    float32x4_t a0 = vdupq_n_f32(0), a1 = a0, a2 = a0, a3 = a0;
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a0 = vfmaq_f32(a0, ld_bf16x4(x + i), ld_bf16x4(y + i));
+        a1 = vfmaq_f32(a1, ld_bf16x4(x + i + 4), ld_bf16x4(y + i + 4));
+        a2 = vfmaq_f32(a2, ld_bf16x4(x + i + 8), ld_bf16x4(y + i + 8));
+        a3 = vfmaq_f32(a3, ld_bf16x4(x + i + 12), ld_bf16x4(y + i + 12));
+    }
+    for (; i + 4 <= n; i += 4) a0 = vfmaq_f32(a0, ld_bf16x4(x + i), ld_bf16x4(y + i));
+    float sum = vaddvq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)));
+    for (; i < n; i++) sum += npl_bf16_to_f32(x[i]) * npl_bf16_to_f32(y[i]);
+    *s = sum;
+}
+
 /* The entries this file implements (quantize_row stays the reference's). */
 static inline void arm_dot_fill(npl_kernels *k) {
     k->vec_dot[NPL_TYPE_F32] = dot_f32;
@@ -407,6 +547,12 @@ static inline void arm_dot_fill(npl_kernels *k) {
     k->vec_dot[NPL_TYPE_Q8_0] = dot_q8_0_q8_0;
     k->vec_dot[NPL_TYPE_Q4_K] = dot_q4_K_q8_K;
     k->vec_dot[NPL_TYPE_Q6_K] = dot_q6_K_q8_K;
+    k->vec_dot[NPL_TYPE_BF16] = dot_bf16;
+    k->vec_dot[NPL_TYPE_Q4_1] = dot_q4_1_q8_1;
+    k->vec_dot[NPL_TYPE_Q5_1] = dot_q5_1_q8_1;
+    k->vec_dot[NPL_TYPE_Q8_1] = dot_q8_1_q8_1;
+    k->vec_dot[NPL_TYPE_Q5_K] = dot_q5_K_q8_K;
+    k->vec_dot[NPL_TYPE_Q8_K] = dot_q8_K_q8_K;
 }
 
 /* ... and the four-row kernels that go with them, indexed by weight type */
@@ -416,6 +562,11 @@ static inline void arm_dot4_fill(npl_vec_dot4_fn *d4) {
     d4[NPL_TYPE_Q8_0] = dot4_q8_0;
     d4[NPL_TYPE_Q4_K] = dot4_q4_K;
     d4[NPL_TYPE_Q6_K] = dot4_q6_K;
+    d4[NPL_TYPE_Q4_1] = dot4_q4_1_q8_1;
+    d4[NPL_TYPE_Q5_1] = dot4_q5_1_q8_1;
+    d4[NPL_TYPE_Q8_1] = dot4_q8_1_q8_1;
+    d4[NPL_TYPE_Q5_K] = dot4_q5_K;
+    d4[NPL_TYPE_Q8_K] = dot4_q8_K_q8_K;
 }
 
 #endif
