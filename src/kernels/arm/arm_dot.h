@@ -259,7 +259,8 @@ static inline const npl_gemv_kernels *arm_gemv(npl_type t) {
 typedef struct {
     int8x16_t w[16]; /* 256 quants in q8_K's element order */
     int32_t sc[16];  /* scale per 16 elements */
-    int32_t m[8];    /* q4_K: min per 32 elements */
+    int32_t m[8];    /* q4_K, q5_K: min per 32 elements */
+    const uint8_t *scales; /* q2_K: its scale bytes (the mins' high nibbles) */
     float d, dmin;
 } deck;
 
@@ -466,6 +467,49 @@ static inline void dec_q5_K(const block_q5_K *x, deck *o) {
 static inline float mins_q5_K(const deck *w, const block_q8_K *y) { return mins_q4_K(w, y); }
 NPL_ARM_DOTK(q5_K, block_q5_K)
 
+/* q2_K: 2-bit quants, a 4-bit scale and min per 16 */
+static inline void dec_q2_K(const block_q2_K *x, deck *o) {
+    const uint8x16_t m3 = vdupq_n_u8(3);
+    for (int h = 0; h < QK_K / 128; h++)
+        for (int sh = 0; sh < 4; sh++)
+            for (int half = 0; half < 2; half++) {
+                const int g = 8 * h + 2 * sh + half;
+                const uint8x16_t v = vld1q_u8(x->qs + 32 * h + 16 * half);
+                o->w[g] = vreinterpretq_s8_u8(vandq_u8(vshlq_u8(v, vdupq_n_s8((int8_t)(-2 * sh))), m3));
+                o->sc[g] = x->scales[g] & 0xF;
+            }
+    o->scales = x->scales;
+    o->d = H2F(x->d);
+    o->dmin = H2F(x->dmin);
+}
+static inline float mins_q2_K(const deck *w, const block_q8_K *y) {
+    int summs = 0;
+    for (int j = 0; j < 16; j++) summs += y->bsums[j] * (w->scales[j] >> 4);
+    return y->d * w->dmin * (float)summs;
+}
+NPL_ARM_DOTK(q2_K, block_q2_K)
+
+/* q3_K: 2 low bits, a high bit (hmask; clear means -4), 6-bit signed scales */
+static inline void dec_q3_K(const block_q3_K *x, deck *o) {
+    int8_t sc[16];
+    npl_q3_K_scales(x->scales, sc);
+    const uint8x16_t m3 = vdupq_n_u8(3), four = vdupq_n_u8(4);
+    for (int h = 0; h < QK_K / 128; h++)
+        for (int sh = 0; sh < 4; sh++)
+            for (int half = 0; half < 2; half++) {
+                const int g = 8 * h + 2 * sh + half;
+                const uint8x16_t v = vld1q_u8(x->qs + 32 * h + 16 * half);
+                const uint8x16_t u = vandq_u8(vshlq_u8(v, vdupq_n_s8((int8_t)(-2 * sh))), m3);
+                const uint8x16_t hb = vtstq_u8(vld1q_u8(x->hmask + 16 * half), vdupq_n_u8((uint8_t)(1u << (4 * h + sh))));
+                o->w[g] = vsubq_s8(vreinterpretq_s8_u8(u), vreinterpretq_s8_u8(vbicq_u8(four, hb)));
+                o->sc[g] = sc[g];
+            }
+    o->d = H2F(x->d);
+    o->dmin = 0;
+}
+static inline float mins_q3_K(const deck *w, const block_q8_K *y) { return (void)w, (void)y, 0.0f; }
+NPL_ARM_DOTK(q3_K, block_q3_K)
+
 /* q8_K against q8_K */
 typedef struct {
     const int8_t *qs;
@@ -553,6 +597,8 @@ static inline void arm_dot_fill(npl_kernels *k) {
     k->vec_dot[NPL_TYPE_Q8_1] = dot_q8_1_q8_1;
     k->vec_dot[NPL_TYPE_Q5_K] = dot_q5_K_q8_K;
     k->vec_dot[NPL_TYPE_Q8_K] = dot_q8_K_q8_K;
+    k->vec_dot[NPL_TYPE_Q2_K] = dot_q2_K_q8_K;
+    k->vec_dot[NPL_TYPE_Q3_K] = dot_q3_K_q8_K;
 }
 
 /* ... and the four-row kernels that go with them, indexed by weight type */
@@ -567,6 +613,8 @@ static inline void arm_dot4_fill(npl_vec_dot4_fn *d4) {
     d4[NPL_TYPE_Q8_1] = dot4_q8_1_q8_1;
     d4[NPL_TYPE_Q5_K] = dot4_q5_K;
     d4[NPL_TYPE_Q8_K] = dot4_q8_K_q8_K;
+    d4[NPL_TYPE_Q2_K] = dot4_q2_K;
+    d4[NPL_TYPE_Q3_K] = dot4_q3_K;
 }
 
 #endif
