@@ -129,6 +129,9 @@ static inline float32x4_t step32x4(const dec32x4 *w, const block_q8_0 *y, float3
 
 #define NPL_ARM_DOT32(T, XT)                                                                                   \
     NPL_ARM_DEC32X4(T, XT)                                                                                     \
+    NPL_ARM_DOT32_BODY(T, XT)
+
+#define NPL_ARM_DOT32_BODY(T, XT)                                                                              \
     static void dot_##T##_q8_0(int n, float *s, const void *vx, const void *vy) {                            \
         const XT *x = vx;                                                                                      \
         const block_q8_0 *y = vy;                                                                              \
@@ -177,6 +180,34 @@ static inline float32x4_t step32x4(const dec32x4 *w, const block_q8_0 *y, float3
 NPL_ARM_DOT32(q8_0, block_q8_0)
 NPL_ARM_DOT32(q4_0, block_q4_0)
 NPL_ARM_DOT32(q5_0, block_q5_0)
+
+/* iq4_nl and mxfp4 against q8_0: nibbles index the type's 16 levels (tbl) */
+static inline void dec_tab32(const uint8_t *qs, int8x16_t tab, dec32 *o) {
+    const uint8x16_t v = vld1q_u8(qs);
+    o->w0 = vqtbl1q_s8(tab, vandq_u8(v, vdupq_n_u8(0xF)));
+    o->w1 = vqtbl1q_s8(tab, vshrq_n_u8(v, 4));
+}
+static inline void dec_iq4_nl(const block_iq4_nl *x, dec32 *o) {
+    dec_tab32(x->qs, vld1q_s8(npl_kvalues_iq4nl), o);
+    o->d = H2F(x->d);
+}
+static inline void dec_mxfp4(const block_mxfp4 *x, dec32 *o) {
+    dec_tab32(x->qs, vld1q_s8(npl_kvalues_mxfp4), o);
+    o->d = npl_e8m0_to_f32_half(x->e);
+}
+static inline void dec4_mxfp4(const block_mxfp4 *x, dec32x4 *o) {
+    float d[4];
+    for (int b = 0; b < 4; b++) {
+        dec32 t;
+        dec_mxfp4(&x[b], &t);
+        o->w[2 * b] = t.w0;
+        o->w[2 * b + 1] = t.w1;
+        d[b] = t.d;
+    }
+    o->d = vld1q_f32(d);
+}
+NPL_ARM_DOT32(iq4_nl, block_iq4_nl)
+NPL_ARM_DOT32_BODY(mxfp4, block_mxfp4)
 
 /* GEMV (kernels/gemv.h's interface, aarch64's own prepared row): 1-15
  * activation rows against 4 weight rows at a time. prep keeps a pointer to
@@ -510,6 +541,21 @@ static inline void dec_q3_K(const block_q3_K *x, deck *o) {
 static inline float mins_q3_K(const deck *w, const block_q8_K *y) { return (void)w, (void)y, 0.0f; }
 NPL_ARM_DOTK(q3_K, block_q3_K)
 
+/* iq4_xs: iq4_nl's levels in super-blocks, a 6-bit scale (offset 32) per 32 */
+static inline void dec_iq4_xs(const block_iq4_xs *x, deck *o) {
+    const int8x16_t tab = vld1q_s8(npl_kvalues_iq4nl);
+    for (int ib = 0; ib < QK_K / 32; ib++) {
+        const uint8x16_t v = vld1q_u8(x->qs + 16 * ib);
+        o->w[2 * ib] = vqtbl1q_s8(tab, vandq_u8(v, vdupq_n_u8(0xF)));
+        o->w[2 * ib + 1] = vqtbl1q_s8(tab, vshrq_n_u8(v, 4));
+        o->sc[2 * ib] = o->sc[2 * ib + 1] = npl_iq4_xs_scale(x, ib);
+    }
+    o->d = H2F(x->d);
+    o->dmin = 0;
+}
+static inline float mins_iq4_xs(const deck *w, const block_q8_K *y) { return (void)w, (void)y, 0.0f; }
+NPL_ARM_DOTK(iq4_xs, block_iq4_xs)
+
 /* q8_K against q8_K */
 typedef struct {
     const int8_t *qs;
@@ -599,6 +645,9 @@ static inline void arm_dot_fill(npl_kernels *k) {
     k->vec_dot[NPL_TYPE_Q8_K] = dot_q8_K_q8_K;
     k->vec_dot[NPL_TYPE_Q2_K] = dot_q2_K_q8_K;
     k->vec_dot[NPL_TYPE_Q3_K] = dot_q3_K_q8_K;
+    k->vec_dot[NPL_TYPE_IQ4_NL] = dot_iq4_nl_q8_0;
+    k->vec_dot[NPL_TYPE_MXFP4] = dot_mxfp4_q8_0;
+    k->vec_dot[NPL_TYPE_IQ4_XS] = dot_iq4_xs_q8_K;
 }
 
 /* ... and the four-row kernels that go with them, indexed by weight type */
@@ -615,6 +664,9 @@ static inline void arm_dot4_fill(npl_vec_dot4_fn *d4) {
     d4[NPL_TYPE_Q8_K] = dot4_q8_K_q8_K;
     d4[NPL_TYPE_Q2_K] = dot4_q2_K;
     d4[NPL_TYPE_Q3_K] = dot4_q3_K;
+    d4[NPL_TYPE_IQ4_NL] = dot4_iq4_nl;
+    d4[NPL_TYPE_MXFP4] = dot4_mxfp4;
+    d4[NPL_TYPE_IQ4_XS] = dot4_iq4_xs;
 }
 
 #endif
