@@ -319,12 +319,15 @@ static void test_detect(void) {
         { "llama2-sys", NPL_CHAT_TMPL_LLAMA2_SYS, "llama2-sys" },
         /* order matters: <|im_start|> is checked before <start_of_turn> */
         { "<|im_start|> <start_of_turn>", NPL_CHAT_TMPL_CHATML, "chatml" },
+        /* the families of chat_template_families.c (real templates: test_chat_template_real) */
+        { "<|im_start|>{{ role }}<|im_sep|>", NPL_CHAT_TMPL_PHI4, "phi4" },
+        { "<|user|>\n{{ c }}<|end|>\n<|assistant|>", NPL_CHAT_TMPL_PHI3, "phi3" },
+        { "phi3", NPL_CHAT_TMPL_PHI3, "phi3" },
+        { "[SYSTEM_PROMPT]{{ s }}[/SYSTEM_PROMPT][INST]{{ c }}[/INST]", NPL_CHAT_TMPL_MISTRAL_V7_TEKKEN, "mistral-v7" },
+        { "<|turn>user\n{{ c }}<turn|>", NPL_CHAT_TMPL_GEMMA4, NULL },
         /* templates llama.cpp knows and we do not render */
-        { "<|im_start|>{{ role }}<|im_sep|>", NPL_CHAT_TMPL_UNKNOWN, "phi4" },
         { "[SYSTEM_PROMPT] [INST]", NPL_CHAT_TMPL_UNKNOWN, "mistral-v7" },
-        { "<|user|>\n{{ c }}<|end|>\n<|assistant|>", NPL_CHAT_TMPL_UNKNOWN, "phi3" },
         { "bos_token + message['role'] <start_of_turn>", NPL_CHAT_TMPL_UNKNOWN, "monarch" },
-        { "phi3", NPL_CHAT_TMPL_UNKNOWN, "phi3" },
         { "<|header_start|>x<|header_end|>", NPL_CHAT_TMPL_UNKNOWN, "llama4" },
         /* nothing recognisable */
         { "{{ messages[0]['content'] }}", NPL_CHAT_TMPL_UNKNOWN, NULL },

@@ -1,6 +1,7 @@
 /* Chat templates: detection and rendering with the semantics of llama.cpp's
  * src/llama-chat.cpp (llm_chat_detect_template, llm_chat_apply_template). */
 #include "llm/chat_template.h"
+#include "llm/chat_template_impl.h"
 
 #include "core/checked.h"
 #include "core/status.h"
@@ -89,6 +90,15 @@ static const struct {
     { "llama2-sys-strip", NPL_CHAT_TMPL_LLAMA2_SYS_STRIP },
     { "llama3", NPL_CHAT_TMPL_LLAMA3 },
     { "gemma", NPL_CHAT_TMPL_GEMMA },
+    { "deepseek3", NPL_CHAT_TMPL_DEEPSEEK3 },
+    { "phi3", NPL_CHAT_TMPL_PHI3 },
+    { "phi4", NPL_CHAT_TMPL_PHI4 },
+    { "mistral-v3-tekken", NPL_CHAT_TMPL_MISTRAL_V3_TEKKEN },
+    { "mistral-v7-tekken", NPL_CHAT_TMPL_MISTRAL_V7_TEKKEN },
+    { "granite", NPL_CHAT_TMPL_GRANITE },
+    { "granite-4.0", NPL_CHAT_TMPL_GRANITE_4 },
+    { "smollm3", NPL_CHAT_TMPL_SMOLLM3 },
+    { "gemma4", NPL_CHAT_TMPL_GEMMA4 },
 };
 #define N_NAMES (sizeof k_names / sizeof k_names[0])
 
@@ -107,7 +117,7 @@ int npl_chat_tmpl_from_name(const char *name, npl_chat_tmpl *out, char *err, siz
             }
         }
     }
-    char list[160] = "";
+    char list[400] = "";
     size_t off = 0;
     for (size_t i = 0; i < N_NAMES && off < sizeof list; i++)
         off += (size_t)snprintf(list + off, sizeof list - off, "%s%s", i ? ", " : "", k_names[i].name);
@@ -117,19 +127,20 @@ int npl_chat_tmpl_from_name(const char *name, npl_chat_tmpl *out, char *err, siz
 
 /* ======================= detection ======================= */
 
-/* llama.cpp's template names, for the ones it knows and we do not render. */
+/* llama.cpp's template names (LLM_CHAT_TEMPLATES), for the ones it knows
+ * and we do not render. */
 static const char *const k_llama_names[] = {
-    "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7", "mistral-v7-tekken",
-    "phi3", "phi4", "falcon3", "zephyr", "monarch", "orion", "openchat", "vicuna",
-    "vicuna-orca", "deepseek", "deepseek2", "deepseek3", "command-r", "chatglm3",
-    "chatglm4", "glmedge", "minicpm", "exaone3", "exaone4", "rwkv-world", "granite",
-    "gigachat", "megrez", "yandex", "bailing", "llama4", "smolvlm", "hunyuan-moe",
-    "hunyuan-dense", "kimi-k2", "dots1",
+    "mistral-v1", "mistral-v3", "mistral-v7", "falcon3", "zephyr", "monarch", "orion", "openchat", "vicuna",
+    "vicuna-orca", "deepseek", "deepseek2", "deepseek-ocr", "command-r", "chatglm3", "chatglm4", "glmedge",
+    "minicpm", "exaone3", "exaone4", "exaone-moe", "rwkv-world", "granite-4.1", "gigachat", "megrez", "yandex",
+    "bailing", "bailing-think", "bailing2", "llama4", "smolvlm", "hunyuan-moe", "gpt-oss", "hunyuan-dense",
+    "hunyuan-vl", "kimi-k2", "seed_oss", "grok-2", "pangu-embedded", "solar-open", "dots1",
 };
 
-/* Follows llm_chat_detect_template branch by branch, returning llama.cpp's
- * template name (or NULL), so that a template llama.cpp assigns elsewhere
- * never falls through to one of ours. */
+/* Follows llm_chat_detect_template (llama.cpp of the llama-cpp-python
+ * 0.3.36 sdist) branch by branch, returning llama.cpp's template name (or
+ * NULL), so that a template llama.cpp assigns elsewhere never falls through
+ * to one of ours. */
 static const char *detect_llama_name(const char *t) {
 #define HAS(s) (strstr(t, (s)) != NULL)
     if (HAS("<|im_start|>")) {
@@ -150,6 +161,7 @@ static const char *detect_llama_name(const char *t) {
     } else if (HAS("[gMASK]<sop>")) {
         return "chatglm4";
     } else if (HAS("<|assistant|>") && HAS("<|user|>")) {
+        if (HAS("<|tool_declare|>")) return "exaone-moe";
         return HAS("</s>") ? "falcon3" : "glmedge";
     } else if (HAS("<|{{ item['role'] }}|>") && HAS("<|begin_of_image|>")) {
         return "glmedge";
@@ -184,6 +196,7 @@ static const char *detect_llama_name(const char *t) {
     } else if (HAS("rwkv-world") || HAS("{{- 'User: ' + message['content']|trim + '\\n\\n' -}}")) {
         return "rwkv-world";
     } else if (HAS("<|start_of_role|>")) {
+        if (HAS("<tool_call>") || HAS("<tools>")) return HAS("g4_default_system_message") ? "granite-4.0" : "granite-4.1";
         return "granite";
     } else if (HAS("message['role'] + additional_special_tokens[0] + message['content'] + additional_special_tokens[1]")) {
         return "gigachat";
@@ -193,16 +206,32 @@ static const char *detect_llama_name(const char *t) {
         return "yandex";
     } else if (HAS("<role>ASSISTANT</role>") && HAS("'HUMAN'")) {
         return "bailing";
+    } else if (HAS("<role>ASSISTANT</role>") && HAS("\"HUMAN\"") && HAS("<think>")) {
+        return "bailing-think";
+    } else if (HAS("<role>ASSISTANT</role>") && HAS("<role>HUMAN</role>") && HAS("<|role_end|>")) {
+        return "bailing2";
     } else if (HAS("<|header_start|>") && HAS("<|header_end|>")) {
         return "llama4";
     } else if (HAS("<|endofuserprompt|>")) {
         return "dots1";
-    } else if (HAS("<|startoftext|>") && HAS("<|extra_4|>")) {
+    } else if (HAS("<|extra_0|>") && HAS("<|extra_4|>")) {
         return "hunyuan-moe";
-    } else if (HAS(u8"<｜hy_place▁holder▁no▁2｜>") && HAS(u8"<｜hy_place▁holder▁no▁3｜>")) {
+    } else if (HAS("<|start|>") && HAS("<|channel|>")) {
+        return "gpt-oss";
+    } else if (HAS(u8"<｜hy_Assistant｜>") && HAS(u8"<｜hy_begin▁of▁sentence｜>")) {
+        return "hunyuan-vl";
+    } else if (HAS(u8"<｜hy_Assistant｜>") && HAS(u8"<｜hy_place▁holder▁no▁3｜>")) {
         return "hunyuan-dense";
     } else if (HAS("<|im_assistant|>assistant<|im_middle|>")) {
         return "kimi-k2";
+    } else if (HAS("<seed:bos>")) {
+        return "seed_oss";
+    } else if (HAS("'Assistant: '  + message['content'] + '<|separator|>")) {
+        return "grok-2";
+    } else if (HAS(u8"[unused9]系统：[unused10]")) {
+        return "pangu-embedded";
+    } else if (HAS("<|begin|>") && HAS("<|end|>") && HAS("<|content|>")) {
+        return "solar-open";
     }
     return NULL;
 #undef HAS
@@ -217,12 +246,33 @@ npl_chat_tmpl npl_chat_tmpl_detect(const char *jinja, const char **llama_name) {
         if (strcmp(jinja, k_names[i].name) == 0) name = k_names[i].name;
     for (size_t i = 0; i < sizeof k_llama_names / sizeof k_llama_names[0] && !name; i++)
         if (strcmp(jinja, k_llama_names[i]) == 0) name = k_llama_names[i];
+    const int exact = name != NULL;
     if (!name) name = detect_llama_name(jinja);
-    if (llama_name) *llama_name = name;
+    if (llama_name) *llama_name = exact && (strcmp(name, "smollm3") == 0 || strcmp(name, "gemma4") == 0) ? NULL : name;
+    if (!exact) {
+        /* templates llama.cpp's legacy list does not tell apart, by their own text */
+        if (strstr(jinja, "<|turn>") && strstr(jinja, "<turn|>")) return NPL_CHAT_TMPL_GEMMA4;
+        if (name && strcmp(name, "chatml") == 0 && strstr(jinja, "Reasoning Mode") && strstr(jinja, "/no_think"))
+            return NPL_CHAT_TMPL_SMOLLM3;
+        if (name && strcmp(name, "mistral-v7") == 0 && !strstr(jinja, "[INST] ") && !strstr(jinja, "[SYSTEM_PROMPT] "))
+            return NPL_CHAT_TMPL_MISTRAL_V7_TEKKEN;
+    }
     if (!name) return NPL_CHAT_TMPL_UNKNOWN;
     for (size_t i = 0; i < N_NAMES; i++)
         if (strcmp(name, k_names[i].name) == 0) return k_names[i].tmpl;
     return NPL_CHAT_TMPL_UNKNOWN;
+}
+
+npl_chat_tmpl npl_chat_tmpl_choose(const char *jinja, npl_chat_tmpl fallback, char *note, size_t notelen) {
+    const char *ln = NULL;
+    npl_chat_tmpl t = npl_chat_tmpl_detect(jinja, &ln);
+    if (note && notelen) note[0] = '\0';
+    if (t != NPL_CHAT_TMPL_UNKNOWN) return t;
+    if (ln) set_err(note, notelen, "tokenizer.chat_template: llama.cpp's \"%s\", which npullm does not render; using %s",
+                    ln, npl_chat_tmpl_name(fallback));
+    else set_err(note, notelen, "tokenizer.chat_template: not a template npullm (or llama.cpp) recognises; using %s",
+                 npl_chat_tmpl_name(fallback));
+    return fallback;
 }
 
 /* ======================= rendering ======================= */
@@ -252,29 +302,11 @@ static str_view trim(const char *s) {
     return v;
 }
 
-/* Appends NUL-terminated pieces until a NULL; sticky failure flag. */
-typedef struct {
-    npl_chat_buf *b;
-    int failed;
-} writer;
+typedef npl_chat_writer writer;
 
-static void put(writer *w, const char *s, size_t n) {
-    if (!w->failed && npl_chat_buf_append(w->b, s, n)) w->failed = 1;
-}
-
-static void puts_(writer *w, const char *s) {
-    put(w, s, strlen(s));
-}
-
-/* message text: role names and contents */
-static void text(writer *w, const char *s, size_t n) {
-    if (!w->failed && npl_chat_buf_append_text(w->b, s, n)) w->failed = 1;
-}
-
-static void text_s(writer *w, const char *s) {
-    text(w, s, strlen(s));
-}
-
+static void puts_(writer *w, const char *s) { npl_cw_puts(w, s); }
+static void text(writer *w, const char *s, size_t n) { npl_cw_text(w, s, n); }
+static void text_s(writer *w, const char *s) { npl_cw_text_s(w, s); }
 static void text_sv(writer *w, str_view v) {
     text(w, v.s, v.n);
 }
@@ -378,7 +410,7 @@ static int render_into(npl_chat_tmpl t, const npl_chat_msg *msgs, size_t n, int 
             return -1;
         }
     }
-    writer w = { out, 0 };
+    writer w = { out, 0, err, errlen, 0 };
     out->len = 0;
     out->n_text = 0;
     if (out->data) out->data[0] = '\0';
@@ -399,8 +431,13 @@ static int render_into(npl_chat_tmpl t, const npl_chat_msg *msgs, size_t n, int 
         render_gemma(&w, msgs, n, add_ass);
         break;
     default:
-        set_err(err, errlen, "chat template: cannot render template id %d", (int)t);
-        return -1;
+        if (t <= NPL_CHAT_TMPL_UNKNOWN || t >= NPL_CHAT_TMPL_COUNT) {
+            set_err(err, errlen, "chat template: cannot render template id %d", (int)t);
+            return -1;
+        }
+        npl_chat_render_family(&w, t, msgs, n, add_ass);
+        if (w.refused) return -1;
+        break;
     }
     if (!w.failed && !out->data) w.failed = npl_chat_buf_append(out, "", 0) != 0;
     if (w.failed) {

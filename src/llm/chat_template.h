@@ -18,6 +18,16 @@ typedef enum {
     NPL_CHAT_TMPL_LLAMA2_SYS_STRIP,   /* "llama2-sys-strip": contents trimmed */
     NPL_CHAT_TMPL_LLAMA3,             /* "llama3" */
     NPL_CHAT_TMPL_GEMMA,              /* "gemma" (Gemma 1/2/3) */
+    /* the models' own templates for plain chat (chat_template_families.c) */
+    NPL_CHAT_TMPL_DEEPSEEK3,          /* "deepseek3" (DeepSeek-V3.1) */
+    NPL_CHAT_TMPL_PHI3,               /* "phi3" (Phi-3.5-mini) */
+    NPL_CHAT_TMPL_PHI4,               /* "phi4" */
+    NPL_CHAT_TMPL_MISTRAL_V3_TEKKEN,  /* "mistral-v3-tekken" (Mistral-Nemo) */
+    NPL_CHAT_TMPL_MISTRAL_V7_TEKKEN,  /* "mistral-v7-tekken" (Mistral-Small-3.2) */
+    NPL_CHAT_TMPL_GRANITE,            /* "granite" (Granite 3.x) */
+    NPL_CHAT_TMPL_GRANITE_4,          /* "granite-4.0" */
+    NPL_CHAT_TMPL_SMOLLM3,            /* "smollm3" */
+    NPL_CHAT_TMPL_GEMMA4,             /* "gemma4" */
     NPL_CHAT_TMPL_COUNT
 } npl_chat_tmpl;
 
@@ -56,21 +66,29 @@ int npl_chat_buf_append_text(npl_chat_buf *b, const char *s, size_t n);
 const char *npl_chat_tmpl_name(npl_chat_tmpl t);
 
 /* Name lookup for an override flag: "chatml", "gemma", "llama2",
- * "llama2-sys", "llama2-sys-bos", "llama2-sys-strip", "llama3". An unknown
- * name is an error listing the supported ones. */
+ * "llama2-sys", "llama2-sys-bos", "llama2-sys-strip", "llama3", and the
+ * families above. An unknown name is an error listing the supported ones. */
 int npl_chat_tmpl_from_name(const char *name, npl_chat_tmpl *out, char *err, size_t errlen);
 
 /* Detection from the tokenizer.chat_template Jinja text, in the order of
  * llm_chat_detect_template: an exact template name first, then substring
- * checks. Returns NPL_CHAT_TMPL_UNKNOWN when the text is NULL, matches
+ * checks; Gemma 4 ("<|turn>"), SmolLM3 (chatml with "Reasoning Mode") and
+ * Mistral v7 without spaces around [INST] (tekken) are told apart first. Returns NPL_CHAT_TMPL_UNKNOWN when the text is NULL, matches
  * nothing, or matches a llama.cpp template we do not render; then, if
  * llama_name is not NULL, *llama_name is llama.cpp's name for it (e.g.
  * "phi4") or NULL when llama.cpp would not recognise it either. */
 npl_chat_tmpl npl_chat_tmpl_detect(const char *jinja, const char **llama_name);
 
+/* Detection with a fallback: the detected template, else `fallback`; then
+ * note (if not NULL) gets one line saying the template was not recognised
+ * (and what llama.cpp calls it) and which one is used instead; note is ""
+ * when the template was recognised. */
+npl_chat_tmpl npl_chat_tmpl_choose(const char *jinja, npl_chat_tmpl fallback, char *note, size_t notelen);
+
 /* Renders msgs[0..n) into out (replacing its content and spans). add_ass
- * appends the assistant prefix (ignored by the llama2 family, like
- * llama.cpp). Roles and contents must not be NULL. Every role name and
+ * appends the assistant prefix (ignored by the llama2 and mistral families,
+ * like llama.cpp and the Mistral templates). A conversation a template
+ * refuses (Mistral: roles that do not alternate) is an error. Roles and contents must not be NULL. Every role name and
  * content that is written is message text in out->text (the fixed names
  * the template itself writes, such as gemma's "model", are not). */
 int npl_chat_render(npl_chat_tmpl t, const npl_chat_msg *msgs, size_t n, int add_ass,
