@@ -87,6 +87,48 @@ int main(void) {
     CHECK(strstr(why, "quantized") != NULL);
     CHECK_EQ_INT(val(&r, "matmul one input", "MatMul", NULL, 0, mm, 1, &mo, why, sizeof why), NPL_ACCEL_ERR_SHAPE_MISMATCH);
 
+    /* mixed float types, as the compiler's subgraphs have them (f32 graph
+     * inputs and weights, f16 intermediates): QNN's ops take one float type,
+     * so the adapter converts to the output's type (a Cast, or a converted
+     * copy of a STATIC tensor) — accepted, and computing the right numbers */
+    {
+        npl_accel_tensor_desc ab[2] = {td("a", NPL_ACCEL_APP_WRITE, F16, 2, M, K, 0), td("b", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 2, M, K, 0)};
+        npl_accel_tensor_desc o32 = td("o", NPL_ACCEL_APP_READ, NPL_ACCEL_DT_F32, 2, M, K, 0), o16 = td("o", NPL_ACCEL_APP_READ, F16, 2, M, K, 0);
+        CHECK_EQ_INT(val(&r, "add f16 + f32 -> f32", "Add", NULL, 0, ab, 2, &o32, why, sizeof why), NPL_ACCEL_OK);
+        CHECK_EQ_INT(val(&r, "add f16 + f32 -> f16", "Add", NULL, 0, ab, 2, &o16, why, sizeof why), NPL_ACCEL_OK);
+        npl_accel_tensor_desc xw[2] = {td("x", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F32, 2, M, K, 0), td("w", NPL_ACCEL_STATIC, NPL_ACCEL_DT_F32, 2, K, N, 0)};
+        CHECK_EQ_INT(val(&r, "matmul f32 x, f32 w -> f16", "MatMul", NULL, 0, xw, 2, &mo, why, sizeof why), NPL_ACCEL_OK);
+        unsigned seed = 7;
+        tspec in[2] = {{xw[0], NULL}, {xw[1], NULL}}, out = {mo, NULL};
+        float *x = malloc(sizeof(float) * M * K), *w = malloc(sizeof(float) * K * N);
+        uint16_t *y = malloc(2 * M * N);
+        for (uint32_t i = 0; i < M * K; i++) x[i] = accel_frand(&seed);
+        for (uint32_t i = 0; i < K * N; i++) w[i] = accel_frand(&seed) * 0.2f;
+        in[0].data = x, in[1].data = w, out.data = y;
+        CHECK_EQ_INT(run1(&r, "MatMul", NULL, 0, in, 2, &out), NPL_ACCEL_OK);
+        double e = 0;
+        for (uint32_t i = 0; i < M; i++)
+            for (uint32_t j = 0; j < N; j++) {
+                double ref = 0;
+                for (uint32_t k = 0; k < K; k++) ref += (double)x[i * K + k] * w[k * N + j];
+                e = fmax(e, fabs(npl_f16_to_f32(y[i * N + j]) - ref));
+            }
+        printf("matmul f32 x [%u,%u] . f32 static w [%u,%u] -> f16 on QNN: max_err %.5f\n", M, K, K, N, e);
+        CHECK(e < 0.01);
+        /* Add f16 + f32 -> f32 */
+        tspec ia[2] = {{ab[0], NULL}, {ab[1], NULL}}, oa = {o32, NULL};
+        uint16_t *a16 = malloc(2 * M * K);
+        float *b32 = malloc(4 * M * K), *o = malloc(4 * M * K);
+        for (uint32_t i = 0; i < M * K; i++) a16[i] = npl_f32_to_f16(accel_frand(&seed)), b32[i] = accel_frand(&seed);
+        ia[0].data = a16, ia[1].data = b32, oa.data = o;
+        CHECK_EQ_INT(run1(&r, "Add", NULL, 0, ia, 2, &oa), NPL_ACCEL_OK);
+        e = 0;
+        for (uint32_t i = 0; i < M * K; i++) e = fmax(e, fabs(o[i] - (npl_f16_to_f32(a16[i]) + (double)b32[i])));
+        printf("add f16 + f32 -> f32 on QNN: max_err %.5f\n", e);
+        CHECK(e < 0.005);
+        free(x), free(w), free(y), free(a16), free(b32), free(o);
+    }
+
     /* nothing of a validation stays: a real graph of the accepted node runs */
     {
         tspec in[2] = {{mm[0], NULL}, {mm[1], NULL}}, out = {mo, NULL};

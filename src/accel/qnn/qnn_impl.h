@@ -128,6 +128,8 @@ npl_accel_status qnn_graph_reserve(qnn_graph *g, uint32_t n);
 void qnn_rope_angles(const qnn_rope *r, const int32_t *pos, void *cos, void *sin);
 
 /* The [N, K] copy of a rank-2 STATIC weight [K, N] (per-axis scales on N) for FullyConnected. */
+/* A STATIC float record as F16 / F32 ("<name>.f16" / ".f32", made once per context). */
+npl_accel_status qnn_static_as(npl_accel_context *c, npl_accel_tensor_id id, npl_accel_dtype dt, npl_accel_tensor_id *out);
 npl_accel_status qnn_weight_nk(npl_accel_context *c, npl_accel_tensor_id id, npl_accel_tensor_id *out);
 
 /* qnn_ops.c: lowering of one ABI node into QNN nodes. */
@@ -147,6 +149,7 @@ typedef struct qnn_lw {
     const char *nm;
     const qnn_op_row *row;
     Qnn_Tensor_t out;
+    npl_accel_dtype cdt; /* F16 / F32: the float type the node computes in (its output's); NPL_ACCEL_DT_COUNT: none */
 } qnn_lw;
 const qnn_op_row *qnn_op_table(uint32_t *n);
 npl_accel_status qnn_lower_node(qnn_graph *g, const npl_accel_node_desc *n);
@@ -155,7 +158,10 @@ void qnn_keep_free(qnn_graph *g);
 char *qnn_keep_name(qnn_graph *g, const char *base, const char *suffix);
 const npl_accel_param *qnn_param(const npl_accel_node_desc *n, const char *name);
 Qnn_Param_t qnn_scalar(const char *name, uint32_t dt);
-/* Input i of the node as a QNN tensor of the graph; its context record. */
+/* Input i of the node as a QNN tensor of the graph; its context record. A
+ * float input of the other float type than L->cdt comes converted (QNN's ops
+ * take one float type): a STATIC one as a converted copy, others through a
+ * QNN Cast. */
 npl_accel_status qnn_in(qnn_lw *L, uint32_t i, Qnn_Tensor_t *out);
 const qnn_tensor *qnn_lw_t(const qnn_lw *L, uint32_t i);
 /* A STATIC graph tensor named node name + suffix with a copy of data (qp NULL: not quantized). */

@@ -24,6 +24,7 @@
  * QNN checks types and shapes itself (at add-node, finalize); its refusals
  * reach the caller with QNN's message and log. */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,16 +133,31 @@ npl_accel_status qnn_node(qnn_lw *L, const char *suffix, const char *type, Qnn_T
     return NPL_ACCEL_OK;
 }
 
+static int is_float(npl_accel_dtype dt) { return dt == NPL_ACCEL_DT_F16 || dt == NPL_ACCEL_DT_F32; }
+
 npl_accel_status qnn_in(qnn_lw *L, uint32_t i, Qnn_Tensor_t *out) {
     Qnn_Tensor_t *t;
-    npl_accel_status st = qnn_graph_tensor(L->g, L->n->inputs[i], &t);
-    if (!st) *out = *t;
-    return st;
+    npl_accel_tensor_id id = L->n->inputs[i];
+    const npl_accel_dtype dt = L->g->ctx->t[id].dtype;
+    const int conv = L->cdt != NPL_ACCEL_DT_COUNT && is_float(dt) && dt != L->cdt;
+    npl_accel_status st = NPL_ACCEL_OK;
+    if (conv && L->g->ctx->t[id].kind == NPL_ACCEL_STATIC) st = qnn_static_as(L->g->ctx, id, L->cdt, &id);
+    if (!st) st = qnn_graph_tensor(L->g, id, &t);
+    if (st) return st;
+    *out = *t;
+    if (!conv || L->g->ctx->t[id].kind == NPL_ACCEL_STATIC) return NPL_ACCEL_OK;
+    Qnn_Tensor_t like = *t, c;
+    char sfx[32];
+    snprintf(sfx, sizeof sfx, ".in%u.cast", i);
+    like.v2.dataType = qnn_dtype(L->cdt);
+    if ((st = qnn_native(L->g, L->nm, sfx, &like, t->v2.rank, t->v2.dimensions, &c))) return st;
+    if ((st = qnn_node(L, sfx, "Cast", out, 1, &c, NULL, 0))) return st;
+    *out = c;
+    return NPL_ACCEL_OK;
 }
 
 const qnn_tensor *qnn_lw_t(const qnn_lw *L, uint32_t i) { return &L->g->ctx->t[L->n->inputs[i]]; }
 
-static int is_float(npl_accel_dtype dt) { return dt == NPL_ACCEL_DT_F16 || dt == NPL_ACCEL_DT_F32; }
 static int is_quant(npl_accel_dtype dt) { return dt == NPL_ACCEL_DT_INT8 || dt == NPL_ACCEL_DT_UINT8 || dt == NPL_ACCEL_DT_INT16; }
 
 /* Lowerings whose QNN op takes the node's inputs as they are. */
@@ -171,6 +187,8 @@ static npl_accel_status lower_matmul(qnn_lw *L) {
     if (st) return st;
     if (fc || fc_weight_ok(qnn_lw_t(L, 1), wt)) {
         npl_accel_tensor_id wid = L->n->inputs[1];
+        const npl_accel_dtype wdt = L->g->ctx->t[wid].dtype;
+        if (L->cdt != NPL_ACCEL_DT_COUNT && is_float(wdt) && wdt != L->cdt && (st = qnn_static_as(L->g->ctx, wid, L->cdt, &wid))) return st;
         if (!wt && (st = qnn_weight_nk(L->g->ctx, wid, &wid))) return st;
         Qnn_Tensor_t *w;
         if ((st = qnn_graph_tensor(L->g, wid, &w))) return st;
@@ -202,7 +220,7 @@ static npl_accel_status lower_rmsnorm(qnn_lw *L) {
     Qnn_Tensor_t in[2];
     Qnn_Param_t prm[2];
     uint32_t n_in = L->n->n_inputs, one = 1, ax = x->rank - 1, d = x->dims[x->rank - 1];
-    npl_accel_dtype xdt = x->dtype;
+    npl_accel_dtype xdt = L->cdt != NPL_ACCEL_DT_COUNT ? L->cdt : x->dtype;
     npl_accel_status st = qnn_in(L, 0, &in[0]);
     if (!st && n_in == 2) st = qnn_in(L, 1, &in[1]);
     if (st) return st;
@@ -251,7 +269,8 @@ npl_accel_status qnn_scalar_const(qnn_lw *L, const char *suffix, const qnn_tenso
 
 static npl_accel_status lower_scale(qnn_lw *L) {
     const npl_accel_param *s = qnn_param(L->n, "scale");
-    const qnn_tensor *x = qnn_lw_t(L, 0);
+    qnn_tensor xc = *qnn_lw_t(L, 0), *x = &xc;
+    if (L->cdt != NPL_ACCEL_DT_COUNT && is_float(x->dtype)) xc.dtype = L->cdt; /* the type the input comes in */
     Qnn_Tensor_t in[2];
     npl_accel_status st = qnn_in(L, 0, &in[0]);
     if (st) return st;
@@ -395,7 +414,9 @@ npl_accel_status qnn_lower_node(qnn_graph *g, const npl_accel_node_desc *n) {
     for (uint32_t i = 0; i < n->n_inputs; i++)
         if (n->inputs[i] >= g->ctx->n_t)
             return qnn_fail(be, NPL_ACCEL_ERR_NOT_FOUND, "qnn-htp: node '%s': no tensor of id %u", nm, n->inputs[i]);
-    qnn_lw L = {g, be, n, nm, row, {0}};
+    qnn_lw L = {g, be, n, nm, row, {0}, NPL_ACCEL_DT_COUNT};
+    const npl_accel_dtype odt = n->outputs[0] < g->ctx->n_t ? g->ctx->t[n->outputs[0]].dtype : NPL_ACCEL_DT_COUNT;
+    if (is_float(odt) && row->lower != lower_cast) L.cdt = odt;
     Qnn_Tensor_t *t;
     npl_accel_status st = qnn_graph_tensor(g, n->outputs[0], &t);
     if (st) return st;

@@ -126,7 +126,8 @@ npl_accel_status qnn_lower_rope(qnn_lw *L) {
     const qnn_tensor *ff = n->n_inputs == 3 ? qnn_lw_t(L, 2) : NULL;
     if (ff && (ff->kind != NPL_ACCEL_STATIC || ff->dtype != NPL_ACCEL_DT_F32 || ff->rank != 1 || ff->dims[0] != h))
         return qnn_fail(L->be, NPL_ACCEL_ERR_TYPE_MISMATCH, "qnn-htp: node '%s': Rope's freq_factors must be STATIC F32 [%u]", nm, h);
-    qnn_rope r = {n->inputs[1], 0, 0, S, h, x->dtype == NPL_ACCEL_DT_F16, fparam(n, "neox", 0) != 0,
+    const npl_accel_dtype dt = L->cdt != NPL_ACCEL_DT_COUNT ? L->cdt : x->dtype; /* x comes converted to it (qnn_in) */
+    qnn_rope r = {n->inputs[1], 0, 0, S, h, dt == NPL_ACCEL_DT_F16, fparam(n, "neox", 0) != 0,
                   fparam(n, "base", 10000), fparam(n, "freq_scale", 1), fparam(n, "ext_factor", 0),
                   fparam(n, "attn_factor", 1), fparam(n, "corr_low", 0), fparam(n, "corr_high", 0), NULL};
     if (!(r.base > 0) || (r.ext_factor != 0 && !(r.freq_scale > 0)))
@@ -143,7 +144,6 @@ npl_accel_status qnn_lower_rope(qnn_lw *L) {
     L->g->ropes = rs;
     qnn_rope *R = &rs[L->g->n_ropes++]; /* owned by the graph from here on, factors included */
     *R = r;
-    const npl_accel_dtype dt = x->dtype; /* x points into the context's records, which grow below */
     Qnn_Tensor_t xq, c, s, a, b, o1, o2, parts[3], xr;
     const uint32_t cd[4] = {S, 1, h, 1};
     npl_accel_status st = qnn_in(L, 0, &xq);

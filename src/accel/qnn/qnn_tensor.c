@@ -234,3 +234,55 @@ npl_accel_status qnn_weight_nk(npl_accel_context *c, npl_accel_tensor_id id, npl
     *out = c->n_t++;
     return NPL_ACCEL_OK;
 }
+
+static float f16_to_f32(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ffu;
+    uint32_t x;
+    if (e == 0x1f) x = sign | 0x7f800000u | (m << 13);
+    else if (e) x = sign | ((e + 112) << 23) | (m << 13);
+    else if (!m) x = sign;
+    else { /* subnormal: normalize */
+        int k = -1;
+        uint32_t mm = m;
+        do mm <<= 1, k++;
+        while (!(mm & 0x400u));
+        x = sign | ((uint32_t)(112 - k) << 23) | ((mm & 0x3ffu) << 13);
+    }
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+npl_accel_status qnn_static_as(npl_accel_context *c, npl_accel_tensor_id id, npl_accel_dtype dt, npl_accel_tensor_id *out) {
+    npl_accel_backend *be = c->be;
+    const char *sfx = dt == NPL_ACCEL_DT_F16 ? ".f16" : ".f32";
+    char *name = malloc(strlen(c->t[id].name) + 5);
+    if (!name) return qnn_fail(be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
+    strcpy(name, c->t[id].name), strcat(name, sfx);
+    for (uint32_t i = 0; i < c->n_t; i++)
+        if (!strcmp(c->t[i].name, name)) {
+            free(name);
+            *out = i;
+            return NPL_ACCEL_OK;
+        }
+    qnn_tensor *t = qnn_context_append_tensor(c); /* may move c->t */
+    if (!t) {
+        free(name);
+        return qnn_fail(be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
+    }
+    const qnn_tensor *w = &c->t[id];
+    const uint64_t n = w->bytes / qnn_elem_bytes(w->dtype);
+    *t = *w;
+    t->name = name, t->dtype = dt, t->bits4 = 0;
+    t->bytes = n * qnn_elem_bytes(dt);
+    if (!(t->data = malloc(t->bytes))) {
+        free(name);
+        return qnn_fail(be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        if (dt == NPL_ACCEL_DT_F16) ((uint16_t *)t->data)[i] = qnn_f32_to_f16(((const float *)w->data)[i]);
+        else ((float *)t->data)[i] = f16_to_f32(((const uint16_t *)w->data)[i]);
+    }
+    *out = c->n_t++;
+    return NPL_ACCEL_OK;
+}
