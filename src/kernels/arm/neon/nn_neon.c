@@ -1,8 +1,9 @@
-/* aarch64 NEON row kernels: norms, SwiGLU / GeGLU, add, scale, softmax.
+/* aarch64 NEON row kernels: norms, SwiGLU / GeGLU, add, scale, softmax,
+ * attention.
  * Same contracts as generic/nn_generic.c and the algorithms of
  * x86/avx2/nn_avx2.c (the same exp polynomial and range reduction) on 4
- * lanes; tails go through a zero-padded 4-lane copy. Attention stays the
- * plain C one. Every family of the aarch64 build (NEON, dotprod, i8mm) takes
+ * lanes; tails go through a zero-padded 4-lane copy. Attention is the plain
+ * C tile's algorithm on 4 lanes. Every family of the aarch64 build (NEON, dotprod, i8mm) takes
  * this table. A row's result depends only on that row. */
 #include <arm_neon.h>
 #include <math.h>
@@ -156,7 +157,68 @@ static void softmax_neon(float *x, int n) {
     for (; i < n; i++) x[i] *= inv;
 }
 
+/* ---- attention: the plain C tile's algorithm (online softmax one key at a
+ * time, each K/V row converted once per tile) with 4-lane f16 conversion,
+ * dot and accumulator updates; a row's operations depend only on its own
+ * range, so chunked and unchunked prefill agree bit for bit. Heads that are
+ * not a multiple of 4 take the plain C kernel. ---- */
+
+static void attn_tile_neon(const npl_attn_args *a, const npl_attn_tile *t) {
+    const int hd = a->hd;
+    const int64_t ks = (int64_t)a->n_kv * hd;
+    const uint16_t *kb = a->kc + (int64_t)t->kvh * hd, *vb = a->vc + (int64_t)t->kvh * hd;
+    float kf[NPL_ATTN_MAX_HD], vf[NPL_ATTN_MAX_HD], acc[NPL_ATTN_TILE][NPL_ATTN_MAX_HD]; /* 24 KiB */
+    float m[NPL_ATTN_TILE], l[NPL_ATTN_TILE];
+    int lo = t->j0[0], hi = t->j1[0];
+    for (int r = 0; r < t->n; r++) {
+        m[r] = -INFINITY;
+        l[r] = 0.0f;
+        memset(acc[r], 0, (size_t)hd * sizeof(float));
+        lo = t->j0[r] < lo ? t->j0[r] : lo;
+        hi = t->j1[r] > hi ? t->j1[r] : hi;
+    }
+    for (int j = lo; j < hi; j++) {
+        for (int c = 0; c < hd; c += 4) {
+            vst1q_f32(kf + c, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(kb + j * ks + c))));
+            vst1q_f32(vf + c, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(vb + j * ks + c))));
+        }
+        for (int r = 0; r < t->n; r++) {
+            if (j < t->j0[r] || j >= t->j1[r]) continue;
+            const float *q = t->q[r];
+            float32x4_t d = vdupq_n_f32(0);
+            for (int c = 0; c < hd; c += 4) d = vfmaq_f32(d, vld1q_f32(q + c), vld1q_f32(kf + c));
+            float s = vaddvq_f32(d) * a->scale;
+            if (a->softcap > 0.0f) s = a->softcap * tanhf(s / a->softcap);
+            float p = 1.0f;
+            if (s > m[r]) {
+                const float corr = expf(m[r] - s); /* 0 for the first key */
+                for (int c = 0; c < hd; c += 4) vst1q_f32(acc[r] + c, vmulq_n_f32(vld1q_f32(acc[r] + c), corr));
+                l[r] *= corr;
+                m[r] = s;
+            } else {
+                p = expf(s - m[r]);
+            }
+            for (int c = 0; c < hd; c += 4)
+                vst1q_f32(acc[r] + c, vfmaq_n_f32(vld1q_f32(acc[r] + c), vld1q_f32(vf + c), p));
+            l[r] += p;
+        }
+    }
+    for (int r = 0; r < t->n; r++) {
+        const float inv = 1.0f / l[r];
+        for (int c = 0; c < hd; c += 4) vst1q_f32(t->o[r] + c, vmulq_n_f32(vld1q_f32(acc[r] + c), inv));
+    }
+}
+
+static void attention_neon(const npl_attn_args *a, int ith, int nth) {
+    if (a->hd % 4) {
+        npl_nn_kernels_get(NPL_ISA_GENERIC)->attention(a, ith, nth);
+        return;
+    }
+    npl_attn_run(a, ith, nth, attn_tile_neon, NPL_ATTN_TILE);
+}
+
 const npl_nn_kernels npl_nn_kernels_neon = {
+    .attention = attention_neon,
     .rms_norm = rms_norm_neon,
     .swiglu = swiglu_neon,
     .geglu = geglu_neon,
