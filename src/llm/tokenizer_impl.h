@@ -100,7 +100,7 @@ const char *const *npl_pre_find(const char *s, size_t n, int *flags);
 const char *const *npl_pre_default(void);   /* a missing tokenizer.ggml.pre */
 enum { NPL_PRE_NO_CLEAN = 1, NPL_PRE_IGNORE_MERGES, NPL_PRE_ADD_BOS, NPL_PRE_NO_BOS };
 int npl_pre_flag(int flags, int which);
-void npl_pre_known_names(char *buf, size_t n);   /* "a, b, c" */
+void npl_pre_known_names(char *buf, size_t n);   /* "a, b, c and N aliases of these" */
 /* Compiles t->pre_exprs; 0 ok, -1 with msg. */
 int npl_pre_init(npl_tokenizer *t, char *msg, size_t msglen);
 void npl_pre_free(npl_tokenizer *t);

@@ -218,14 +218,22 @@ int npl_pre_flag(int flags, int which) {
     }
 }
 
+/* One name per regex list (the first llama.cpp lists), so that the line
+ * fits an error buffer: "default, minicpm5, llama3, ... (and N aliases)". */
 void npl_pre_known_names(char *buf, size_t n) {
-    size_t at = 0;
+    const size_t count = sizeof(k_names) / sizeof(k_names[0]);
+    size_t at = 0, shown = 0;
     buf[0] = '\0';
-    for (size_t k = 0; k < sizeof(k_names) / sizeof(k_names[0]); k++) {
+    for (size_t k = 0; k < count; k++) {
+        size_t j = 0;
+        while (j < k && k_names[j].exprs != k_names[k].exprs) j++;
+        if (j < k) continue;
         int w = snprintf(buf + at, n - at, "%s%s", at ? ", " : "", k_names[k].name);
         if (w < 0 || (size_t)w >= n - at) return;
         at += (size_t)w;
+        shown++;
     }
+    snprintf(buf + at, n - at, " and %zu aliases of these", count - shown);
 }
 
 /* ------------------------------------------------------------------ */
