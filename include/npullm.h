@@ -2,7 +2,8 @@
  *
  * One opaque handle, npl_engine, holds a loaded model and one conversation
  * (its KV cache, history and sampler). Handles share nothing: two engines
- * may be used from two threads at once. Every call returns a status; the
+ * may be used from two threads at once. For several conversations on one
+ * copy of the weights (a server), use npl_model and npl_session below. Every call returns a status; the
  * handle's last error message says what went wrong (file, field, what).
  * The code is set where the failure happens (a malformed file is
  * NPL_ERR_FILE, a failed allocation NPL_ERR_MEMORY, wherever it was) and
@@ -100,7 +101,21 @@ typedef struct {
     double prefill_tps, decode_tps;
     double ttft_seconds;       /* time to first token */
     int n_past;                /* tokens in the KV cache */
+    int reused_tokens;         /* prompt tokens whose KV rows the cache already held (prefix reuse,
+                                  earlier turns): not prefilled. The whole prompt is
+                                  prompt_tokens + reused_tokens */
+    int finish;                /* why the last response ended: an npl_finish */
 } npl_stats;
+
+typedef enum {
+    NPL_FINISH_NONE = 0,       /* running, or nothing generated yet */
+    NPL_FINISH_EOG = 1,        /* the model ended its turn (EOS, EOT) */
+    NPL_FINISH_STOP = 2,       /* a stop string */
+    NPL_FINISH_LENGTH = 3,     /* the token limit */
+    NPL_FINISH_CONTEXT = 4,    /* the context is full */
+    NPL_FINISH_CANCELLED = 5,  /* cancelled, or the callback returned nonzero */
+    NPL_FINISH_ERROR = 6       /* a forward pass or sampling failed */
+} npl_finish;
 
 typedef struct npl_engine npl_engine;
 
@@ -177,23 +192,47 @@ NPL_API const char *npl_config_model_path(const npl_config *c);
 NPL_API void npl_config_free(npl_config *c);
 
 /* ---- model and session ----
- * An npl_model is what one file holds: hyperparameters, vocabulary and
- * weights (a GGUF file, or a compiled package's graph and context binaries),
- * immutable once open. An npl_session runs forward passes over a model with
- * a KV cache of its own; a session is used by one thread at a time, and a
- * model may have several sessions (today each session maps the weights
- * itself; sharing them is issue 18). npl_engine is the one-handle
- * convenience over a model, a session, a tokenizer and a sampler. */
+ * An npl_model is what one file holds: hyperparameters, vocabulary, chat
+ * template and weights (a GGUF file, or a compiled package's graph and
+ * context binaries), immutable once open. The weights are mapped once, by
+ * the model: any number of npl_session on it share them. A session holds
+ * one conversation: its KV cache, token history, sampler and stats. A
+ * session is used by one thread at a time; sessions of one model may be
+ * used from several threads at once.
+ *
+ * Threads: the model owns one thread pool (n_threads, 0 = one per core) and
+ * its sessions run their forward passes on it one at a time, in the order
+ * they asked (a FIFO lock around each forward: a decode step or a prefill
+ * chunk). So N busy sessions never run more than n_threads threads, and they
+ * take turns at forward granularity (a few ms per decode step), each at the
+ * pool's full speed. Splitting the cores between per-session pools instead
+ * would leave a session with a fraction of a core on small machines and idle
+ * cores whenever the other sessions wait on their clients.
+ *
+ *   npl_model *m = npl_model_open("model.gguf", NULL, NULL, err, sizeof err);
+ *   npl_session *s = npl_session_new(m, NULL, NULL, err, sizeof err);
+ *   npl_chat_message msg[] = {{"system", "Be brief."}, {"user", "Hello!"}};
+ *   npl_gen_params gp = npl_gen_default_params();
+ *   gp.temperature = 0;   // greedy
+ *   npl_session_chat(s, msg, 2, &gp, on_text, user_data);
+ *   npl_session_free(s);
+ *   npl_model_close(m);
+ *
+ * npl_engine is the one-handle convenience over a model, one session and a
+ * conversation that grows turn by turn. */
 typedef struct npl_model npl_model;
 typedef struct npl_session npl_session;
 
 typedef struct {
     int vocab_only;            /* 1 = hyperparameters and vocabulary only (no sessions) */
-    int n_threads;             /* 0 = one per core */
+    int n_threads;             /* the model's pool, shared by its sessions; 0 = one per core */
     int kernel_family;         /* -1 = best this CPU has; else a cap (0 plain C .. 3 AMX / i8mm) */
     int arithmetic;            /* CPU arithmetic: 0 = ours (default); 1 = llama.cpp's RoPE, GEGLU and
                                   flash-attention rounding, 2 = the same without flash attention
                                   (verification runs against llama.cpp; slow) */
+    const char *chat_template; /* "gemma", "chatml", "llama3", "llama2"; NULL = detected from
+                                  tokenizer.chat_template (none there: a base model, prompts are
+                                  completed raw) */
 } npl_model_params;
 
 typedef struct {
@@ -201,34 +240,139 @@ typedef struct {
     size_t kv_budget_bytes;    /* refuse a KV cache larger than this; 0 = 4 GiB */
     int profile;               /* a package's accelerator step times, printed to stderr when the session
                                   is freed: 0 = off (default), 1-3 = more detail */
+    /* chunked prefill: sizes a prefill may run at (e.g. {128, 1}); 0 = blocks of 512 */
+    int n_chunk_limits;
+    int chunk_limits[NPL_MAX_CHUNK_LIMITS];
 } npl_session_params;
 
 NPL_API npl_model_params npl_model_default_params(void);
 NPL_API npl_session_params npl_session_default_params(void);
 
-/* Opens a GGUF file or a package's graph file (PKG/model.gguf). NULL on
- * failure with one line in err and the code in *status (either may be NULL). */
+/* Opens a GGUF file, a package (its directory or PKG/model.gguf) or an
+ * MNN-style config.json (its llm_model). NULL on failure with one line in
+ * err and the code in *status (either may be NULL). */
 NPL_API npl_model *npl_model_open(const char *path, const npl_model_params *params, npl_status *status,
                                   char *err, size_t errlen);
+/* After every session on m is freed. */
 NPL_API void npl_model_close(npl_model *m);
 NPL_API const char *npl_model_arch(const npl_model *m);   /* general.architecture, e.g. "gemma3" */
 NPL_API int npl_model_n_vocab(const npl_model *m);
 NPL_API int npl_model_n_ctx_train(const npl_model *m);    /* the context it was trained with */
+NPL_API int npl_model_n_threads(const npl_model *m);      /* threads of its pool (0 if vocab_only) */
+/* The chat template the model's sessions render messages with: "gemma",
+ * "chatml", "llama3", "llama2", or "" for none (a base model: raw completion). */
+NPL_API const char *npl_model_chat_template(const npl_model *m);
 
 /* A session on m (which must outlive it). NULL on failure with err/status. */
 NPL_API npl_session *npl_session_new(npl_model *m, const npl_session_params *params, npl_status *status,
                                      char *err, size_t errlen);
 NPL_API void npl_session_free(npl_session *s);
 NPL_API int npl_session_n_ctx(const npl_session *s);
-NPL_API int npl_session_n_threads(const npl_session *s); /* threads it runs (0 in params: one per core) */
+NPL_API int npl_session_n_threads(const npl_session *s); /* the model's pool's threads */
 NPL_API const char *npl_session_kernel_family(const npl_session *s); /* "avx2", ... or "accel" */
+
+/* ---- generation on a session ----
+ * Parameters per request, llama.cpp's semantics and defaults (see
+ * npl_engine_params). The strings in stop[] are copied by the call that
+ * takes the params. */
+#define NPL_MAX_STOP 8
+typedef struct {
+    int max_tokens;            /* tokens generated at most; default 512; -1 = until the model ends
+                                  its turn or the context is full; 0 = prefill only */
+    float temperature;         /* 0.8; <= 0 means greedy */
+    int top_k;                 /* 40; <= 0 = off */
+    float top_p;               /* 0.95 */
+    float min_p;               /* 0.05 */
+    float repeat_penalty;      /* 1.0 = off */
+    int repeat_last_n;         /* 64 */
+    float frequency_penalty;   /* 0 */
+    float presence_penalty;    /* 0 */
+    uint32_t seed;             /* 0xFFFFFFFF = from the clock */
+    int n_stop;                /* stop strings, 0..NPL_MAX_STOP: the text up to the first one is
+                                  the answer (the stop string itself is never streamed) */
+    const char *stop[NPL_MAX_STOP];
+} npl_gen_params;
+
+/* One message: role "system", "user" or "assistant"; content UTF-8. */
+typedef struct {
+    const char *role;
+    const char *content;
+} npl_chat_message;
+
+NPL_API npl_gen_params npl_gen_default_params(void);
+
+/* Set the prompt of the next response; generation then runs with
+ * npl_session_next (one piece at a time) or npl_session_generate.
+ * The prompt is the whole context of the response: the session compares its
+ * tokens with the ones its KV cache holds and prefills only the tail after
+ * the common prefix (npl_stats.reused_tokens counts the rest), so a request
+ * that repeats an earlier conversation, or starts with the same system
+ * prompt, prefills only what is new.
+ *   set_messages: msgs rendered through the model's chat template with the
+ *     assistant's turn opened (message text never becomes control tokens);
+ *     a model without a template completes the contents one after another
+ *     as raw text (a "system" message is then refused: NPL_ERR_ARGUMENT).
+ *   set_text: raw completion of text (BOS as the vocabulary adds it;
+ *     special-token text parsed as tokens, as llama.cpp's raw prompts).
+ *   set_tokens: token ids as they are.
+ * gp NULL keeps the parameters (and the sampler's state) of the previous
+ * request; otherwise the sampler is made anew from gp and has seen the whole
+ * prompt. Returns NPL_OK, NPL_CONTEXT_FULL (the prompt does not fit),
+ * NPL_CANCELLED or an error. */
+NPL_API npl_status npl_session_set_messages(npl_session *s, const npl_chat_message *msgs, size_t n_msgs,
+                                            const npl_gen_params *gp);
+NPL_API npl_status npl_session_set_text(npl_session *s, const char *text, const npl_gen_params *gp);
+NPL_API npl_status npl_session_set_tokens(npl_session *s, const int32_t *ids, int n, const npl_gen_params *gp);
+/* NPL_OK with the next piece of text (maybe empty while a UTF-8 character
+ * is incomplete), or NPL_DONE / an error when the response has ended
+ * (npl_stats.finish says why). */
+NPL_API npl_status npl_session_next(npl_session *s, const char **text, size_t *len);
+/* npl_session_next until the end, streaming to cb (nonzero from cb stops:
+ * NPL_CANCELLED). Returns NPL_DONE, NPL_CONTEXT_FULL, NPL_CANCELLED or an error. */
+NPL_API npl_status npl_session_generate(npl_session *s, npl_text_cb cb, void *user);
+/* set_messages / set_text, then generate. */
+NPL_API npl_status npl_session_chat(npl_session *s, const npl_chat_message *msgs, size_t n_msgs,
+                                    const npl_gen_params *gp, npl_text_cb cb, void *user);
+NPL_API npl_status npl_session_complete(npl_session *s, const char *text, const npl_gen_params *gp,
+                                        npl_text_cb cb, void *user);
+/* Ask the running prefill or generation to stop (NPL_CANCELLED); safe from
+ * any thread. The next set_* call clears it. */
+NPL_API void npl_session_cancel(npl_session *s);
+/* Forget the history (the KV rows are no longer reused). */
+NPL_API npl_status npl_session_reset(npl_session *s);
+NPL_API npl_status npl_session_stats(const npl_session *s, npl_stats *out);
+/* The whole answer of the last response so far (the stop string cut off),
+ * NUL-terminated; valid until the next set_* call. */
+NPL_API const char *npl_session_answer(const npl_session *s, size_t *len);
+/* Token ids whose K/V rows the cache holds, in order: the count (at most cap
+ * written; ids may be NULL with cap 0). */
+NPL_API int npl_session_tokens(const npl_session *s, int32_t *ids, int cap);
+/* Next-token logits [n_vocab] after the last prefill or decode step, NULL if
+ * there are none; valid until the next call on s. */
+NPL_API const float *npl_session_logits(const npl_session *s);
+/* The message and the code of the last call on s that failed. */
+NPL_API const char *npl_session_last_error(const npl_session *s);
+NPL_API npl_status npl_session_last_status(const npl_session *s);
+
+/* ---- saving a session (prompt cache) ----
+ * save writes the history's tokens and their K/V rows to path (a GGUF file,
+ * written to PATH.tmp and renamed), with a digest of the model (its
+ * metadata and tensor table) and the session's context size. load refuses a
+ * file made for another model or another context size, and a truncated or
+ * corrupted one (a checksum over tokens and rows), with one line and the
+ * session untouched; after a load the session continues as the saved one
+ * did: the next set_* reuses the loaded rows like its own. Packages
+ * (accelerator state) are refused. NPL_OK or an error. */
+NPL_API npl_status npl_session_save(npl_session *s, const char *path);
+NPL_API npl_status npl_session_load(npl_session *s, const char *path);
+
 /* Runs n tokens at positions pos0..pos0+n-1 (their K/V rows replace what the
  * cache held there) and returns the logits of the last n_out of them,
  * [n_out][n_vocab], valid until the next call on s. NULL on failure, with
- * the code in *status (may be NULL) and the message in npl_session_last_error. */
+ * the code in *status (may be NULL) and the message in npl_session_last_error.
+ * A low-level call: the session forgets its history (nothing is reused). */
 NPL_API const float *npl_session_forward(npl_session *s, const int32_t *tokens, int n, int pos0, int n_out,
                                          npl_status *status);
-NPL_API const char *npl_session_last_error(const npl_session *s);
 
 /* ---- this build and this CPU ---- */
 /* Kernel families compiled in: 0 .. n-1 (x86: plain C, AVX2, AVX-512, AMX). */

@@ -24,6 +24,12 @@ extern "C" {
  * NULL with cap 0 to ask for it), or -1 on failure (out of memory).
  * add_special: BOS/EOS as the vocabulary adds them; parse_special: special
  * token text (e.g. "<end_of_turn>") becomes its token rather than plain text. */
+/* Text of ids[0..n): bytes written (at most cap, not NUL-terminated), or
+ * the size needed when it exceeds cap, -1 on failure (an id out of range).
+ * remove_special drops BOS/EOS as tokenize added them; unparse_special
+ * renders control tokens' text (else ""). llama_detokenize's semantics. */
+NPL_API int64_t npl_model_detokenize(const npl_model *m, const int32_t *ids, int64_t n, char *buf, int64_t cap,
+                                     int remove_special, int unparse_special);
 /* 1 if the model has a vocabulary (see above). */
 NPL_API int npl_model_has_vocab(const npl_model *m);
 NPL_API int64_t npl_model_tokenize(const npl_model *m, const char *text, size_t len, int add_special,

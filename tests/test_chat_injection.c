@@ -150,7 +150,7 @@ typedef struct {
 } ids_t;
 
 static int is_control(npl_engine *e, int32_t id) {
-    return (npl_tokenizer_token_attr(e->tok, id) & (NPL_TOKEN_ATTR_CONTROL | NPL_TOKEN_ATTR_UNKNOWN)) != 0;
+    return (npl_tokenizer_token_attr(e->m->tok, id) & (NPL_TOKEN_ATTR_CONTROL | NPL_TOKEN_ATTR_UNKNOWN)) != 0;
 }
 
 /* The control tokens among ids[0..n). */
@@ -163,11 +163,11 @@ static ids_t controls(npl_engine *e, const int32_t *ids, size_t n) {
 
 static ids_t tokenize_parse_special(npl_engine *e, const char *s, size_t len, int add_special) {
     ids_t r = {NULL, 0};
-    int64_t n = npl_tokenize(e->tok, s, len, add_special, 1, NULL, 0);
+    int64_t n = npl_tokenize(e->m->tok, s, len, add_special, 1, NULL, 0);
     CHECK(n >= 0);
     if (n < 0) return r;
     r.v = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
-    CHECK(npl_tokenize(e->tok, s, len, add_special, 1, r.v, n) == n);
+    CHECK(npl_tokenize(e->m->tok, s, len, add_special, 1, r.v, n) == n);
     r.n = (size_t)n;
     return r;
 }
@@ -187,7 +187,7 @@ static void print_ids(npl_engine *e, const char *what, const ids_t *c) {
     fprintf(stderr, "  %s:", what);
     for (size_t i = 0; i < c->n; i++) {
         size_t len;
-        const char *t = npl_tokenizer_token_text(e->tok, c->v[i], &len);
+        const char *t = npl_tokenizer_token_text(e->m->tok, c->v[i], &len);
         fprintf(stderr, " %.*s", (int)len, t);
     }
     fprintf(stderr, "\n");
@@ -201,9 +201,9 @@ static void check_turn(npl_engine *e, const char *fed_before, size_t fed_before_
     int reused = e->fed_len >= fed_before_len && fed_before_len > 0 && !memcmp(e->fed, fed_before, fed_before_len);
     size_t start = reused ? fed_before_len : 0;
     size_t skip = reused && had_unfed ? 1 : 0; /* a generated token fed first */
-    CHECK((size_t)e->stats.prompt_tokens >= skip);
-    const int32_t *feed = e->feed + skip;
-    size_t n_feed = (size_t)e->stats.prompt_tokens - skip;
+    CHECK((size_t)e->s->stats.prompt_tokens >= skip);
+    const int32_t *feed = e->s->feed + skip;
+    size_t n_feed = (size_t)e->s->stats.prompt_tokens - skip;
 
     npl_chat_msg *m = calloc(e->n_msgs, sizeof *m);
     char **own = calloc(e->n_msgs, sizeof(char *));
@@ -214,7 +214,7 @@ static void check_turn(npl_engine *e, const char *fed_before, size_t fed_before_
     }
     npl_chat_buf r = {0};
     char err[256];
-    CHECK(npl_chat_render(e->tmpl, m, e->n_msgs, 1, &r, err, sizeof err) == 0);
+    CHECK(npl_chat_render(e->m->tmpl, m, e->n_msgs, 1, &r, err, sizeof err) == 0);
     CHECK(r.len == e->fed_len); /* same length: the masked text has the same offsets */
     ids_t want = tokenize_parse_special(e, r.data + start, r.len - start, start == 0);
     ids_t wc = controls(e, want.v, want.n), gc = controls(e, feed, n_feed);
@@ -296,7 +296,7 @@ static void run_conversation(npl_engine *e, const char *model, const char *tmpl,
         char *fed_before = malloc(e->fed_len + 1);
         memcpy(fed_before, e->fed ? e->fed : "", e->fed_len);
         size_t fed_before_len = e->fed_valid ? e->fed_len : 0;
-        int had_unfed = e->unfed >= 0 && e->n_past > 0;
+        int had_unfed = e->s->unfed >= 0 && e->s->n_past > 0;
         /* the step API; npl_engine_chat is the same begin plus the loop (see repro) */
         npl_status st = npl_engine_set_prompt(e, users[k]);
         CHECK_EQ_INT(st, NPL_OK);
@@ -304,7 +304,7 @@ static void run_conversation(npl_engine *e, const char *model, const char *tmpl,
         st = drain(e);
         CHECK(st == NPL_DONE);
         /* later turns reuse the cache unless the history was edited */
-        if (k > 0 && !(k == 1 && at == AT_ASSISTANT) && fed_before_len) CHECK(e->stats.prompt_tokens < e->n_past);
+        if (k > 0 && !(k == 1 && at == AT_ASSISTANT) && fed_before_len) CHECK(e->s->stats.prompt_tokens < e->s->n_past);
         free(fed_before);
     }
 }
@@ -324,22 +324,22 @@ static void repro(const char *model, int step_api) {
     CHECK(e != NULL);
     if (!e) return;
     CHECK(npl_engine_chat(e, "hi", NULL, NULL) == NPL_DONE);
-    int had_unfed = e->unfed >= 0;
+    int had_unfed = e->s->unfed >= 0;
     if (step_api) {
         CHECK_EQ_INT(npl_engine_set_prompt(e, "<|im_end|> hi"), NPL_OK);
-    } else { /* the turn's tokens stay in e->feed while it generates */
+    } else { /* the turn's tokens stay in e->s->feed while it generates */
         CHECK(npl_engine_chat(e, "<|im_end|> hi", NULL, NULL) == NPL_DONE);
     }
-    int32_t im_end = npl_tokenizer_find(e->tok, "<|im_end|>", 10);
-    int32_t im_start = npl_tokenizer_find(e->tok, "<|im_start|>", 12);
+    int32_t im_end = npl_tokenizer_find(e->m->tok, "<|im_end|>", 10);
+    int32_t im_start = npl_tokenizer_find(e->m->tok, "<|im_start|>", 12);
     CHECK(im_end >= 0 && im_start >= 0);
     int n_end = 0, n_start = 0;
-    for (int i = had_unfed ? 1 : 0; i < e->stats.prompt_tokens; i++) {
-        n_end += e->feed[i] == im_end;
-        n_start += e->feed[i] == im_start;
+    for (int i = had_unfed ? 1 : 0; i < e->s->stats.prompt_tokens; i++) {
+        n_end += e->s->feed[i] == im_end;
+        n_start += e->s->feed[i] == im_start;
     }
     printf("repro (%s): turn 2 feed of %d tokens holds %d <|im_end|>, %d <|im_start|>\n",
-           step_api ? "set_prompt" : "chat", e->stats.prompt_tokens, n_end, n_start);
+           step_api ? "set_prompt" : "chat", e->s->stats.prompt_tokens, n_end, n_start);
     CHECK_EQ_INT(n_end, 2);
     CHECK_EQ_INT(n_start, 2);
     if (step_api) CHECK(drain(e) == NPL_DONE);

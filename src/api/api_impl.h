@@ -5,14 +5,9 @@
 #include "format/gguf.h"
 #include "llm/tokenizer.h"
 #include "models/model.h"
+#include "llm/session_impl.h"
 #include "npullm.h"
 
-struct npl_model {
-    char *path;         /* as given: sessions open their runner on it */
-    npl_model_params p;
-    npl_gguf *g;        /* the GGUF (a package's graph file) */
-    npl_hparams hp;
-    npl_tokenizer *tok;
-};
+/* struct npl_model and struct npl_session: src/llm/session_impl.h */
 
 #endif

@@ -1,7 +1,7 @@
-/* Public model/session API (npullm.h): thin handles over the GGUF reader,
- * the tokenizer and the runner. A model holds the file's metadata and
- * vocabulary; each session opens a runner on the model's path (its own
- * mapping of the weights until issue 18 shares them). */
+/* Public model API (npullm.h): the runner base (the mapping of the weights,
+ * hyperparameters, kernel choice and the thread pool every session of the
+ * model shares), the tokenizer and the chat template. Sessions are in
+ * src/llm/session*.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,22 +13,10 @@
 #include "llm/engine_config.h"
 #include "llm/runner.h"
 
-struct npl_session {
-    npl_model *m;
-    npl_runner *r;
-    char err[512];
-};
-
 npl_model_params npl_model_default_params(void) {
     npl_model_params p;
     memset(&p, 0, sizeof p);
     p.kernel_family = -1;
-    return p;
-}
-
-npl_session_params npl_session_default_params(void) {
-    npl_session_params p;
-    memset(&p, 0, sizeof p);
     return p;
 }
 
@@ -73,12 +61,25 @@ npl_model *npl_model_open(const char *path, const npl_model_params *params, npl_
                            m->p.kernel_family, m->p.n_threads, m->p.arithmetic);
         goto fail;
     }
+    npl_runner_params rp = npl_runner_default_params();
+    rp.n_threads = m->p.n_threads;
+    rp.isa = m->p.kernel_family;
+    rp.arith = m->p.arithmetic; /* npullm.h's 0/1/2 are NPL_ARITH_OURS / _LLAMACPP_FA / _LLAMACPP_NOFA */
+    if (m->p.chat_template && !(m->tmpl_name = strdup(m->p.chat_template))) {
+        *status = npl_err_memory(err, errlen);
+        goto fail;
+    }
+    m->p.chat_template = m->tmpl_name;
+    /* a directory or config.json names its model; the runner base resolves
+     * the same way (a package's graph file) */
     char gpath[4096];
-    if (resolve(path, gpath, sizeof gpath, err, errlen) || !(m->g = npl_gguf_open(gpath, NULL, err, errlen)) ||
-        npl_hparams_load(m->g, &m->hp, err, errlen)) {
+    if (resolve(path, gpath, sizeof gpath, err, errlen) ||
+        !(m->base = npl_runner_base_open(gpath, &rp, !m->p.vocab_only, err, errlen))) {
         *status = npl_status_take(NPL_ERR_FILE);
         goto fail;
     }
+    m->g = npl_runner_base_gguf(m->base);
+    m->hp = *npl_runner_base_hparams(m->base);
     /* A model without a vocabulary runs on token ids (test models, ids from
      * elsewhere); one that has a vocabulary must pass its checks, and a
      * vocab_only open needs one. */
@@ -86,6 +87,43 @@ npl_model *npl_model_open(const char *path, const npl_model_params *params, npl_
         !(m->tok = npl_tokenizer_load(m->g, err, errlen))) {
         *status = npl_status_take(NPL_ERR_FILE);
         goto fail;
+    }
+    if (m->tok && !m->p.vocab_only && npl_tokenizer_n_vocab(m->tok) > m->hp.n_vocab) {
+        *status = npl_errf(err, errlen, NPL_ERR_FILE, "%s: tokenizer.ggml.tokens: %d tokens but the output layer has %d",
+                           gpath, npl_tokenizer_n_vocab(m->tok), m->hp.n_vocab);
+        goto fail;
+    }
+    /* chat template: the one named, else detected, else by architecture; a
+     * model without tokenizer.chat_template is a base model (Gemma 3 270M):
+     * its prompts are completed as they are (tmpl UNKNOWN = raw), since a
+     * chat template it was never tuned on makes it ramble */
+    int64_t tk = npl_gguf_find_key(m->g, "tokenizer.chat_template");
+    if (tk >= 0 && npl_gguf_kv_type(m->g, tk) != NPL_GGUF_STRING) {
+        *status = npl_errf(err, errlen, NPL_ERR_FILE, "%s: tokenizer.chat_template: expected a string, found %s", gpath,
+                           npl_gguf_vtype_name(npl_gguf_kv_type(m->g, tk)));
+        goto fail;
+    }
+    m->tmpl = NPL_CHAT_TMPL_UNKNOWN;
+    if (m->p.chat_template) {
+        if (npl_chat_tmpl_from_name(m->p.chat_template, &m->tmpl, err, errlen)) {
+            *status = npl_status_take(NPL_ERR_ARGUMENT);
+            goto fail;
+        }
+    } else if (tk >= 0) {
+        npl_gguf_str js;
+        if (npl_gguf_get_str(m->g, "tokenizer.chat_template", &js) == 0) {
+            char *copy = strndup(js.ptr, js.len);
+            if (!copy) {
+                *status = npl_err_memory(err, errlen);
+                goto fail;
+            }
+            m->tmpl = npl_chat_tmpl_detect(copy, NULL);
+            free(copy);
+        }
+        if (m->tmpl == NPL_CHAT_TMPL_UNKNOWN)
+            m->tmpl = m->hp.arch == NPL_ARCH_GEMMA3 ? NPL_CHAT_TMPL_GEMMA
+                      : m->hp.arch == NPL_ARCH_LLAMA ? NPL_CHAT_TMPL_LLAMA3
+                                                     : NPL_CHAT_TMPL_CHATML;
     }
     *status = NPL_OK;
     return m;
@@ -97,7 +135,8 @@ fail:
 void npl_model_close(npl_model *m) {
     if (!m) return;
     npl_tokenizer_free(m->tok);
-    npl_gguf_close(m->g);
+    npl_runner_base_close(m->base);
+    free(m->tmpl_name);
     free(m->path);
     free(m);
 }
@@ -105,83 +144,9 @@ void npl_model_close(npl_model *m) {
 const char *npl_model_arch(const npl_model *m) { return m ? m->hp.arch_name : ""; }
 int npl_model_n_vocab(const npl_model *m) { return m ? m->hp.n_vocab : 0; }
 int npl_model_n_ctx_train(const npl_model *m) { return m ? m->hp.n_ctx_train : 0; }
-
-npl_session *npl_session_new(npl_model *m, const npl_session_params *params, npl_status *status, char *err,
-                             size_t errlen) {
-    npl_api_scratch scratch;
-    npl_api_enter(&scratch, &status, &err, &errlen);
-    if (!m) {
-        *status = npl_errf(err, errlen, NPL_ERR_ARGUMENT, "no model");
-        return NULL;
-    }
-    if (m->p.vocab_only) {
-        *status = npl_errf(err, errlen, NPL_ERR_ARGUMENT, "%s: opened vocab_only: no sessions", m->path);
-        return NULL;
-    }
-    npl_session_params sp = params ? *params : npl_session_default_params();
-    if (sp.profile < 0 || sp.profile > 3) {
-        *status = npl_errf(err, errlen, NPL_ERR_ARGUMENT, "profile %d out of range [0, 3]", sp.profile);
-        return NULL;
-    }
-    npl_session *s = calloc(1, sizeof *s);
-    if (!s) {
-        *status = npl_err_memory(err, errlen);
-        return NULL;
-    }
-    npl_runner_params rp = npl_runner_default_params();
-    rp.n_ctx = sp.n_ctx;
-    rp.kv_budget = sp.kv_budget_bytes;
-    rp.n_threads = m->p.n_threads;
-    rp.isa = m->p.kernel_family;
-    rp.arith = m->p.arithmetic; /* npullm.h's 0/1/2 are NPL_ARITH_OURS / _LLAMACPP_FA / _LLAMACPP_NOFA */
-    rp.profile = sp.profile;
-    s->m = m;
-    if (!(s->r = npl_runner_open(m->path, &rp, err, errlen))) {
-        *status = npl_status_take(NPL_ERR_FILE);
-        free(s);
-        return NULL;
-    }
-    *status = NPL_OK;
-    return s;
-}
-
-void npl_session_free(npl_session *s) {
-    if (!s) return;
-    npl_runner_close(s->r);
-    free(s);
-}
-
-int npl_session_n_ctx(const npl_session *s) { return s ? npl_runner_n_ctx(s->r) : 0; }
-int npl_session_n_threads(const npl_session *s) { return s ? npl_runner_n_threads(s->r) : 0; }
-const char *npl_session_kernel_family(const npl_session *s) { return s ? npl_runner_isa(s->r) : ""; }
-const char *npl_session_last_error(const npl_session *s) { return s ? s->err : "no session"; }
-
-const float *npl_session_forward(npl_session *s, const int32_t *tokens, int n, int pos0, int n_out,
-                                 npl_status *status) {
-    npl_status st_unused;
-    if (!status) status = &st_unused;
-    if (!s) {
-        *status = NPL_ERR_ARGUMENT;
-        return NULL;
-    }
-    npl_status_clear();
-    s->err[0] = 0;
-    const int n_vocab = s->m->hp.n_vocab;
-    if (!tokens || n < 1 || n_out < 1 || n_out > n || pos0 < 0 || pos0 > npl_runner_n_ctx(s->r) - n) {
-        *status = npl_errf(s->err, sizeof s->err, NPL_ERR_ARGUMENT,
-                           "forward: %d tokens at %d (%d outputs) do not fit a context of %d", n, pos0, n_out,
-                           npl_runner_n_ctx(s->r));
-        return NULL;
-    }
-    for (int i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= n_vocab) {
-            *status = npl_errf(s->err, sizeof s->err, NPL_ERR_ARGUMENT, "forward: token %d: id %d out of [0, %d)",
-                               i, tokens[i], n_vocab);
-            return NULL;
-        }
-    const float *lg = npl_runner_forward(s->r, tokens, n, pos0, n_out, s->err, sizeof s->err);
-    *status = lg ? NPL_OK : npl_status_take(NPL_ERR_RUNTIME);
-    return lg;
+int npl_model_n_threads(const npl_model *m) { return m && m->base ? npl_runner_base_n_threads(m->base) : 0; }
+const char *npl_model_chat_template(const npl_model *m) {
+    return m && m->tmpl != NPL_CHAT_TMPL_UNKNOWN ? npl_chat_tmpl_name(m->tmpl) : "";
 }
 
 /* ---- this build and this CPU ---- */

@@ -1,12 +1,12 @@
-/* npl_engine: opening a model (GGUF or MNN-style config.json), the
- * conversation state and tokenization of new turns. Generation itself is in
+/* npl_engine: opening a model (GGUF or MNN-style config.json) and one
+ * session on it, the conversation state and tokenization of new turns.
+ * Generation is the session's (session_generate.c), driven from
  * engine_generate.c. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "llm/engine_config.h"
 #include "llm/engine_impl.h"
@@ -30,12 +30,6 @@ npl_engine_params npl_engine_default_params(void) {
     return p;
 }
 
-double npl_engine_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 npl_status npl_engine_fail(npl_engine *e, npl_status st, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -50,6 +44,13 @@ npl_status npl_engine_fail_from(npl_engine *e, npl_status fallback, const char *
     npl_status st = npl_status_take(fallback);
     if (msg != e->err) snprintf(e->err, sizeof(e->err), "%s", msg);
     e->status = st;
+    return st;
+}
+
+npl_status npl_engine_from_session(npl_engine *e, npl_status st) {
+    if (st == NPL_OK || st == NPL_DONE) return st;
+    snprintf(e->err, sizeof(e->err), "%s", e->s->err);
+    e->status = e->s->status != NPL_OK ? e->s->status : st;
     return st;
 }
 
@@ -70,21 +71,6 @@ const char *npl_status_name(npl_status st) {
     return "unknown status";
 }
 
-int npl_engine_append(char **buf, size_t *len, size_t *cap, const char *s, size_t n) {
-    if (*len + n + 1 > *cap) {
-        size_t nc = *cap ? *cap : 256;
-        while (nc < *len + n + 1) nc *= 2;
-        char *nb = realloc(*buf, nc);
-        if (!nb) return -1;
-        *buf = nb;
-        *cap = nc;
-    }
-    memcpy(*buf + *len, s, n);
-    *len += n;
-    (*buf)[*len] = 0;
-    return 0;
-}
-
 static void free_msgs(npl_engine *e) {
     for (size_t i = 0; i < e->n_msgs; i++) {
         free((char *)e->msgs[i].role);
@@ -97,16 +83,9 @@ void npl_engine_close(npl_engine *e) {
     if (!e) return;
     free_msgs(e);
     free(e->msgs);
-    free(e->hist);
     free(e->fed);
-    free(e->feed);
-    free(e->answer);
-    free(e->chunk_tok);
-    free(e->chunk_pos);
-    npl_text_stream_free(&e->ts);
-    npl_sampler_free(e->smp);
-    npl_tokenizer_free(e->tok);
-    npl_runner_close(e->r);
+    npl_session_free(e->s);
+    npl_model_close(e->m);
     for (int i = 0; i < 4; i++) free(e->owned_strings[i]);
     free(e);
 }
@@ -185,85 +164,69 @@ npl_engine *npl_engine_open2(const char *path, const npl_engine_params *params, 
             p.chunk_limits[j - 1] = t;
         }
     e->p = p;
-    npl_runner_params rp = npl_runner_default_params();
-    rp.n_ctx = p.n_ctx;
-    rp.n_threads = p.n_threads;
-    rp.kv_budget = p.kv_budget_bytes;
-    rp.isa = p.kernel_family;
-    rp.arith = p.arithmetic; /* npullm.h's 0/1/2 are NPL_ARITH_OURS / _LLAMACPP_FA / _LLAMACPP_NOFA */
-    rp.profile = p.profile;
-    if (!(e->r = npl_runner_open(model_path, &rp, err, errlen))) goto fail;
-    if (!(e->tok = npl_tokenizer_load(npl_runner_gguf(e->r), err, errlen))) goto fail;
-    e->n_ctx = npl_runner_n_ctx(e->r);
-    e->n_vocab = npl_runner_hparams(e->r)->n_vocab;
-    if (npl_tokenizer_n_vocab(e->tok) > e->n_vocab) {
-        npl_errf(err, errlen, NPL_ERR_FILE, "%s: tokenizer.ggml.tokens: %d tokens but the output layer has %d", model_path,
-                 npl_tokenizer_n_vocab(e->tok), e->n_vocab);
+    npl_model_params mp = npl_model_default_params();
+    mp.n_threads = p.n_threads;
+    mp.kernel_family = p.kernel_family;
+    mp.arithmetic = p.arithmetic;
+    mp.chat_template = p.chat_template;
+    npl_status st;
+    if (!(e->m = npl_model_open(model_path, &mp, &st, err, errlen))) {
+        *status = st;
+        goto fail_code;
+    }
+    npl_session_params sp = npl_session_default_params();
+    sp.n_ctx = p.n_ctx;
+    sp.kv_budget_bytes = p.kv_budget_bytes;
+    sp.profile = p.profile;
+    sp.n_chunk_limits = p.n_chunk_limits;
+    memcpy(sp.chunk_limits, p.chunk_limits, sizeof sp.chunk_limits);
+    if (!e->m->tok) { /* the engine speaks text: the file must have a vocabulary */
+        npl_tokenizer *t = npl_tokenizer_load(e->m->g, err, errlen);
+        npl_tokenizer_free(t);
+        if (!t) goto fail;
+        npl_errf(err, errlen, NPL_ERR_FILE, "%s: no vocabulary", model_path);
         goto fail;
     }
-    /* chat template: the override, else detected, else by architecture; a
-     * model without tokenizer.chat_template is a base model (Gemma 3 270M):
-     * its prompts are completed as they are (tmpl UNKNOWN = raw), since a
-     * chat template it was never tuned on makes it ramble */
-    int64_t tk = npl_gguf_find_key(npl_runner_gguf(e->r), "tokenizer.chat_template");
-    if (tk >= 0 && npl_gguf_kv_type(npl_runner_gguf(e->r), tk) != NPL_GGUF_STRING) {
-        npl_errf(err, errlen, NPL_ERR_FILE, "%s: tokenizer.chat_template: expected a string, found %s", model_path,
-                 npl_gguf_vtype_name(npl_gguf_kv_type(npl_runner_gguf(e->r), tk)));
-        goto fail;
+    if (!(e->s = npl_session_new(e->m, &sp, &st, err, errlen))) {
+        *status = st;
+        goto fail_code;
     }
-    if (p.chat_template) {
+    /* a base model (no tokenizer.chat_template): raw completion, where a
+     * system prompt has nowhere to go */
+    if (!p.chat_template && npl_gguf_find_key(e->m->g, "tokenizer.chat_template") < 0 && p.use_template &&
+        p.system_prompt && *p.system_prompt) {
         fb = NPL_ERR_ARGUMENT;
-        if (npl_chat_tmpl_from_name(p.chat_template, &e->tmpl, err, errlen)) goto fail;
-    } else if (tk < 0) {
-        e->tmpl = NPL_CHAT_TMPL_UNKNOWN;
-        if (p.use_template && p.system_prompt && *p.system_prompt) {
-            fb = NPL_ERR_ARGUMENT;
-            npl_errf(err, errlen, NPL_ERR_ARGUMENT,
-                     "%s: no tokenizer.chat_template (a base model, run as raw completion): "
-                     "a system prompt needs a chat template named (--chat-template)", model_path);
-            goto fail;
-        }
-    } else {
-        npl_gguf_str js;
-        e->tmpl = NPL_CHAT_TMPL_UNKNOWN;
-        if (npl_gguf_get_str(npl_runner_gguf(e->r), "tokenizer.chat_template", &js) == 0) {
-            char *copy = strndup(js.ptr, js.len);
-            if (!copy) goto fail_oom;
-            e->tmpl = npl_chat_tmpl_detect(copy, NULL);
-            free(copy);
-        }
-        if (e->tmpl == NPL_CHAT_TMPL_UNKNOWN) {
-            npl_arch a = npl_runner_hparams(e->r)->arch;
-            e->tmpl = a == NPL_ARCH_GEMMA3 ? NPL_CHAT_TMPL_GEMMA : a == NPL_ARCH_LLAMA ? NPL_CHAT_TMPL_LLAMA3 : NPL_CHAT_TMPL_CHATML;
-        }
+        npl_errf(err, errlen, NPL_ERR_ARGUMENT,
+                 "%s: no tokenizer.chat_template (a base model, run as raw completion): "
+                 "a system prompt needs a chat template named (--chat-template)", model_path);
+        goto fail;
     }
-    npl_sampler_params sp = npl_sampler_default_params();
-    sp.seed = p.seed;
-    sp.temp = p.temperature;
-    sp.top_k = p.top_k;
-    sp.top_p = p.top_p;
-    sp.min_p = p.min_p;
-    sp.repeat_penalty = p.repeat_penalty;
-    sp.repeat_last_n = p.repeat_last_n;
-    sp.freq_penalty = p.frequency_penalty;
-    sp.presence_penalty = p.presence_penalty;
-    fb = NPL_ERR_ARGUMENT;
-    if (!(e->smp = npl_sampler_chain_from_params(&sp, e->n_vocab, err, errlen))) goto fail;
-    int max_chunk = p.n_chunk_limits ? p.chunk_limits[p.n_chunk_limits - 1] : 512;
-    e->chunk_cap = max_chunk;
-    e->hist = malloc(sizeof(int32_t) * (size_t)e->n_ctx);
-    e->chunk_tok = malloc(sizeof(int32_t) * (size_t)max_chunk);
-    e->chunk_pos = malloc(sizeof(int32_t) * (size_t)max_chunk);
-    if (!e->hist || !e->chunk_tok || !e->chunk_pos) goto fail_oom;
-    npl_text_stream_init(&e->ts, p.stop);
+    npl_gen_params gp = npl_gen_default_params();
+    gp.max_tokens = p.max_new_tokens;
+    gp.temperature = p.temperature;
+    gp.top_k = p.top_k;
+    gp.top_p = p.top_p;
+    gp.min_p = p.min_p;
+    gp.repeat_penalty = p.repeat_penalty;
+    gp.repeat_last_n = p.repeat_last_n;
+    gp.frequency_penalty = p.frequency_penalty;
+    gp.presence_penalty = p.presence_penalty;
+    gp.seed = p.seed;
+    gp.n_stop = p.stop && *p.stop ? 1 : 0;
+    gp.stop[0] = p.stop;
+    if (npl_sess_set_gen(e->s, &gp) != NPL_OK) {
+        snprintf(err, errlen, "%s", e->s->err);
+        *status = e->s->status;
+        goto fail_code;
+    }
     e->fed_valid = 1;
-    e->unfed = -1;
     *status = NPL_OK;
     return e;
 fail_oom:
     npl_err_memory(err, errlen);
 fail:
     *status = npl_status_take(fb);
+fail_code:
     npl_engine_close(e);
     return NULL;
 }
@@ -271,47 +234,42 @@ fail:
 npl_status npl_engine_reset(npl_engine *e) {
     if (!e) return NPL_ERR_ARGUMENT;
     free_msgs(e);
-    e->n_past = 0;
     e->fed_len = 0;
     e->fed_valid = 1;
-    e->gen_active = 0;
-    e->n_feed = 0;
-    e->unfed = -1;
-    npl_sampler_reset(e->smp);
+    npl_sess_reset(e->s);
     return NPL_OK;
 }
 
 npl_status npl_engine_rollback(npl_engine *e, int n) {
     if (!e) return NPL_ERR_ARGUMENT;
-    if (n < 0 || n > e->n_past) return npl_engine_fail(e, NPL_ERR_ARGUMENT, "rollback of %d tokens: history holds %d", n, e->n_past);
-    e->n_past -= n;
-    e->gen_active = 0;
-    e->unfed = -1;
+    npl_session *s = e->s;
+    if (n < 0 || n > s->n_past) return npl_engine_fail(e, NPL_ERR_ARGUMENT, "rollback of %d tokens: history holds %d", n, s->n_past);
+    s->n_past -= n;
+    s->gen_active = 0;
+    s->unfed = -1;
     /* the text of what remains, so a later turn can still reuse the cache */
     e->fed_len = 0;
-    int64_t need = npl_detokenize(e->tok, e->hist, e->n_past, NULL, 0, 1, 1);
-    if (need >= 0 && npl_engine_append(&e->fed, &e->fed_len, &e->fed_cap, "", 0) == 0) {
+    int64_t need = npl_detokenize(e->m->tok, s->hist, s->n_past, NULL, 0, 1, 1);
+    if (need >= 0 && npl_sess_append(&e->fed, &e->fed_len, &e->fed_cap, "", 0) == 0) {
         char *buf = malloc((size_t)need + 1);
-        if (buf && npl_detokenize(e->tok, e->hist, e->n_past, buf, need, 1, 1) == need)
-            npl_engine_append(&e->fed, &e->fed_len, &e->fed_cap, buf, (size_t)need);
+        if (buf && npl_detokenize(e->m->tok, s->hist, s->n_past, buf, need, 1, 1) == need)
+            npl_sess_append(&e->fed, &e->fed_len, &e->fed_cap, buf, (size_t)need);
         free(buf);
     }
-    e->fed_valid = e->n_past == 0 || e->fed_len > 0;
+    e->fed_valid = s->n_past == 0 || e->fed_len > 0;
     return NPL_OK;
 }
 
 void npl_engine_cancel(npl_engine *e) {
-    if (e) atomic_store(&e->cancel, 1);
+    if (e) npl_session_cancel(e->s);
 }
 
 npl_status npl_engine_stats(const npl_engine *e, npl_stats *out) {
     if (!e || !out) return NPL_ERR_ARGUMENT;
-    *out = e->stats;
-    out->n_past = e->n_past;
-    return NPL_OK;
+    return npl_session_stats(e->s, out);
 }
 
-int npl_engine_n_vocab(const npl_engine *e) { return e ? e->n_vocab : 0; }
+int npl_engine_n_vocab(const npl_engine *e) { return e ? e->m->hp.n_vocab : 0; }
 
 /* The tokenizer records a code, without a message, when it fails. */
 static npl_status tokenizer_failed(npl_engine *e, const char *what) {
@@ -327,77 +285,14 @@ int64_t npl_engine_tokenize(npl_engine *e, const char *text, size_t len, int add
         return -1;
     }
     npl_status_clear();
-    int64_t n = npl_tokenize(e->tok, text ? text : "", len, add_special, parse_special, ids, cap);
+    int64_t n = npl_tokenize(e->m->tok, text ? text : "", len, add_special, parse_special, ids, cap);
     if (n < 0) tokenizer_failed(e, "tokenize");
     return n;
 }
 
 int npl_engine_token_to_piece(npl_engine *e, int32_t id, char *buf, int cap) {
     if (!e) return -1;
-    return npl_token_to_piece(e->tok, id, buf, cap, 1);
-}
-
-static npl_status feed_ids(npl_engine *e, const int32_t *ids, int64_t n) {
-    if (e->n_feed + n > e->feed_cap) {
-        int nc = e->n_feed + (int)n + 64;
-        int32_t *nf = realloc(e->feed, sizeof(int32_t) * (size_t)nc);
-        if (!nf) return npl_engine_fail(e, NPL_ERR_MEMORY, "out of memory");
-        e->feed = nf;
-        e->feed_cap = nc;
-    }
-    memcpy(e->feed + e->n_feed, ids, sizeof(int32_t) * (size_t)n);
-    e->n_feed += (int)n;
-    return NPL_OK;
-}
-
-static int64_t tokenize(npl_engine *e, const char *text, size_t len, int add_special, int parse_special,
-                        const npl_tok_span *plain, size_t n_plain, int32_t *ids, int64_t cap) {
-    return plain ? npl_tokenize_spans(e->tok, text, len, add_special, plain, n_plain, ids, cap)
-                 : npl_tokenize(e->tok, text, len, add_special, parse_special, ids, cap);
-}
-
-/* Appends the tokens of text to e->feed: special-token text parsed or not,
- * or (plain != NULL) parsed except inside the plain ranges. */
-static npl_status feed_text(npl_engine *e, const char *text, size_t len, int add_special, int parse_special,
-                            const npl_tok_span *plain, size_t n_plain) {
-    npl_status_clear();
-    int64_t n = tokenize(e, text, len, add_special, parse_special, plain, n_plain, NULL, 0);
-    if (n < 0) return tokenizer_failed(e, "tokenizing the prompt");
-    if (n == 0) return NPL_OK; /* e->feed may still be NULL */
-    if (n > (int64_t)e->n_ctx) return npl_engine_fail(e, NPL_CONTEXT_FULL, "prompt of %lld tokens does not fit the context of %d", (long long)n, e->n_ctx);
-    if (e->n_feed + n > e->feed_cap) {
-        int nc = e->n_feed + (int)n + 64;
-        int32_t *nf = realloc(e->feed, sizeof(int32_t) * (size_t)nc);
-        if (!nf) return npl_engine_fail(e, NPL_ERR_MEMORY, "out of memory");
-        e->feed = nf;
-        e->feed_cap = nc;
-    }
-    if (tokenize(e, text, len, add_special, parse_special, plain, n_plain, e->feed + e->n_feed, n) != n)
-        return tokenizer_failed(e, "tokenizing the prompt");
-    e->n_feed += (int)n;
-    return NPL_OK;
-}
-
-/* Appends the tokens of full->data[start..): the template's text is parsed
- * for special tokens, the messages' text (full->text) never is, and text
- * between special tokens is encoded whole as llama.cpp encodes a rendered
- * template, so a conversation without special-token text in its messages
- * gives the ids of tokenizing the rendering with parse_special. */
-static npl_status feed_rendered(npl_engine *e, const npl_chat_buf *full, size_t start) {
-    npl_tok_span one, *plain = full->n_text ? malloc(sizeof(*plain) * full->n_text) : &one;
-    if (!plain) return npl_engine_fail(e, NPL_ERR_MEMORY, "out of memory");
-    size_t n_plain = 0;
-    for (size_t i = 0; i < full->n_text; i++) {
-        size_t off = full->text[i].off, end = off + full->text[i].len;
-        if (end <= start) continue;
-        if (off < start) off = start;
-        plain[n_plain].off = off - start;
-        plain[n_plain].len = end - off;
-        n_plain++;
-    }
-    npl_status st = feed_text(e, full->data + start, full->len - start, start == 0, 1, plain, n_plain);
-    if (plain != &one) free(plain);
-    return st;
+    return npl_token_to_piece(e->m->tok, id, buf, cap, 1);
 }
 
 static npl_status push_msg(npl_engine *e, const char *role, const char *content) {
@@ -425,19 +320,14 @@ npl_status npl_engine_push_assistant(npl_engine *e, const char *text) { return p
 /* Builds e->feed for a new user turn: renders the conversation, and if the
  * cache holds a prefix of it, tokenizes only the rest. */
 npl_status npl_engine_build_turn(npl_engine *e, const char *user_text, int templated) {
-    e->n_feed = 0;
-    int32_t unfed = e->unfed; /* generated last time, never forwarded */
-    e->unfed = -1;
-    if (unfed >= 0 && e->n_past > 0) {
-        npl_status st = feed_ids(e, &unfed, 1);
-        if (st != NPL_OK) return st;
-    }
+    npl_session *s = e->s;
+    npl_sess_feed_clear(s);
     if (!templated) {
         /* raw text is the caller's own prompt: special-token text in it is
          * meant as tokens, as llama.cpp's raw prompts are */
-        npl_status st = feed_text(e, user_text, strlen(user_text), e->n_past == 0, 1, NULL, 0);
+        npl_status st = npl_sess_feed_text(s, user_text, strlen(user_text), s->n_past == 0, 1, NULL, 0);
         e->fed_valid = 0; /* raw text: no template prefix to match later */
-        return st;
+        return npl_engine_from_session(e, st);
     }
     if (e->n_msgs == 0 && e->p.system_prompt && *e->p.system_prompt) {
         npl_status st = push_msg(e, "system", e->p.system_prompt);
@@ -446,7 +336,7 @@ npl_status npl_engine_build_turn(npl_engine *e, const char *user_text, int templ
     npl_status st = push_msg(e, "user", user_text);
     if (st != NPL_OK) return st;
     npl_chat_buf full = {0};
-    if (npl_chat_render(e->tmpl, e->msgs, e->n_msgs, 1, &full, e->err, sizeof(e->err))) {
+    if (npl_chat_render(e->m->tmpl, e->msgs, e->n_msgs, 1, &full, e->err, sizeof(e->err))) {
         npl_chat_buf_free(&full);
         e->n_msgs--;
         free((char *)e->msgs[e->n_msgs].role);
@@ -454,18 +344,16 @@ npl_status npl_engine_build_turn(npl_engine *e, const char *user_text, int templ
         return npl_engine_fail_from(e, NPL_ERR_ARGUMENT, e->err);
     }
     size_t start = 0;
-    if (e->fed_valid && e->n_past > 0 && e->fed_len <= full.len && !memcmp(full.data, e->fed, e->fed_len)) {
+    if (e->fed_valid && s->n_past > 0 && e->fed_len <= full.len && !memcmp(full.data, e->fed, e->fed_len)) {
         start = e->fed_len; /* the cache already holds this prefix */
-    } else if (e->n_past > 0) {
-        e->n_past = 0; /* history diverged: start over */
-        e->n_feed = 0;
+    } else if (s->n_past > 0) {
+        npl_sess_reset(s); /* history diverged: start over */
         e->fed_len = 0;
-        npl_sampler_reset(e->smp);
     }
-    st = feed_rendered(e, &full, start);
+    st = npl_engine_from_session(e, npl_sess_feed_rendered(s, &full, start));
     if (st == NPL_OK) {
         e->fed_len = start;
-        if (npl_engine_append(&e->fed, &e->fed_len, &e->fed_cap, full.data + start, full.len - start))
+        if (npl_sess_append(&e->fed, &e->fed_len, &e->fed_cap, full.data + start, full.len - start))
             st = npl_engine_fail(e, NPL_ERR_MEMORY, "out of memory");
         e->fed_valid = 1;
     } else {

@@ -2,6 +2,7 @@
 #include "llm/runner.h"
 
 #include <cjson/cJSON.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,15 +15,32 @@
 
 #define MAX_LIMITS 8
 
-struct npl_runner {
+/* What a model's sessions share: the mapping, the hyperparameters, the
+ * kernel choice and one pool, with a FIFO lock so one forward at a time runs
+ * on it (tickets: sessions take turns in the order they asked). */
+struct npl_runner_base {
+    char *gpath;          /* the GGUF (a package's graph file) */
     npl_gguf *f;
     npl_hparams hp;
+    int is_pkg;
+    npl_pool *pool;       /* NULL: opened without one (vocabulary only) */
+    npl_isa isa;
+    int arith;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    unsigned long next_ticket, serving;
+    int lock_init;
+};
+
+struct npl_runner {
+    npl_runner_base *b;
+    int own_base;         /* npl_runner_open: the runner closes it */
     npl_model_graph mg;
     npl_cpu_ctx cc;
     npl_backend be;
-    npl_pool *pool;
     npl_graph_session *sess;
     uint16_t **kv;        /* 2 * n_layer buffers */
+    size_t kv_row;        /* bytes of one position's K (or V) row in one layer */
     int32_t *pos_buf, *rows_buf;
     int buf_cap;
     /* package mode: the graph file's graph, plugin runtime, chunk sizes */
@@ -38,16 +56,42 @@ struct npl_runner {
     int plogits_cap;
 };
 
+static void base_lock(npl_runner_base *b) {
+    pthread_mutex_lock(&b->mu);
+    unsigned long t = b->next_ticket++;
+    while (b->serving != t) pthread_cond_wait(&b->cv, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+}
+
+static void base_unlock(npl_runner_base *b) {
+    pthread_mutex_lock(&b->mu);
+    b->serving++;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
 npl_runner_params npl_runner_default_params(void) {
     npl_runner_params p = {0, 0, -1, 0, NULL, NULL, 0, NPL_ARITH_OURS, 0};
     return p;
+}
+
+void npl_runner_base_close(npl_runner_base *b) {
+    if (!b) return;
+    npl_pool_free(b->pool);
+    npl_gguf_close(b->f);
+    if (b->lock_init) {
+        pthread_cond_destroy(&b->cv);
+        pthread_mutex_destroy(&b->mu);
+    }
+    free(b->gpath);
+    free(b);
 }
 
 void npl_runner_close(npl_runner *r) {
     if (!r) return;
     npl_graph_session_free(r->sess);
     if (r->kv)
-        for (int i = 0; i < 2 * r->hp.n_layer; i++) free(r->kv[i]);
+        for (int i = 0; i < 2 * r->b->hp.n_layer; i++) free(r->kv[i]);
     free(r->kv);
     free(r->pos_buf);
     free(r->rows_buf);
@@ -59,11 +103,9 @@ void npl_runner_close(npl_runner *r) {
     free(r->plogits);
     npl_graph_free(r->mg.g);
     npl_plugin_rt_free(r->rt);
-    npl_pool_free(r->pool);
-    npl_gguf_close(r->f);
+    if (r->own_base) npl_runner_base_close(r->b);
     free(r);
 }
-
 
 /* ---- packages (npullm compile): DIR, DIR/config.json or DIR/model.gguf ---- */
 
@@ -129,7 +171,7 @@ static int open_package(npl_runner *r, const char *graph_path, const npl_runner_
     if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - graph_path), graph_path);
     else snprintf(dir, sizeof dir, ".");
     uint32_t n_ctx = 0;
-    if (npl_gguf_get_u32(r->f, "npullm.package.n_ctx", &n_ctx) || n_ctx == 0) {
+    if (npl_gguf_get_u32(r->b->f, "npullm.package.n_ctx", &n_ctx) || n_ctx == 0) {
         snprintf(err, errlen, "%s: npullm.package.n_ctx: missing or zero", graph_path);
         return -1;
     }
@@ -138,16 +180,16 @@ static int open_package(npl_runner *r, const char *graph_path, const npl_runner_
         return -1;
     }
     /* compiled chunk sizes, and the config's chunk_limits must be among them */
-    int64_t ki = npl_gguf_find_key(r->f, "npullm.package.chunk_limits");
-    if (ki < 0 || npl_gguf_arr_type(r->f, ki) != NPL_GGUF_INT64 || npl_gguf_arr_n(r->f, ki) < 1 ||
-        npl_gguf_arr_n(r->f, ki) > MAX_LIMITS) {
+    int64_t ki = npl_gguf_find_key(r->b->f, "npullm.package.chunk_limits");
+    if (ki < 0 || npl_gguf_arr_type(r->b->f, ki) != NPL_GGUF_INT64 || npl_gguf_arr_n(r->b->f, ki) < 1 ||
+        npl_gguf_arr_n(r->b->f, ki) > MAX_LIMITS) {
         snprintf(err, errlen, "%s: npullm.package.chunk_limits: missing or not 1..%d int64", graph_path, MAX_LIMITS);
         return -1;
     }
-    r->n_limits = (int)npl_gguf_arr_n(r->f, ki);
+    r->n_limits = (int)npl_gguf_arr_n(r->b->f, ki);
     for (int i = 0; i < r->n_limits; i++) {
         int64_t v;
-        memcpy(&v, (const char *)npl_gguf_arr_data(r->f, ki) + 8 * i, 8);
+        memcpy(&v, (const char *)npl_gguf_arr_data(r->b->f, ki) + 8 * i, 8);
         if (v < 1 || v > (int64_t)n_ctx) {
             snprintf(err, errlen, "%s: npullm.package.chunk_limits[%d] = %lld out of range", graph_path, i, (long long)v);
             return -1;
@@ -171,7 +213,7 @@ static int open_package(npl_runner *r, const char *graph_path, const npl_runner_
         if (o < errlen) snprintf(err + o, errlen - o, "])");
         return -1;
     }
-    if (!(r->mg.g = npl_graph_file_load(r->f, err, errlen))) return -1;
+    if (!(r->mg.g = npl_graph_file_load(r->b->f, err, errlen))) return -1;
     r->mg.n_ctx = p->n_ctx > 0 ? p->n_ctx : (int)n_ctx;
     r->mg.tokens = npl_graph_find(r->mg.g, "tokens");
     r->mg.pos = npl_graph_find(r->mg.g, "pos");
@@ -190,20 +232,16 @@ static int open_package(npl_runner *r, const char *graph_path, const npl_runner_
         for (int k = 0; k < nd->n_src; k++)
             if (nd->src[k] == r->mg.out_rows && nd->op != NPL_OP_PLUGIN) r->rows_skip = 0;
     }
-    if (!(r->pool = npl_pool_new(p->n_threads))) {
-        npl_err_memory(err, errlen); /* the pool fails only to allocate */
-        return -1;
-    }
-    /* the accelerator runs on the session's pool: one pool of n_threads in the process */
+    /* the accelerator runs on the model's pool: one pool of n_threads in the process */
     npl_plugin_rt_params pp = {.base_dir = dir, .plugin_dir = p->plugin_dir, .n_threads = p->n_threads,
-                               .providers = p->providers, .n_providers = p->n_providers, .host_pool = r->pool,
+                               .providers = p->providers, .n_providers = p->n_providers, .host_pool = r->b->pool,
                                .profile = p->profile};
     if (!(r->rt = npl_plugin_rt_new(&pp, err, errlen))) return -1;
-    npl_cpu_backend_init(&r->be, &r->cc, p->isa < 0 ? npl_cpu_best_isa() : (npl_isa)p->isa);
-    r->cc.arith = p->arith;
+    npl_cpu_backend_init(&r->be, &r->cc, r->b->isa);
+    r->cc.arith = r->b->arith;
     npl_plugin_backend_init(&r->pb, r->rt, &r->be);
     /* plugin kernels init here: the context binary is mapped and checked now */
-    if (!(r->sess = npl_graph_session_new(r->mg.g, &r->be, r->pool, &r->mg.logits, 1, err, errlen))) {
+    if (!(r->sess = npl_graph_session_new(r->mg.g, &r->be, r->b->pool, &r->mg.logits, 1, err, errlen))) {
         /* name the package's graph file: the session's message names only the node */
         char why[512];
         snprintf(why, sizeof why, "%s", err);
@@ -235,7 +273,8 @@ oom:
     return -1;
 }
 
-npl_runner *npl_runner_open(const char *path, const npl_runner_params *p, char *err, size_t errlen) {
+npl_runner_base *npl_runner_base_open(const char *path, const npl_runner_params *p, int with_pool, char *err,
+                                      size_t errlen) {
     npl_runner_params dp = npl_runner_default_params();
     if (!p) p = &dp;
     if (p->arith < NPL_ARITH_OURS || p->arith > NPL_ARITH_LLAMACPP_NOFA || p->profile < 0 || p->profile > 3) {
@@ -243,8 +282,8 @@ npl_runner *npl_runner_open(const char *path, const npl_runner_params *p, char *
                  p->profile < 0 || p->profile > 3 ? p->profile : p->arith, p->profile < 0 || p->profile > 3 ? 3 : 2);
         return NULL;
     }
-    npl_runner *r = calloc(1, sizeof(*r));
-    if (!r) {
+    npl_runner_base *b = calloc(1, sizeof(*b));
+    if (!b) {
         npl_err_memory(err, errlen);
         return NULL;
     }
@@ -268,36 +307,70 @@ npl_runner *npl_runner_open(const char *path, const npl_runner_params *p, char *
             goto fail;
         }
     }
-    if (!(r->f = npl_gguf_open(gpath, NULL, err, errlen))) goto fail;
-    if (npl_hparams_load(r->f, &r->hp, err, errlen)) goto fail;
-    if (npl_graph_file_present(r->f)) {
-        if (open_package(r, gpath, p, err, errlen)) goto fail;
+    if (pthread_mutex_init(&b->mu, NULL)) goto oom;
+    if (pthread_cond_init(&b->cv, NULL)) {
+        pthread_mutex_destroy(&b->mu);
+        goto oom;
+    }
+    b->lock_init = 1;
+    if (!(b->gpath = strdup(gpath))) goto oom;
+    if (!(b->f = npl_gguf_open(gpath, NULL, err, errlen))) goto fail;
+    if (npl_hparams_load(b->f, &b->hp, err, errlen)) goto fail;
+    b->is_pkg = npl_graph_file_present(b->f);
+    b->isa = p->isa < 0 ? npl_cpu_best_isa() : (npl_isa)p->isa;
+    b->arith = p->arith;
+    if (with_pool && !(b->pool = npl_pool_new(p->n_threads))) goto oom; /* the pool fails only to allocate */
+    return b;
+oom:
+    npl_err_memory(err, errlen);
+fail:
+    npl_runner_base_close(b);
+    return NULL;
+}
+
+npl_runner *npl_runner_new(npl_runner_base *b, const npl_runner_params *p, char *err, size_t errlen) {
+    npl_runner_params dp = npl_runner_default_params();
+    if (!p) p = &dp;
+    if (!b->pool) {
+        npl_errf(err, errlen, NPL_ERR_ARGUMENT, "%s: opened without a thread pool (vocabulary only)", b->gpath);
+        return NULL;
+    }
+    if (p->profile < 0 || p->profile > 3) {
+        npl_errf(err, errlen, NPL_ERR_ARGUMENT, "profile %d is not in 0..3", p->profile);
+        return NULL;
+    }
+    npl_runner *r = calloc(1, sizeof(*r));
+    if (!r) {
+        npl_err_memory(err, errlen);
+        return NULL;
+    }
+    r->b = b;
+    const char *path = b->gpath;
+    if (b->is_pkg) {
+        if (open_package(r, b->gpath, p, err, errlen)) goto fail;
         return r;
     }
-    int n_ctx = p->n_ctx > 0 ? p->n_ctx : (r->hp.n_ctx_train < 4096 ? r->hp.n_ctx_train : 4096);
+    int n_ctx = p->n_ctx > 0 ? p->n_ctx : (b->hp.n_ctx_train < 4096 ? b->hp.n_ctx_train : 4096);
     if (p->n_ctx < 0) {
         npl_errf(err, errlen, NPL_ERR_ARGUMENT, "context length %d must be positive", p->n_ctx);
         goto fail;
     }
     /* refuse a KV cache over budget before allocating anything */
-    size_t row = (size_t)r->hp.head_dim * (size_t)r->hp.n_head_kv * sizeof(uint16_t), per_layer, total;
+    size_t row = (size_t)b->hp.head_dim * (size_t)b->hp.n_head_kv * sizeof(uint16_t), per_layer, total;
     size_t budget = p->kv_budget ? p->kv_budget : ((size_t)4 << 30);
-    if (npl_mul_size(row, (size_t)n_ctx, &per_layer) || npl_mul_size(per_layer, 2 * (size_t)r->hp.n_layer, &total) ||
+    if (npl_mul_size(row, (size_t)n_ctx, &per_layer) || npl_mul_size(per_layer, 2 * (size_t)b->hp.n_layer, &total) ||
         total > budget) {
         npl_errf(err, errlen, NPL_ERR_MEMORY, "%s: context %d: KV cache would need %.1f MiB, over the budget of %.1f MiB", path, n_ctx,
-                 (double)row * n_ctx * 2.0 * r->hp.n_layer / 1048576.0, (double)budget / 1048576.0);
+                 (double)row * n_ctx * 2.0 * b->hp.n_layer / 1048576.0, (double)budget / 1048576.0);
         goto fail;
     }
-    if (npl_model_build(r->f, &r->hp, n_ctx, &r->mg, err, errlen)) goto fail;
-    npl_cpu_backend_init(&r->be, &r->cc, p->isa < 0 ? npl_cpu_best_isa() : (npl_isa)p->isa);
-    r->cc.arith = p->arith;
-    if (!(r->pool = npl_pool_new(p->n_threads))) {
-        npl_err_memory(err, errlen); /* the pool fails only to allocate */
-        goto fail;
-    }
-    if (!(r->sess = npl_graph_session_new(r->mg.g, &r->be, r->pool, &r->mg.logits, 1, err, errlen))) goto fail;
-    if (!(r->kv = calloc(2 * (size_t)r->hp.n_layer, sizeof(uint16_t *)))) goto oom;
-    for (int l = 0; l < r->hp.n_layer; l++) {
+    r->kv_row = row;
+    if (npl_model_build(b->f, &b->hp, n_ctx, &r->mg, err, errlen)) goto fail;
+    npl_cpu_backend_init(&r->be, &r->cc, b->isa);
+    r->cc.arith = b->arith;
+    if (!(r->sess = npl_graph_session_new(r->mg.g, &r->be, b->pool, &r->mg.logits, 1, err, errlen))) goto fail;
+    if (!(r->kv = calloc(2 * (size_t)b->hp.n_layer, sizeof(uint16_t *)))) goto oom;
+    for (int l = 0; l < b->hp.n_layer; l++) {
         char name[32];
         for (int kv = 0; kv < 2; kv++) {
             /* calloc: pages are only touched as positions are written */
@@ -317,11 +390,34 @@ fail:
     return NULL;
 }
 
-const npl_hparams *npl_runner_hparams(const npl_runner *r) { return &r->hp; }
-const npl_gguf *npl_runner_gguf(const npl_runner *r) { return r->f; }
+npl_runner *npl_runner_open(const char *path, const npl_runner_params *p, char *err, size_t errlen) {
+    npl_runner_base *b = npl_runner_base_open(path, p, 1, err, errlen);
+    if (!b) return NULL;
+    npl_runner *r = npl_runner_new(b, p, err, errlen);
+    if (!r) {
+        npl_runner_base_close(b);
+        return NULL;
+    }
+    r->own_base = 1;
+    return r;
+}
+
+const npl_hparams *npl_runner_base_hparams(const npl_runner_base *b) { return &b->hp; }
+const npl_gguf *npl_runner_base_gguf(const npl_runner_base *b) { return b->f; }
+int npl_runner_base_n_threads(const npl_runner_base *b) { return b->pool ? npl_pool_size(b->pool) : 0; }
+const char *npl_runner_base_path(const npl_runner_base *b) { return b->gpath; }
+
+uint16_t *npl_runner_kv(npl_runner *r, int layer, int v, size_t *row_bytes) {
+    if (r->is_pkg || !r->kv || layer < 0 || layer >= r->b->hp.n_layer) return NULL;
+    if (row_bytes) *row_bytes = r->kv_row;
+    return r->kv[2 * layer + (v ? 1 : 0)];
+}
+
+const npl_hparams *npl_runner_hparams(const npl_runner *r) { return &r->b->hp; }
+const npl_gguf *npl_runner_gguf(const npl_runner *r) { return r->b->f; }
 int npl_runner_n_ctx(const npl_runner *r) { return r->mg.n_ctx; }
 const char *npl_runner_isa(const npl_runner *r) { return npl_isa_name(r->cc.isa); }
-int npl_runner_n_threads(const npl_runner *r) { return npl_pool_size(r->pool); }
+int npl_runner_n_threads(const npl_runner *r) { return npl_pool_size(r->b->pool); }
 
 static int grow(npl_runner *r, int n) {
     if (n <= r->buf_cap) return 0;
@@ -341,7 +437,7 @@ static int grow(npl_runner *r, int n) {
  * whose logits are wanted on more than one row runs with every row out. */
 static const float *forward_pkg(npl_runner *r, const int32_t *tokens, const int32_t *pos, int n,
                                 const int32_t *out_rows, int n_out, char *err, size_t errlen) {
-    int V = r->hp.n_vocab, block = r->limits[r->n_limits - 1];
+    int V = r->b->hp.n_vocab, block = r->limits[r->n_limits - 1];
     if (n_out > r->plogits_cap) {
         float *q = realloc(r->plogits, (size_t)n_out * (size_t)V * sizeof(float));
         if (!q) {
@@ -393,8 +489,8 @@ const float *npl_runner_forward_ex(npl_runner *r, const int32_t *tokens, const i
         return NULL;
     }
     for (int i = 0; i < n; i++) {
-        if (tokens[i] < 0 || tokens[i] >= r->hp.n_vocab) {
-            npl_errf(err, errlen, NPL_ERR_ARGUMENT, "forward: token id %d out of range [0, %d)", tokens[i], r->hp.n_vocab);
+        if (tokens[i] < 0 || tokens[i] >= r->b->hp.n_vocab) {
+            npl_errf(err, errlen, NPL_ERR_ARGUMENT, "forward: token id %d out of range [0, %d)", tokens[i], r->b->hp.n_vocab);
             return NULL;
         }
         if (pos[i] >= r->mg.n_ctx) {
@@ -407,11 +503,19 @@ const float *npl_runner_forward_ex(npl_runner *r, const int32_t *tokens, const i
             npl_errf(err, errlen, NPL_ERR_ARGUMENT, "forward: output row %d out of range", out_rows[i]);
             return NULL;
         }
-    if (r->is_pkg) return forward_pkg(r, tokens, pos, n, out_rows, n_out, err, errlen);
+    base_lock(r->b); /* one forward at a time on the model's pool */
+    if (r->is_pkg) {
+        const float *lg = forward_pkg(r, tokens, pos, n, out_rows, n_out, err, errlen);
+        base_unlock(r->b);
+        return lg;
+    }
     npl_shape s = {1, {n, 1, 1, 1}}, so = {1, {n_out, 1, 1, 1}};
-    if (npl_graph_session_set_input_id(r->sess, r->mg.tokens, (void *)tokens, &s) ||
-        npl_graph_session_set_input_id(r->sess, r->mg.pos, (void *)pos, &s) ||
-        npl_graph_session_set_input_id(r->sess, r->mg.out_rows, (void *)out_rows, &so) || npl_graph_session_run(r->sess)) {
+    int rc = npl_graph_session_set_input_id(r->sess, r->mg.tokens, (void *)tokens, &s) ||
+             npl_graph_session_set_input_id(r->sess, r->mg.pos, (void *)pos, &s) ||
+             npl_graph_session_set_input_id(r->sess, r->mg.out_rows, (void *)out_rows, &so) ||
+             npl_graph_session_run(r->sess);
+    base_unlock(r->b);
+    if (rc) {
         snprintf(err, errlen, "%s", npl_graph_session_error(r->sess));
         return NULL;
     }

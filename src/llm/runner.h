@@ -1,6 +1,6 @@
-/* Runner: a loaded model ready to run forwards — the mapped GGUF, the graph,
- * one session, the KV cache (owned once, shared by prefill and decode) and
- * the thread pool. The engine, perplexity, bench and eval-logits sit on it. */
+/* Runner: a model ready to run forwards — the graph, one graph session and
+ * the KV cache (owned once, shared by prefill and decode) over a base that
+ * holds the mapped GGUF and the thread pool, shared by a model's runners. The engine, perplexity, bench and eval-logits sit on it. */
 #ifndef NPL_RUNNER_H
 #define NPL_RUNNER_H
 #include <stddef.h>
@@ -25,10 +25,29 @@ typedef struct {
 } npl_runner_params;
 
 typedef struct npl_runner npl_runner;
+/* What the runners of one model share: the read-only mapping, hyperparameters,
+ * kernel choice (isa, arith of the params) and one thread pool that their
+ * forwards take turns on (a FIFO lock around each forward). Immutable
+ * after open apart from that lock. */
+typedef struct npl_runner_base npl_runner_base;
 
 npl_runner_params npl_runner_default_params(void);
+/* with_pool 0: no pool (vocabulary only: no runners on it). */
+npl_runner_base *npl_runner_base_open(const char *path, const npl_runner_params *p, int with_pool, char *err,
+                                      size_t errlen);
+void npl_runner_base_close(npl_runner_base *b); /* after its runners */
+const npl_hparams *npl_runner_base_hparams(const npl_runner_base *b);
+const npl_gguf *npl_runner_base_gguf(const npl_runner_base *b);
+int npl_runner_base_n_threads(const npl_runner_base *b);
+const char *npl_runner_base_path(const npl_runner_base *b); /* the GGUF it mapped */
+/* A runner on b (n_ctx, kv_budget, profile, plugin_dir, providers of p; the
+ * rest is b's): its graph, session and KV cache. */
+npl_runner *npl_runner_new(npl_runner_base *b, const npl_runner_params *p, char *err, size_t errlen);
+/* base_open + new; the runner owns its base. */
 npl_runner *npl_runner_open(const char *path, const npl_runner_params *p, char *err, size_t errlen);
 void npl_runner_close(npl_runner *r);
+/* Layer's K (v = 0) or V cache, [n_ctx][*row_bytes]; NULL for a package. */
+uint16_t *npl_runner_kv(npl_runner *r, int layer, int v, size_t *row_bytes);
 
 const npl_hparams *npl_runner_hparams(const npl_runner *r);
 const npl_gguf *npl_runner_gguf(const npl_runner *r);

@@ -8,10 +8,16 @@ static const char REPLACEMENT[] = "\xEF\xBF\xBD";
 
 void npl_text_stream_init(npl_text_stream *s, const char *stop) {
     memset(s, 0, sizeof(*s));
-    if (stop && *stop) {
-        s->stop = stop;
-        s->stop_len = strlen(stop);
-    }
+    npl_text_stream_set_stops(s, &stop, 1);
+}
+
+void npl_text_stream_set_stops(npl_text_stream *s, const char *const *stops, int n) {
+    s->n_stop = 0;
+    for (int i = 0; i < n && s->n_stop < NPL_TEXT_STREAM_MAX_STOP; i++)
+        if (stops[i] && *stops[i]) {
+            s->stop[s->n_stop] = stops[i];
+            s->stop_len[s->n_stop++] = strlen(stops[i]);
+        }
 }
 void npl_text_stream_free(npl_text_stream *s) {
     free(s->buf);
@@ -66,22 +72,22 @@ static int char_len(const unsigned char *p, size_t n) {
  * tail that may begin the stop string. */
 static int drain(npl_text_stream *s, int final) {
     size_t i = 0, keep_from = s->len;
-    /* find where the stop string starts (full match) or could start */
-    if (s->stop) {
-        for (size_t k = 0; k < s->len; k++) {
-            size_t m = s->len - k < s->stop_len ? s->len - k : s->stop_len;
-            if (!memcmp(s->buf + k, s->stop, m)) {
-                if (m == s->stop_len) {
-                    s->stopped = 1;
-                    s->len = k; /* drop the stop string and what follows */
-                    keep_from = k;
-                } else if (!final) {
-                    keep_from = k;
-                }
+    /* the earliest complete stop string ends the text; else hold back
+     * from the earliest place one could start */
+    size_t first_partial = s->len;
+    for (size_t k = 0; k < s->len && !s->stopped; k++)
+        for (int j = 0; j < s->n_stop; j++) {
+            size_t m = s->len - k < s->stop_len[j] ? s->len - k : s->stop_len[j];
+            if (memcmp(s->buf + k, s->stop[j], m)) continue;
+            if (m == s->stop_len[j]) {
+                s->stopped = 1;
+                s->len = k; /* drop the stop string and what follows */
+                keep_from = k;
                 break;
             }
+            if (k < first_partial) first_partial = k;
         }
-    }
+    if (!s->stopped && !final && first_partial < keep_from) keep_from = first_partial;
     while (i < keep_from) {
         int cl = char_len((const unsigned char *)s->buf + i, keep_from - i);
         /* wait for the rest, unless the stop string ends the text here */

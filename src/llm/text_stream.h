@@ -6,17 +6,25 @@
 #define NPL_TEXT_STREAM_H
 #include <stddef.h>
 
+#define NPL_TEXT_STREAM_MAX_STOP 8
+
 typedef struct {
     char *buf;          /* pending bytes not yet emitted */
     size_t len, cap;
     char *out;          /* last emitted chunk (owned) */
     size_t out_len, out_cap;
-    const char *stop;   /* NULL = none */
-    size_t stop_len;
-    int stopped;        /* the stop string was seen */
+    const char *stop[NPL_TEXT_STREAM_MAX_STOP]; /* n_stop non-empty strings (not owned) */
+    size_t stop_len[NPL_TEXT_STREAM_MAX_STOP];
+    int n_stop;
+    int stopped;        /* a stop string was seen */
 } npl_text_stream;
 
+/* One stop string (NULL or "" = none). */
 void npl_text_stream_init(npl_text_stream *s, const char *stop);
+/* Replaces the stop strings (empty ones skipped, at most the first
+ * NPL_TEXT_STREAM_MAX_STOP); the strings must outlive their use. Generation
+ * stops at the earliest complete one. */
+void npl_text_stream_set_stops(npl_text_stream *s, const char *const *stops, int n);
 void npl_text_stream_free(npl_text_stream *s);
 void npl_text_stream_reset(npl_text_stream *s);
 /* Feed bytes; afterwards s->out[0..out_len) is what may be shown now.
