@@ -65,6 +65,20 @@ npl_accel_status qnn_graph_execute(npl_accel_graph *g, const npl_accel_buffer *i
             }
             for (uint64_t i = 0; i < b->size / 2; i++) ((uint16_t *)tmp[k])[i] = ((const uint16_t *)b->data)[i] ^ 0x8000u;
             data = tmp[k];
+        } else if (k < n_in && t->dtype == NPL_ACCEL_DT_INT32) {
+            /* Gather rows out of range (a package's padding selects row -1;
+             * the bound is known in the session that built the graph) read
+             * row 0: QNN aborts the execute on them. Rope reads the caller's
+             * positions, not these. */
+            if (!(tmp[k] = malloc(b->size))) {
+                st = FAIL(be, NPL_ACCEL_ERR_NO_MEMORY, "out of memory");
+                break;
+            }
+            const int32_t *src = b->data;
+            int32_t *dst = tmp[k];
+            for (uint64_t i = 0; i < b->size / 4; i++)
+                dst[i] = src[i] < 0 || (t->gather_rows && (uint32_t)src[i] >= t->gather_rows) ? 0 : src[i];
+            data = tmp[k];
         }
         x.v2.clientBuf.data = data;
         x.v2.clientBuf.dataSize = (uint32_t)b->size;

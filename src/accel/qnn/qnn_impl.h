@@ -56,6 +56,7 @@ typedef struct {
     struct npl_accel_graph *graph; /* owner of a non-STATIC tensor */
     int hidden;                    /* an input the adapter fills at execute (Rope's cos / sin) */
     int bits4;                     /* STATIC INT8 per-axis whose values fit 4 bits: QNN's bitwidth-4 encoding */
+    uint32_t gather_rows;          /* an INT32 input of a Gather over this many rows: clamped at execute */
 } qnn_tensor;
 
 /* A Rope node's angles, computed on the host at execute from the bound

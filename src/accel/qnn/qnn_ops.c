@@ -323,9 +323,23 @@ static npl_accel_status lower_gather(qnn_lw *L) {
     if (!st && qnn_lw_t(L, 1)->dtype != NPL_ACCEL_DT_INT32)
         st = qnn_fail(L->be, NPL_ACCEL_ERR_TYPE_MISMATCH, "qnn-htp: node '%s': Gather indices must be INT32", L->nm);
     prm.scalarParam.i32 = (int32_t)ax;
+    /* an F32 Gather passes validation but QNN HTP's finalize cannot create it
+     * ("could not create op: q::Gather", 1002): gather in F16, then Cast */
+    const int f32 = L->cdt == NPL_ACCEL_DT_F32;
+    /* QNN aborts the execute on an index out of range (the packages' padding
+     * rows select row -1): graph-input indices are clamped at execute */
+    qnn_tensor *ix = &L->g->ctx->t[L->n->inputs[1]];
+    if (!st && ix->kind == NPL_ACCEL_APP_WRITE) ix->gather_rows = qnn_lw_t(L, 0)->dims[ax];
+    if (f32) L->cdt = NPL_ACCEL_DT_F16;
     if (!st) st = qnn_in(L, 0, &in[0]);
     if (!st) st = qnn_in(L, 1, &in[1]);
-    return st ? st : qnn_node(L, "", "Gather", in, 2, &L->out, &prm, 1);
+    if (st || !f32) return st ? st : qnn_node(L, "", "Gather", in, 2, &L->out, &prm, 1);
+    Qnn_Tensor_t like = L->out, h;
+    like.v2.dataType = QNN_DATATYPE_FLOAT_16;
+    if ((st = qnn_native(L->g, L->nm, ".f16", &like, L->out.v2.rank, L->out.v2.dimensions, &h)) ||
+        (st = qnn_node(L, ".f16", "Gather", in, 2, &h, &prm, 1)))
+        return st;
+    return qnn_node(L, "", "Cast", &h, 1, &L->out, NULL, 0);
 }
 
 static npl_accel_status lower_slice(qnn_lw *L) {
