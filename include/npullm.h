@@ -161,6 +161,8 @@ NPL_API npl_status npl_engine_stats(const npl_engine *e, npl_stats *out);
  * calls); NPL_OK and "" while none has. */
 NPL_API const char *npl_engine_last_error(const npl_engine *e);
 NPL_API npl_status npl_engine_last_status(const npl_engine *e);
+/* npl_model_notice of the engine's model: "" or one line to show once. */
+NPL_API const char *npl_engine_notice(const npl_engine *e);
 /* "ok", "done", "bad argument", "file error", "out of memory", ... */
 NPL_API const char *npl_status_name(npl_status st);
 
@@ -262,6 +264,10 @@ NPL_API int npl_model_n_threads(const npl_model *m);      /* threads of its pool
 /* The chat template the model's sessions render messages with: "gemma",
  * "chatml", "llama3", "llama2", or "" for none (a base model: raw completion). */
 NPL_API const char *npl_model_chat_template(const npl_model *m);
+/* "" or one line an app should show its user once, e.g. that the model's
+ * tokenizer.chat_template is not one npullm renders and which family it uses
+ * instead. Valid while m is open. */
+NPL_API const char *npl_model_notice(const npl_model *m);
 
 /* A session on m (which must outlive it). NULL on failure with err/status. */
 NPL_API npl_session *npl_session_new(npl_model *m, const npl_session_params *params, npl_status *status,

@@ -141,6 +141,23 @@ static void random_models(const char *data) {
     npl_engine_close(f);
     f = open_with(tmpl_model, NULL, "be brief", 4, err, sizeof err);
     CHECK(f != NULL);
+    if (f) CHECK(npl_engine_notice(f)[0] == 0); /* recognised: nothing to say */
+    npl_engine_close(f);
+
+    /* a template no heuristic recognises: the llama architecture's family
+     * (llama3) renders the turn, and the engine says so in one line */
+    CHECK(with_template(base, tmpl_model, "{% for m in messages %}<<{{ m.content }}>>{% endfor %}") == 0);
+    text_sink e = {0};
+    n = chat_hi(tmpl_model, NULL, &e, &n_raw, &n_l3);
+    printf("model with an unrecognised template: %d prompt tokens\n", n);
+    CHECK_EQ_INT(n, n_l3);
+    f = open_with(tmpl_model, NULL, NULL, 4, err, sizeof err);
+    CHECK(f != NULL);
+    if (f) {
+        const char *note = npl_engine_notice(f);
+        printf("its notice: %s\n", note);
+        CHECK(strstr(note, "tokenizer.chat_template") && strstr(note, "using llama3") && !strchr(note, '\n'));
+    }
     npl_engine_close(f);
     unlink(tmpl_model);
 }

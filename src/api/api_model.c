@@ -117,13 +117,14 @@ npl_model *npl_model_open(const char *path, const npl_model_params *params, npl_
                 *status = npl_err_memory(err, errlen);
                 goto fail;
             }
-            m->tmpl = npl_chat_tmpl_detect(copy, NULL);
+            /* a template npullm does not recognise: the architecture's usual
+             * family, said once through npl_model_notice */
+            npl_chat_tmpl by_arch = m->hp.arch == NPL_ARCH_GEMMA3 || m->hp.arch == NPL_ARCH_GEMMA2 ? NPL_CHAT_TMPL_GEMMA
+                                    : m->hp.arch == NPL_ARCH_LLAMA ? NPL_CHAT_TMPL_LLAMA3
+                                                                   : NPL_CHAT_TMPL_CHATML;
+            m->tmpl = npl_chat_tmpl_choose(copy, by_arch, m->notice, sizeof m->notice);
             free(copy);
         }
-        if (m->tmpl == NPL_CHAT_TMPL_UNKNOWN)
-            m->tmpl = m->hp.arch == NPL_ARCH_GEMMA3 ? NPL_CHAT_TMPL_GEMMA
-                      : m->hp.arch == NPL_ARCH_LLAMA ? NPL_CHAT_TMPL_LLAMA3
-                                                     : NPL_CHAT_TMPL_CHATML;
     }
     *status = NPL_OK;
     return m;
@@ -145,6 +146,7 @@ const char *npl_model_arch(const npl_model *m) { return m ? m->hp.arch_name : ""
 int npl_model_n_vocab(const npl_model *m) { return m ? m->hp.n_vocab : 0; }
 int npl_model_n_ctx_train(const npl_model *m) { return m ? m->hp.n_ctx_train : 0; }
 int npl_model_n_threads(const npl_model *m) { return m && m->base ? npl_runner_base_n_threads(m->base) : 0; }
+const char *npl_model_notice(const npl_model *m) { return m ? m->notice : ""; }
 const char *npl_model_chat_template(const npl_model *m) {
     return m && m->tmpl != NPL_CHAT_TMPL_UNKNOWN ? npl_chat_tmpl_name(m->tmpl) : "";
 }

@@ -56,6 +56,7 @@ npl_status npl_engine_from_session(npl_engine *e, npl_status st) {
 
 const char *npl_engine_last_error(const npl_engine *e) { return e ? e->err : "no engine"; }
 npl_status npl_engine_last_status(const npl_engine *e) { return e ? e->status : NPL_ERR_ARGUMENT; }
+const char *npl_engine_notice(const npl_engine *e) { return e ? npl_model_notice(e->m) : ""; }
 
 const char *npl_status_name(npl_status st) {
     switch (st) {

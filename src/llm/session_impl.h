@@ -27,6 +27,7 @@ struct npl_model {
     npl_hparams hp;
     npl_tokenizer *tok;     /* NULL: a model without vocabulary (runs on ids) */
     npl_chat_tmpl tmpl;     /* UNKNOWN: none, prompts completed raw */
+    char notice[256];       /* "" or one line for the app to show once (npl_model_notice) */
     uint64_t digest;        /* of the metadata and tensor table (session files) */
 };
 

@@ -70,6 +70,7 @@ int npl_cmd_run(int argc, char **argv) {
     npl_engine *e = npl_engine_open(ra.model_path, &p, err, sizeof(err));
     run_flags_free(&ra);
     if (!e) { fprintf(stderr, "npullm run: %s\n", err); free(text); return 1; }
+    if (*npl_engine_notice(e)) fprintf(stderr, "npullm run: note: %s\n", npl_engine_notice(e));
     active = e;
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
