@@ -1,5 +1,6 @@
 """Helpers for the npullm serve tests: start the server, find its port, run
-`npullm run` for reference answers, stop it and read its memory."""
+`npullm run` (or the C API through python/npullm) for reference answers, stop
+it and read its memory."""
 import os
 import re
 import subprocess
@@ -67,6 +68,14 @@ class Server:
                     return int(line.split()[1])
         return -1
 
+    def status_kib(self, field):
+        """A field of /proc/PID/status in KiB (VmRSS, RssFile, RssAnon), -1 if absent."""
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+        return -1
+
     def alive(self):
         return self.proc.poll() is None
 
@@ -92,3 +101,20 @@ def run_reference(prompt, n, model=MODEL, extra=(), cli=CLI):
     out = r.stdout[:-1] if r.stdout.endswith("\n") else r.stdout  # run ends the answer with a newline
     m = re.search(r"\[prompt (\d+) tok.*decode (\d+) tok", r.stderr)
     return out, (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def api_reference(model_path, messages, n):
+    """The greedy answer to a whole conversation through the C API (python/npullm's
+    ctypes binding over $NPULLM_LIBRARY, build/libnpullm.so by default) on a fresh
+    session, and its prompt token count."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+    os.environ.setdefault("NPULLM_LIBRARY", os.path.join(os.path.dirname(CLI), "libnpullm.so"))
+    import npullm
+    with npullm.Model(model_path, n_threads=1) as m:
+        s = m.session(n_ctx=512)
+        try:
+            text = s.chat(messages, max_tokens=n, temperature=0)
+            st = s.stats()
+        finally:
+            s.close()
+    return text, st["prompt_tokens"] + st["reused_tokens"], st["decode_tokens"]

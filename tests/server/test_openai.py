@@ -1,7 +1,12 @@
 """npullm serve through the official openai client (PyPI `openai`, pinned in
 scripts/requirements.txt): models, chat (streamed and not), completions;
 greedy answers and token counts equal `npullm run`'s on the same prompt, and
-a seeded sampled answer equals `npullm run --seed` with the same settings.
+a seeded sampled answer equals `npullm run --seed` with the same settings;
+a multi-turn conversation (earlier assistant turns; a system message when the
+model has a chat template) gets the C API's greedy answer to the same
+messages on a fresh session, twice (the second time the slot's KV cache holds
+most of it: the usage still counts the whole prompt); with --parallel 2 the
+weights are mapped once (RssFile about one model file).
 Gemma 3 270M (a base model: its chat turn is the raw prompt) always; the
 Qwen2.5 chat model (chatml template from its metadata) when it is installed."""
 import os
@@ -10,14 +15,34 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import openai  # noqa: E402
 
-from serverlib import CHAT_MODEL, MODEL, Server, check, finish, run_reference  # noqa: E402
+from serverlib import CHAT_MODEL, MODEL, Server, api_reference, check, finish, run_reference  # noqa: E402
 
 KEY = "test-key-123"
 PROMPT = "The capital of France is"
 N = 12
 
 
-def chat_checks(srv, model_path, prompt, n):
+def multi_turn_checks(client, model_id, model_path, conv, n):
+    """conv through the server (not streamed, then streamed) vs the C API on a fresh session."""
+    ref, ref_prompt, ref_decode = api_reference(model_path, conv, n)
+    print(f"{model_id}: the C API answers the {len(conv)}-message conversation {ref!r} "
+          f"({ref_prompt} prompt tokens)", flush=True)
+    check(len(ref) > 0, "the C API gave an answer to the conversation")
+    r = client.chat.completions.create(model=model_id, messages=conv, max_tokens=n, temperature=0)
+    got = r.choices[0].message.content
+    check(got == ref, f"multi-turn chat equals the C API: {got!r} vs {ref!r}")
+    check((r.usage.prompt_tokens, r.usage.completion_tokens) == (ref_prompt, ref_decode),
+          f"multi-turn usage {(r.usage.prompt_tokens, r.usage.completion_tokens)} vs {(ref_prompt, ref_decode)}")
+    chunks = list(client.chat.completions.create(model=model_id, messages=conv, max_tokens=n, temperature=0,
+                                                 stream=True, stream_options={"include_usage": True}))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    check(text == ref, f"multi-turn chat again (streamed, KV rows reused) equals the C API: {text!r} vs {ref!r}")
+    usage = [c.usage for c in chunks if c.usage]
+    check(len(usage) == 1 and usage[0].prompt_tokens == ref_prompt,
+          f"the repeated conversation's usage counts the whole prompt ({ref_prompt}): {usage}")
+
+
+def chat_checks(srv, model_path, prompt, n, conv_tail, system=None):
     client = openai.OpenAI(base_url=srv.url + "/v1", api_key=KEY, max_retries=0, timeout=300)
     model_id = os.path.basename(model_path)
     ref, ref_counts = run_reference(prompt, n, model=model_path, extra=["--temp", "0"])
@@ -53,13 +78,27 @@ def chat_checks(srv, model_path, prompt, n):
     check(len(usage) == 1 and ref_counts is not None and
           (usage[0].prompt_tokens, usage[0].completion_tokens) == ref_counts,
           f"include_usage: one usage chunk with run's counts: {usage}")
+
+    conv = ([{"role": "system", "content": system}] if system else []) + [
+        {"role": "user", "content": prompt}, {"role": "assistant", "content": ref},
+        {"role": "user", "content": conv_tail}]
+    multi_turn_checks(client, model_id, model_path, conv, n)
     return client, model_id, ref
 
 
 def main():
     srv = Server("-c", "512", "-t", "1", "--parallel", "2", "--api-key", KEY)
     try:
-        client, model_id, ref = chat_checks(srv, MODEL, PROMPT, N)
+        # a base model (no chat template): the turns are completed one after another as raw text
+        client, model_id, ref = chat_checks(srv, MODEL, PROMPT, N, "\nThe capital of Italy is")
+
+        # two sessions, one copy of the weights: the file is mapped once, by the model
+        size_kib = os.path.getsize(MODEL) // 1024
+        rss_file = srv.status_kib("RssFile")
+        print(f"--parallel 2: RssFile {rss_file} KiB, VmRSS {srv.status_kib('VmRSS')} KiB, model file {size_kib} KiB",
+              flush=True)
+        check(0.5 * size_kib < rss_file < 1.5 * size_kib,
+              f"--parallel 2 maps the weights once: RssFile {rss_file} KiB within 0.5-1.5 x the model's {size_kib} KiB")
 
         # completions: raw text, run --raw's answer
         raw, raw_counts = run_reference(PROMPT, N, extra=["--temp", "0", "--raw"])
@@ -114,7 +153,8 @@ def main():
     if os.path.exists(CHAT_MODEL):  # a model with a chat template: the server renders it as run does
         srv = Server("-c", "512", "-t", "1", "--api-key", KEY, model=CHAT_MODEL)
         try:
-            chat_checks(srv, CHAT_MODEL, "What is the capital of France?", 8)
+            chat_checks(srv, CHAT_MODEL, "What is the capital of France?", 8, "And of Italy?",
+                        system="You are a geography tutor. Answer in one sentence.")
         finally:
             check(srv.stop() == 0, "serve (chat model) exits 0")
     else:

@@ -1,9 +1,9 @@
-/* npullm serve: an OpenAI-compatible HTTP server (see serve.h). */
+/* npullm serve: an OpenAI-compatible HTTP server (see serve.h). The model is
+ * opened once here; every slot is a session on it. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli_util.h"
 #include "commands.h"
@@ -15,10 +15,12 @@ static const char *USAGE =
     "  -m, --model MODEL     a .gguf file (default: as npullm run)\n"
     "  --host HOST           address to listen on (default 127.0.0.1, loopback only)\n"
     "  --port N              port (default 8080; 0 = any free port, printed at start)\n"
-    "  -np, --parallel N     requests served at once, one session each (default 1)\n"
+    "  -np, --parallel N     requests served at once, one session each on the one copy of\n"
+    "                        the weights (default 1)\n"
     "  --queue N             requests that may wait for a session (default 16); more get 503\n"
     "  -c, --ctx-size N      context per session (default and 0: the model's, capped at 4096)\n"
-    "  -t, --threads N       threads per session (default: the cores / N sessions, at least 1)\n"
+    "  -t, --threads N       threads of the model's pool, which the sessions take turns on\n"
+    "                        (default: one per core)\n"
     "  --api-key KEY         require 'Authorization: Bearer KEY' (all endpoints but /health)\n"
     "  -a, --alias NAME      the model id /v1/models lists (default: the file name)\n"
     "  -n, --n-predict N     max_tokens of a chat request that gives none (default -1: until EOS\n"
@@ -47,20 +49,10 @@ static int is_loopback(const char *h) {
 }
 
 /* The context when -c is 0: the model's, capped at 4096 (as the library does). */
-static int resolve_ctx(const char *path, int *n_ctx) {
-    if (*n_ctx > 0) return 0;
-    npl_model_params mp = npl_model_default_params();
-    mp.vocab_only = 1;
-    char err[512];
-    npl_model *m = npl_model_open(path, &mp, NULL, err, sizeof err);
-    if (!m) {
-        fprintf(stderr, "npullm serve: %s\n", err);
-        return -1;
-    }
+static int resolve_ctx(const npl_model *m, int n_ctx) {
+    if (n_ctx > 0) return n_ctx;
     int t = npl_model_n_ctx_train(m);
-    npl_model_close(m);
-    *n_ctx = t > 0 && t < 4096 ? t : 4096;
-    return 0;
+    return t > 0 && t < 4096 ? t : 4096;
 }
 
 static const char *base_name(const char *p) {
@@ -79,7 +71,9 @@ int npl_cmd_serve(int argc, char **argv) {
     c.max_body = 1 << 20;
     c.timeout_s = 30;
     c.max_connections = 64;
-    npl_engine_params p = npl_engine_default_params();
+    npl_engine_params p = npl_engine_default_params(); /* the sampling defaults */
+    npl_model_params mp = npl_model_default_params();
+    npl_session_params sp = npl_session_default_params();
     c.defaults.smp = (srv_sampling){.temperature = p.temperature, .top_p = p.top_p, .min_p = p.min_p, .top_k = p.top_k,
                                     .presence_penalty = p.presence_penalty, .frequency_penalty = p.frequency_penalty};
     c.defaults.max_tokens = -1;
@@ -100,12 +94,12 @@ int npl_cmd_serve(int argc, char **argv) {
         else if (!strcmp(a, "--host")) c.host = v;
         else if (!strcmp(a, "--api-key")) c.api_key = v;
         else if (!strcmp(a, "-a")) c.model_id = v;
-        else if (!strcmp(a, "--chat-template")) p.chat_template = v;
+        else if (!strcmp(a, "--chat-template")) mp.chat_template = v;
         else if (!strcmp(a, "-v")) c.verbose = 1;
         else if (!strcmp(a, "--port")) bad = cli_int(cmd, a, v, 0, 65535, &iv), c.port = (int)iv;
         else if (!strcmp(a, "--parallel")) bad = cli_int(cmd, a, v, 1, 64, &iv), c.n_parallel = (int)iv;
         else if (!strcmp(a, "--queue")) bad = cli_int(cmd, a, v, 0, 4096, &iv), c.max_queue = (int)iv;
-        else if (!strcmp(a, "-c")) bad = cli_int(cmd, a, v, 0, 1 << 20, &iv), p.n_ctx = (int)iv;
+        else if (!strcmp(a, "-c")) bad = cli_int(cmd, a, v, 0, 1 << 20, &iv), sp.n_ctx = (int)iv;
         else if (!strcmp(a, "-t")) bad = cli_int(cmd, a, v, -1, 256, &iv), threads = iv < 0 ? 0 : (int)iv;
         else if (!strcmp(a, "-n")) bad = cli_int(cmd, a, v, -1, 1 << 20, &iv), c.defaults.max_tokens = (int)iv;
         else if (!strcmp(a, "--temp")) bad = cli_float(cmd, a, v, 0, 2, &fv), c.defaults.smp.temperature = (float)fv;
@@ -121,19 +115,24 @@ int npl_cmd_serve(int argc, char **argv) {
     if (!model && !(model = cli_default_model()))
         return cli_missing(cmd, "-m MODEL (no default model: run scripts/setup.sh)");
     if (!c.model_id) c.model_id = base_name(model);
-    if (resolve_ctx(model, &p.n_ctx)) return 1;
-    if (!threads) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = cores > c.n_parallel ? (int)(cores / c.n_parallel) : 1;
+    mp.n_threads = threads;
+    char err[512];
+    npl_model *m = npl_model_open(model, &mp, NULL, err, sizeof err);
+    if (!m) {
+        fprintf(stderr, "npullm serve: %s\n", err);
+        return 1;
     }
-    p.n_threads = threads;
-    c.defaults.n_ctx = p.n_ctx;
-    if (c.defaults.max_tokens > p.n_ctx) {
-        fprintf(stderr, "npullm serve: -n %d: more than the context of %d\n", c.defaults.max_tokens, p.n_ctx);
+    const char *note = npl_model_notice(m);
+    if (note && *note) fprintf(stderr, "npullm serve: note: %s\n", note);
+    sp.n_ctx = resolve_ctx(m, sp.n_ctx);
+    c.defaults.n_ctx = sp.n_ctx;
+    if (c.defaults.max_tokens > sp.n_ctx) {
+        fprintf(stderr, "npullm serve: -n %d: more than the context of %d\n", c.defaults.max_tokens, sp.n_ctx);
+        npl_model_close(m);
         return 2;
     }
-    c.slot.model_path = model;
-    c.slot.base = p;
+    c.slot.model = m;
+    c.slot.sp = sp;
     if (!is_loopback(c.host) && !c.api_key)
         fprintf(stderr, "npullm serve: warning: listening on %s without --api-key: anyone who reaches it may use it\n",
                 c.host);
@@ -145,19 +144,21 @@ int npl_cmd_serve(int argc, char **argv) {
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
-    char err[512];
     srv_server *s = srv_start(&c, err, sizeof err);
     if (!s) {
         fprintf(stderr, "npullm serve: %s\n", err);
+        npl_model_close(m);
         return 1;
     }
-    fprintf(stderr, "npullm serve: listening on http://%s:%d (model %s, %d session%s, context %d, %d thread%s each)\n",
-            c.host, srv_port(s), c.model_id, c.n_parallel, c.n_parallel > 1 ? "s" : "", p.n_ctx, threads,
-            threads > 1 ? "s" : "");
+    const int nt = npl_model_n_threads(m);
+    fprintf(stderr,
+            "npullm serve: listening on http://%s:%d (model %s, %d session%s, context %d, one pool of %d thread%s)\n",
+            c.host, srv_port(s), c.model_id, c.n_parallel, c.n_parallel > 1 ? "s" : "", sp.n_ctx, nt, nt > 1 ? "s" : "");
     fflush(stderr);
     int sig = 0;
     sigwait(&set, &sig);
     fprintf(stderr, "npullm serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     srv_stop(s);
+    npl_model_close(m);
     return 0;
 }

@@ -2,7 +2,7 @@
  *
  *   serve_request.c  request bodies (JSON) -> srv_request, with OpenAI's error fields
  *   serve_json.c     response bodies: completions, chunks, models, errors
- *   serve_gen.c      one slot: a request run on the model (stop strings, max_tokens, usage)
+ *   serve_gen.c      one slot: an npl_session on the shared npl_model runs one request at a time
  *   serve_http.c     libmicrohttpd: routing, auth, body limits, SSE, the job queue, workers
  *   cmd_serve.c      flags, start, stop on SIGINT/SIGTERM
  *
@@ -99,12 +99,16 @@ char *srv_json_response(srv_kind kind, const srv_resp_meta *m, const char *text,
 char *srv_sse_chunk(srv_kind kind, const srv_resp_meta *m, int role, const char *text, size_t len,
                     const char *finish_reason, const srv_usage *u);
 
-/* ---- a slot: one request at a time on the model (serve_gen.c) ---- */
+/* ---- a slot: one request at a time on the model (serve_gen.c) ----
+ * Every slot is an npl_session of one npl_model (the weights mapped once, one
+ * thread pool the sessions take turns on); a session keeps its KV cache
+ * between requests, so a request that repeats an earlier conversation (or its
+ * system prompt) prefills only what is new. */
 typedef struct srv_slot srv_slot;
 
 typedef struct {
-    const char *model_path;
-    npl_engine_params base; /* n_ctx, threads, template, kernels... of every slot */
+    npl_model *model;       /* opened by the caller, closed after srv_stop */
+    npl_session_params sp;  /* n_ctx (resolved, > 0), chunk limits... of every slot */
 } srv_slot_config;
 
 /* Receives generated text in order, and once text NULL when the prompt is
@@ -119,9 +123,10 @@ int srv_slot_n_ctx(const srv_slot *s);
 /* Asks a running generation to stop (any thread). */
 void srv_slot_cancel(srv_slot *s);
 /* Runs r; text goes to sink (stop strings already cut, never split inside a
- * UTF-8 character). 0 with *u filled (finish "stop" or "length"), 1 when
- * cancelled, -1 with *err (400 for a prompt the context cannot hold, 500
- * otherwise). */
+ * UTF-8 character). 0 with *u filled (finish "stop" or "length";
+ * prompt_tokens counts the whole prompt, reused KV rows included), 1 when
+ * cancelled, -1 with *err (400 for a prompt the context cannot hold or
+ * messages the model's template refuses, 500 otherwise). */
 int srv_slot_run(srv_slot *s, const srv_request *r, srv_sink_fn sink, srv_cancel_fn cancelled, void *user,
                  srv_usage *u, srv_error *err);
 
