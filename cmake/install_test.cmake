@@ -29,7 +29,9 @@ if(NOT rc EQUAL 0)
 endif()
 message("pkg-config --cflags --libs npullm: ${flags}")
 separate_arguments(flag_list UNIX_COMMAND "${flags}")
-execute_process(COMMAND ${CC} -std=c11 -Wall -Werror ${SRC}/examples/simple_chat.c -o ${prefix}/simple_chat ${flag_list}
+# EXTRA_FLAGS: a sanitizer build's library needs its runtime in the program too
+separate_arguments(extra_list UNIX_COMMAND "${EXTRA_FLAGS}")
+execute_process(COMMAND ${CC} -std=c11 -Wall -Werror ${extra_list} ${SRC}/examples/simple_chat.c -o ${prefix}/simple_chat ${flag_list}
                 RESULT_VARIABLE rc ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "building simple_chat against the installed tree failed: ${err}")

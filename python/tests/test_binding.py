@@ -37,8 +37,11 @@ m = npullm.Model(model_path, n_threads=2)
 check(m.arch == "gemma3" and m.chat_template == "", "model facts")
 a, b = m.session(n_ctx=256), m.session(n_ctx=256)
 text = a.complete(prompt, max_tokens=24, temperature=0)
+# a sanitizer build preloads the ASan runtime into python (tests/CMakeLists.txt);
+# the CLI has its own linked in and must not get a second one
+cli_env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
 run = subprocess.run([cli, "run", "-m", model_path, "-p", prompt, "-n", "24", "--temp", "0", "-t", "2"],
-                     capture_output=True, check=True).stdout.decode()
+                     capture_output=True, check=True, env=cli_env).stdout.decode()
 print("complete:", repr(text))
 check(run == text + "\n", "npullm run printed %r" % run)
 st = a.stats()
