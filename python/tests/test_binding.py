@@ -38,8 +38,10 @@ check(m.arch == "gemma3" and m.chat_template == "", "model facts")
 a, b = m.session(n_ctx=256), m.session(n_ctx=256)
 text = a.complete(prompt, max_tokens=24, temperature=0)
 # a sanitizer build preloads the ASan runtime into python (tests/CMakeLists.txt);
-# the CLI has its own linked in and must not get a second one
+# the CLI has its own linked in and must not get a second one, and keeps leak checks
 cli_env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+if "NPL_CHILD_ASAN_OPTIONS" in cli_env:
+    cli_env["ASAN_OPTIONS"] = cli_env["NPL_CHILD_ASAN_OPTIONS"]
 run = subprocess.run([cli, "run", "-m", model_path, "-p", prompt, "-n", "24", "--temp", "0", "-t", "2"],
                      capture_output=True, check=True, env=cli_env).stdout.decode()
 print("complete:", repr(text))

@@ -31,13 +31,24 @@ def finish(name):
     print(f"{name}: all checks passed", flush=True)
 
 
+def child_env(env=None):
+    """env (default ours) for an npullm process: a sanitizer build preloads the
+    ASan runtime into python (tests/CMakeLists.txt), which the CLI must not get
+    (its own is linked in), and gives the CLI its own ASAN_OPTIONS."""
+    env = dict(os.environ if env is None else env)
+    env.pop("LD_PRELOAD", None)
+    if "NPL_CHILD_ASAN_OPTIONS" in env:
+        env["ASAN_OPTIONS"] = env["NPL_CHILD_ASAN_OPTIONS"]
+    return env
+
+
 class Server:
     """`npullm serve` on a free loopback port; stderr is kept in self.log."""
 
     def __init__(self, *args, model=MODEL, cli=CLI, env=None):
         cmd = [cli, "serve", "-m", model, "--port", "0", *args]
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-                                     env=env)
+                                     env=child_env(env))
         self.log = []
         self.port = None
         deadline = time.time() + 120
@@ -95,7 +106,7 @@ class Server:
 def run_reference(prompt, n, model=MODEL, extra=(), cli=CLI):
     """`npullm run`'s answer and its stats line (prompt / decode tokens)."""
     cmd = [cli, "run", "-m", model, "-p", prompt, "-n", str(n), "-c", "512", "-t", "1", *extra]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=child_env())
     if r.returncode != 0:
         raise RuntimeError(f"{cmd} failed: {r.stderr}")
     out = r.stdout[:-1] if r.stdout.endswith("\n") else r.stdout  # run ends the answer with a newline
