@@ -123,6 +123,28 @@ int npl_mb_attention(npl_mb *b, int il, int x, const npl_mb_attn *a) {
     return npl_matmul(g, a->wo, o);
 }
 
+int npl_mb_gemma_layer(npl_mb *b, int il, int x, const npl_mb_attn *a) {
+    const npl_hparams *hp = b->hp;
+    npl_graph *g = b->g;
+    int64_t E = hp->n_embd, F = hp->n_ff;
+    int attn_norm = npl_mb_weight(b, 1, E, 1, 0, "blk.%d.attn_norm.weight", il);
+    int attn_post = npl_mb_weight(b, 1, E, 1, 0, "blk.%d.post_attention_norm.weight", il);
+    int cur = npl_rms_norm(g, x, attn_norm, hp->norm_eps);
+    cur = npl_mb_attention(b, il, cur, a);
+    cur = npl_rms_norm(g, cur, attn_post, hp->norm_eps);
+    x = npl_add(g, cur, x);
+
+    int ffn_norm = npl_mb_weight(b, 1, E, 1, 0, "blk.%d.ffn_norm.weight", il);
+    int ffn_post = npl_mb_weight(b, 1, E, 1, 0, "blk.%d.post_ffw_norm.weight", il);
+    cur = npl_rms_norm(g, x, ffn_norm, hp->norm_eps);
+    cur = npl_mb_ffn(b, cur, npl_mb_weight(b, 2, E, F, 0, "blk.%d.ffn_gate.weight", il),
+                     npl_mb_weight(b, 2, E, F, 0, "blk.%d.ffn_up.weight", il),
+                     npl_mb_weight(b, 2, F, E, 0, "blk.%d.ffn_down.weight", il), 1);
+    cur = npl_rms_norm(g, cur, ffn_post, hp->norm_eps);
+    x = npl_add(g, cur, x);
+    return x;
+}
+
 int npl_mb_ffn(npl_mb *b, int x, int gate, int up, int down, int gelu) {
     int gt = npl_matmul(b->g, gate, x), u = npl_matmul(b->g, up, x);
     int h = gelu ? npl_geglu(b->g, gt, u) : npl_swiglu(b->g, gt, u);

@@ -9,7 +9,7 @@
 int npl_build_gemma2(npl_mb *b, npl_model_graph *out) {
     const npl_hparams *hp = b->hp;
     npl_graph *g = b->g;
-    int64_t E = hp->n_embd, hd = hp->head_dim, F = hp->n_ff;
+    int64_t E = hp->n_embd, hd = hp->head_dim;
     int emb = npl_mb_weight(b, 2, E, hp->n_vocab, 0, "token_embd.weight", 0);
     int x = npl_get_rows(g, emb, b->tokens); /* [E, seq] */
     x = npl_scale(g, x, hp->embd_scale);
@@ -27,21 +27,7 @@ int npl_build_gemma2(npl_mb *b, npl_model_graph *out) {
             .window = swa ? hp->n_swa : 0,
             .prescale_q = 1,
         };
-        int attn_norm = npl_mb_weight(b, 1, E, 1, 0, "blk.%d.attn_norm.weight", il);
-        int attn_post = npl_mb_weight(b, 1, E, 1, 0, "blk.%d.post_attention_norm.weight", il);
-        int cur = npl_rms_norm(g, x, attn_norm, hp->norm_eps);
-        cur = npl_mb_attention(b, il, cur, &a);
-        cur = npl_rms_norm(g, cur, attn_post, hp->norm_eps);
-        x = npl_add(g, cur, x);
-
-        int ffn_norm = npl_mb_weight(b, 1, E, 1, 0, "blk.%d.ffn_norm.weight", il);
-        int ffn_post = npl_mb_weight(b, 1, E, 1, 0, "blk.%d.post_ffw_norm.weight", il);
-        cur = npl_rms_norm(g, x, ffn_norm, hp->norm_eps);
-        cur = npl_mb_ffn(b, cur, npl_mb_weight(b, 2, E, F, 0, "blk.%d.ffn_gate.weight", il),
-                         npl_mb_weight(b, 2, E, F, 0, "blk.%d.ffn_up.weight", il),
-                         npl_mb_weight(b, 2, F, E, 0, "blk.%d.ffn_down.weight", il), 1);
-        cur = npl_rms_norm(g, cur, ffn_post, hp->norm_eps);
-        x = npl_add(g, cur, x);
+        x = npl_mb_gemma_layer(b, il, x, &a);
     }
     return npl_mb_output(b, x, out);
 }

@@ -1,5 +1,7 @@
 /* Llama (and Qwen2, which adds q/k/v biases): pre-norm attention with RoPE,
- * SwiGLU feed-forward, residuals around both. */
+ * SwiGLU feed-forward, residuals around both. SmolLM3 and Mistral 3 are this
+ * graph too (smollm3.c, mistral3.c): hp->nope_step names SmolLM3's layers
+ * without RoPE. */
 #include "models/model.h"
 
 static int build_llama_like(npl_mb *b, npl_model_graph *out, int qk_norm) {
@@ -23,6 +25,7 @@ static int build_llama_like(npl_mb *b, npl_model_graph *out, int qk_norm) {
             .rope_base = hp->rope_base,
             .rope_freq_scale = hp->rope_freq_scale,
             .window = 0,
+            .no_rope = hp->nope_step > 0 && (il + 1) % hp->nope_step == 0, /* smollm3 */
         };
         int cur = npl_rms_norm(g, x, npl_mb_weight(b, 1, E, 1, 0, "blk.%d.attn_norm.weight", il), hp->norm_eps);
         cur = npl_mb_attention(b, il, cur, &a);

@@ -104,6 +104,9 @@ typedef struct {
 } npl_mb_attn;
 int npl_mb_attention(npl_mb *b, int il, int x, const npl_mb_attn *a);
 int npl_mb_ffn(npl_mb *b, int x, int gate, int up, int down, int gelu);
+/* Gemma 2 / 3's layer: norms before and after both attention (a) and the
+ * GeGLU FFN, each added to the residual x. */
+int npl_mb_gemma_layer(npl_mb *b, int il, int x, const npl_mb_attn *a);
 /* The common tail: pick out_rows, final norm, output matrix (tied if absent), softcap. */
 int npl_mb_output(npl_mb *b, int x, npl_model_graph *out);
 
