@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "format/gguf.h"
+#include "format/graph_file.h"
 #include "llm/runner.h"
 #include "models/model.h"
 
@@ -30,43 +31,14 @@ typedef struct {
     const char *expect, *expect2; /* what the error must name */
 } edit;
 
-static int key_is(npl_gguf_str k, const char *s) { return s && k.len == strlen(s) && !memcmp(k.ptr, s, k.len); }
-
-static int copy_kv(npl_gguf_writer *w, const npl_gguf *g, int64_t i, const char *key) {
-    npl_gguf_vtype t = npl_gguf_kv_type(g, i);
-    if (t == NPL_GGUF_STRING) {
-        npl_gguf_str s = npl_gguf_kv_str(g, i);
-        char *v = strndup(s.ptr, s.len);
-        int rc = v ? npl_gguf_writer_set_str(w, key, v) : -1;
-        free(v);
-        return rc;
-    }
-    if (t != NPL_GGUF_ARRAY) return npl_gguf_writer_set_scalar(w, key, t, npl_gguf_kv_data(g, i));
-    npl_gguf_vtype at = npl_gguf_arr_type(g, i);
-    uint64_t n = npl_gguf_arr_n(g, i);
-    if (at != NPL_GGUF_STRING) return npl_gguf_writer_set_arr(w, key, at, npl_gguf_arr_data(g, i), n);
-    char **strs = calloc(n ? n : 1, sizeof(char *));
-    int rc = strs ? 0 : -1;
-    for (uint64_t j = 0; !rc && j < n; j++) {
-        npl_gguf_str s = npl_gguf_arr_str(g, i, j);
-        if (!(strs[j] = strndup(s.ptr ? s.ptr : "", s.len))) rc = -1;
-    }
-    if (!rc) rc = npl_gguf_writer_set_arr_str(w, key, (const char *const *)strs, n);
-    for (uint64_t j = 0; strs && j < n; j++) free(strs[j]);
-    free(strs);
-    return rc;
-}
-
 static int write_variant(const npl_gguf *src, const edit *e, const char *path) {
     npl_gguf_writer *w = npl_gguf_writer_new();
-    int rc = w ? 0 : -1;
-    for (int64_t i = 0; !rc && i < npl_gguf_n_kv(src); i++) {
-        npl_gguf_str k = npl_gguf_key(src, i);
-        if (key_is(k, e->drop_key) || key_is(k, e->set_f32_key)) continue;
-        char key[256];
-        snprintf(key, sizeof(key), "%.*s", (int)k.len, k.ptr);
-        rc = copy_kv(w, src, i, key);
-    }
+    const char *skip[3] = {NULL, NULL, NULL}; /* the keys this edit drops or replaces */
+    int n_skip = 0;
+    if (e->drop_key) skip[n_skip++] = e->drop_key;
+    if (e->set_f32_key) skip[n_skip++] = e->set_f32_key;
+    char err[512] = "";
+    int rc = w ? npl_gguf_copy_kv(w, src, skip, err, sizeof err) : -1;
     if (!rc && e->set_f32_key) rc = npl_gguf_writer_set_f32(w, e->set_f32_key, e->f32);
     float vals[16];
     for (int i = 0; i < 16; i++) vals[i] = e->add_v;
@@ -85,7 +57,6 @@ static int write_variant(const npl_gguf *src, const edit *e, const char *path) {
         }
         rc = npl_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, t->data, size);
     }
-    char err[512] = "";
     if (!rc) rc = npl_gguf_writer_write(w, path, err, sizeof(err));
     if (rc) fprintf(stderr, "%s: cannot write: %s\n", path, err);
     npl_gguf_writer_free(w);
