@@ -22,36 +22,7 @@
 #include "check.h"
 #include "format/gguf.h"
 #include "llm/tokenizer.h"
-
-static const char *data_dir(void) {
-    const char *d = getenv("NPL_TEST_DATA");
-    return d && *d ? d : "data";
-}
-
-static char *read_all(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
-    fclose(f);
-    if (b) { b[n] = '\0'; if (len) *len = (size_t)n; }
-    return b;
-}
-
-static unsigned char *unhex(const char *h, size_t *len) {
-    size_t n = strlen(h) / 2;
-    unsigned char *b = malloc(n + 1);
-    for (size_t i = 0; i < n; i++) {
-        unsigned v;
-        sscanf(h + 2 * i, "%2x", &v);
-        b[i] = (unsigned char)v;
-    }
-    *len = n;
-    return b;
-}
+#include "tokenizer_fixtures.h"
 
 static double now(void) {
     struct timespec ts;

@@ -18,36 +18,7 @@
 #include "check.h"
 #include "format/gguf.h"
 #include "llm/tokenizer.h"
-
-static const char *data_dir(void) {
-    const char *d = getenv("NPL_TEST_DATA");
-    return d && *d ? d : "data";
-}
-
-static char *read_all(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
-    fclose(f);
-    if (b) b[n] = '\0';
-    return b;
-}
-
-static unsigned char *unhex(const char *h, size_t *len) {
-    size_t n = strlen(h) / 2;
-    unsigned char *b = malloc(n + 1);
-    for (size_t i = 0; i < n; i++) {
-        unsigned v;
-        sscanf(h + 2 * i, "%2x", &v);
-        b[i] = (unsigned char)v;
-    }
-    *len = n;
-    return b;
-}
+#include "tokenizer_fixtures.h"
 
 static double cpu_now(void) {
     struct timespec ts;
@@ -196,9 +167,9 @@ int main(void) {
     CHECK(system(cmd) == 0);
 
     snprintf(path, sizeof(path), "%s/tokenizer/pre.json", data_dir());
-    char *js = read_all(path);
+    char *js = read_all(path, NULL);
     snprintf(path, sizeof(path), "%s/tokenizer/corpus.json", data_dir());
-    char *cs = read_all(path);
+    char *cs = read_all(path, NULL);
     CHECK(js && cs);
     cJSON *doc = js ? cJSON_Parse(js) : NULL, *corpus = cs ? cJSON_Parse(cs) : NULL;
     CHECK(doc && corpus);
