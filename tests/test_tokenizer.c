@@ -22,6 +22,8 @@
 #include "check.h"
 #include "format/gguf.h"
 #include "llm/tokenizer.h"
+#include "npullm.h"
+#include "npullm_tokenizer.h"
 #include "tokenizer_fixtures.h"
 
 static double now(void) {
@@ -538,8 +540,16 @@ static void vocab_fixture(const char *name, const char *gguf_path) {
     char *outs = read_all(p, NULL);
     CHECK(t && inp && outs);
     if (!t || !inp || !outs) { fprintf(stderr, "%s: vocab fixture missing\n", name); goto out; }
+    /* npullm tokenize's path: a vocabulary-only open, whatever the
+     * architecture (gpt2, mpt, falcon, ... have no tensors here) */
+    npl_model_params mp = npl_model_default_params();
+    mp.vocab_only = 1;
+    char merr[512];
+    npl_model *mdl = npl_model_open(gguf_path, &mp, NULL, merr, sizeof(merr));
+    CHECK(mdl != NULL);
+    if (!mdl) fprintf(stderr, "%s: vocab_only open: %s\n", name, merr);
     static const char sep[] = "\n__ggml_vocab_test__\n";
-    int n = 0, ok_n = 0;
+    int n = 0, ok_n = 0, api_ok = 0;
     char *in = inp, *line = outs;
     for (char *e; (e = strstr(in, sep)) != NULL; in = e + strlen(sep)) {
         char *nl = strchr(line, '\n');
@@ -558,6 +568,13 @@ static void vocab_fixture(const char *name, const char *gguf_path) {
         }
         ok = ok && k == m;
         CHECK(ok);
+        if (mdl && ids) {
+            int32_t buf[4096];
+            int64_t am = npl_model_tokenize(mdl, in, (size_t)(e - in), 0, 0, buf, 4096);
+            int same = am == m && m <= 4096 && !memcmp(buf, ids, sizeof(int32_t) * (size_t)m);
+            CHECK(same);
+            api_ok += same;
+        }
         if (!ok) {
             fprintf(stderr, "%s: case %d \"%.*s\": llama.cpp %s\n", name, n, (int)(e - in), in, line);
             print_ids("ours    ", ids, ids ? m : 0);
@@ -568,7 +585,9 @@ static void vocab_fixture(const char *name, const char *gguf_path) {
         line = nl + 1;
     }
     CHECK(n >= 30);
-    printf("%s (llama.cpp vocab fixture): %d/%d texts agree\n", name, ok_n, n);
+    printf("%s (llama.cpp vocab fixture): %d/%d texts agree; npl_model_open(vocab_only) %d/%d\n", name, ok_n, n,
+           api_ok, n);
+    npl_model_close(mdl);
 out:
     free(inp);
     free(outs);

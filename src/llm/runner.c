@@ -315,7 +315,14 @@ npl_runner_base *npl_runner_base_open(const char *path, const npl_runner_params 
     b->lock_init = 1;
     if (!(b->gpath = strdup(gpath))) goto oom;
     if (!(b->f = npl_gguf_open(gpath, NULL, err, errlen))) goto fail;
-    if (npl_hparams_load(b->f, &b->hp, err, errlen)) goto fail;
+    /* a vocabulary-only open (npullm tokenize) needs no hyperparameters: the
+     * llama.cpp vocab fixtures name architectures we do not run (gpt2, mpt)
+     * and carry no tensors */
+    if (npl_hparams_load(b->f, &b->hp, err, errlen)) {
+        if (with_pool) goto fail;
+        memset(&b->hp, 0, sizeof b->hp);
+        if (errlen) err[0] = 0;
+    }
     b->is_pkg = npl_graph_file_present(b->f);
     b->isa = p->isa < 0 ? npl_cpu_best_isa() : (npl_isa)p->isa;
     b->arith = p->arith;
