@@ -62,6 +62,7 @@ typedef struct {
     const char *plugin_dir;    /* look for the plugin only here; NULL = next to libnpullm.so / the executable */
     const char *keep_f32;      /* comma list of tensor classes whose activations stay f32 whatever `act`
                                   says (norm_in, qkv, qknorm, rope, attn, o, post, gu, glu, down, other) */
+    const char *soc;           /* the target's device option "soc" (qnn-htp: SM8650, ...); NULL = its default */
 } npl_compile_options;
 
 NPL_API npl_compile_options npl_compile_default_options(void);

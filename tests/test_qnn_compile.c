@@ -30,6 +30,12 @@ int main(void) {
     p.n_threads = 2;
     p.target = "qnn-htp";
     p.plugin_dir = pdir;
+    /* an unknown SoC: one line naming the known ones, nothing written */
+    p.soc = "SM1234";
+    CHECK(npl_compile(model, dir, &p, err, sizeof err) != 0);
+    CHECK(strstr(err, "unknown SoC 'SM1234'") != NULL && strstr(err, "SM8650") != NULL && !strchr(err, '\n'));
+    CHECK(access(dir, F_OK) != 0);
+    p.soc = "SM8650"; /* 8 Gen 3 / v75; the package then runs on x86's default device */
     p.log = fopen(log_path, "w");
     CHECK(p.log != NULL);
     int rc = npl_compile(model, dir, &p, err, sizeof err);
@@ -40,6 +46,7 @@ int main(void) {
     if (f) buf[fread(buf, 1, sizeof buf - 1, f)] = 0, fclose(f);
     remove(log_path);
     CHECK(strstr(buf, "  target     qnn-htp\n") != NULL);
+    CHECK(strstr(buf, "  soc        SM8650\n") != NULL);
     const char *acc = strstr(buf, ": accelerator\n");
     CHECK(acc != NULL);
     CHECK(strstr(buf, "qnn-htp refuses Attention") != NULL); /* named, with the reason */

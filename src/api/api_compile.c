@@ -41,6 +41,7 @@ npl_status npl_compile_model(const char *model_path, const char *out_dir, const 
     if (o->target) p.target = o->target;
     p.plugin_dir = o->plugin_dir;
     p.keep_f32 = o->keep_f32;
+    p.soc = o->soc;
     if (npl_compile(model_path, out_dir, &p, err, errlen)) return npl_status_take(NPL_ERR_FILE);
     return NPL_OK;
 }

@@ -240,6 +240,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     const char *tmp = g->tmp;
     const npl_accel_api *api = NULL;
     npl_accel_backend *abe = NULL;
+    npl_accel_device *dev = NULL; /* the --soc device; NULL = the target's default */
     npl_plugin_rt *rt = NULL;
     npl_pool *pool = NULL; /* one pool for the CPU samples and the target (if it can run on it) */
     char (*refused)[NPL_WHY_LEN] = NULL;
@@ -266,6 +267,11 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         if (!(rt = npl_plugin_rt_new(&rp, err, errlen)) || !(api = npl_plugin_accel_api(rt, p.target, err, errlen)) ||
             !(abe = npl_plugin_accel_backend(rt, api, err, errlen)))
             goto done;
+        npl_accel_option so = {.key = "soc", .value = p.soc};
+        if (p.soc && api->device_create(abe, &so, 1, &dev) != NPL_ACCEL_OK) {
+            snprintf(err, errlen, "--soc: %s", api->last_error(abe));
+            goto done;
+        }
     }
     /* 1. graph + IO samples */
     if (prog(&pg, 0, 0, 2, "model graph")) goto done;
@@ -363,7 +369,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         seg_result *r = &res[si];
         if (!sg->keep) continue;
         npl_accel_context *ctx = NULL;
-        if (api->context_create(abe, NULL, NULL, 0, &ctx) != NPL_ACCEL_OK) {
+        if (api->context_create(abe, dev, NULL, 0, &ctx) != NPL_ACCEL_OK) {
             snprintf(err, errlen, "%s: %s", p.target, api->last_error(abe));
             free(shapes);
             goto done;
@@ -419,7 +425,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
                 free(shapes);
                 goto done;
             }
-            if (api->context_create_from_binary(abe, NULL, NULL, 0, r->bin, r->bin_size, &lc) != NPL_ACCEL_OK) ok = 0;
+            if (api->context_create_from_binary(abe, dev, NULL, 0, r->bin, r->bin_size, &lc) != NPL_ACCEL_OK) ok = 0;
             float *y = NULL;
             for (int c = 0; c < n_cases && ok && !stop; c++) {
                 npl_accel_graph *ag;
@@ -574,6 +580,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         npl_gguf_writer_set_str(w, "npullm.package.precision", npl_act_prec_name(p.act));
         npl_gguf_writer_set_str(w, "npullm.package.weights", npl_weight_prec_name(p.weights));
         npl_gguf_writer_set_str(w, "npullm.package.target", p.target);
+        if (p.soc) npl_gguf_writer_set_str(w, "npullm.package.soc", p.soc);
         if (out_weight >= 0)
             npl_gguf_writer_set_str(w, "npullm.package.output_weights", npl_type_name((npl_type)p.output_weights));
         snprintf(path, sizeof path, "%s/model.gguf", tmp);
@@ -625,6 +632,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         fprintf(o, "  model      %s, %d layers, n_ctx %d, chunk %d, activations %s, weights %s\n", hp.arch_name,
                 hp.n_layer, n_ctx, p.chunk, npl_act_prec_name(p.act), npl_weight_prec_name(p.weights));
         fprintf(o, "  target     %s\n", p.target);
+        if (p.soc) fprintf(o, "  soc        %s\n", p.soc);
         if (f32_classes) fprintf(o, "  keep-f32   %s: these tensor classes stay f32\n", p.keep_f32);
         fprintf(o, "  subgraphs  %d found, %d lowered\n", part.n_segs, n_kept);
         for (int si = 0; si < part.n_segs; si++) {
@@ -671,6 +679,7 @@ done:
     npl_lower_weights_free(wc, n_nodes);
     free(refused);
     npl_partition_free(&part);
+    if (dev) api->device_free(dev);
     npl_plugin_rt_free(rt); /* the target's backend with it */
     npl_pool_free(pool);    /* after the backend that may run on it */
     npl_graph_free(mg.g);

@@ -69,6 +69,7 @@ typedef struct {
     const char *keep_f32;     /* comma list of tensor classes whose activations stay f32 whatever
                                  `act` says (norm_in, qkv, qknorm, rope, attn, o, post, gu, glu,
                                  down, other; see lower.c); NULL: none */
+    const char *soc;          /* the target's device option "soc" (qnn-htp: SM8650 ...); NULL: default */
 } npl_compile_params;
 
 npl_compile_params npl_compile_default_params(void);

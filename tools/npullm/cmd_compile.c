@@ -20,7 +20,7 @@
 static const char *USAGE =
     "usage: npullm compile -m MODEL.gguf -o PKG [--chunk N] [--ctx N] [--act f16|bf16|int16|f32]\n"
     "                      [--weights q4|q8|keep] [--output-weights T] [-t N] [--keep-intermediate] [--force] [--no-check]\n"
-    "                      [--tolerance X] [--target NAME] [--plugin-dir DIR] [--keep-f32 CLASSES]\n"
+    "                      [--tolerance X] [--target NAME] [--soc NAME] [--plugin-dir DIR] [--keep-f32 CLASSES]\n"
     "  --chunk N     prefill graph size (AR-N), default 128; decode uses AR-1\n"
     "  --ctx N       KV cache positions, default the model's capped at 4096\n"
     "  --act P       activation precision inside the accelerator graphs (default f16)\n"
@@ -38,6 +38,8 @@ static const char *USAGE =
     "  --target NAME the accelerator to compile for: the plugin libnpl_accel_NAME.so next to\n"
     "                the npullm executable (or in --plugin-dir); default %s. Ops it refuses\n"
     "                stay on the CPU; the package names it, and running it loads that plugin\n"
+    "  --soc NAME    the target's device (qnn-htp: a Snapdragon SoC such as SM8650); an unknown\n"
+    "                name is refused with the known ones listed\n"
     "  --plugin-dir DIR  look for the target's plugin only in DIR\n";
 
 typedef struct {
@@ -88,7 +90,7 @@ int npl_cmd_compile(int argc, char **argv) {
         {"-m", "--model", 1}, {"-o", "--output", 1}, {"--chunk", NULL, 1}, {"--ctx", "-c|--ctx-size", 1},
         {"-t", "--threads", 1}, {"--act", NULL, 1}, {"--tolerance", NULL, 1}, {"--weights", NULL, 1},
         {"--output-weights", NULL, 1}, {"--keep-f32", NULL, 1}, {"--keep-intermediate", NULL, 0}, {"--force", NULL, 0},
-        {"--no-check", NULL, 0}, {"--target", NULL, 1}, {"--plugin-dir", NULL, 1}, {NULL, NULL, 0}};
+        {"--no-check", NULL, 0}, {"--target", NULL, 1}, {"--soc", NULL, 1}, {"--plugin-dir", NULL, 1}, {NULL, NULL, 0}};
     for (int i = 1; i < argc; i++) {
         const char *a;
         int k = cli_next("compile", OPTS, argc, argv, &i, &a, &v);
@@ -100,6 +102,7 @@ int npl_cmd_compile(int argc, char **argv) {
         else if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "-o")) out = v;
         else if (!strcmp(a, "--target")) p.target = v;
+        else if (!strcmp(a, "--soc")) p.soc = v;
         else if (!strcmp(a, "--plugin-dir")) p.plugin_dir = v;
         else if (!strcmp(a, "--keep-f32")) p.keep_f32 = v;
         else if (!strcmp(a, "--chunk")) { if (cli_int("compile", a, v, 1, 1 << 16, &x)) return 2; p.chunk = (int)x; }
