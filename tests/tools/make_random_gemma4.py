@@ -69,21 +69,7 @@ def build(path, wtype, seed=1, logit_std=6.0):
     w.add_final_logit_softcapping(30.0)
     w.add_vocab_size(N_VOCAB)
     w.add_file_type(ftype)
-    w.add_tokenizer_model(vocab["model"])
-    w.add_tokenizer_pre(vocab["pre"])
-    w.add_token_list(vocab["tokens"])
-    w.add_token_scores(vocab["scores"])
-    w.add_token_types([int(t) for t in vocab["types"]])
-    w.add_bos_token_id(vocab["bos"])
-    w.add_eos_token_id(vocab["eos"])
-    if vocab["unk"] is not None:
-        w.add_unk_token_id(vocab["unk"])
-    if vocab["pad"] is not None:
-        w.add_pad_token_id(vocab["pad"])
-    w.add_add_bos_token(vocab["add_bos"])
-    w.add_add_eos_token(vocab["add_eos"])
-    if vocab["add_space_prefix"] is not None:
-        w.add_add_space_prefix(vocab["add_space_prefix"])
+    mr.add_vocab(w, vocab)
 
     def add_mat(name, a):
         rows, cols = a.shape

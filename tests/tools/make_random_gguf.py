@@ -343,6 +343,30 @@ def llama3_rope_factors(head_dim, base, factor=8.0, orig_ctx=8192,
     return np.array(out, dtype=np.float32)
 
 
+def add_vocab(w, vocab):
+    """the tokenizer.ggml.* keys of a vocabulary from spm_vocab / bpe vocabularies"""
+    w.add_tokenizer_model(vocab["model"])
+    w.add_tokenizer_pre(vocab["pre"])
+    w.add_token_list(vocab["tokens"])
+    if vocab["scores"] is not None:
+        w.add_token_scores(vocab["scores"])
+    w.add_token_types([int(t) for t in vocab["types"]])
+    if vocab["merges"] is not None:
+        w.add_token_merges(vocab["merges"])
+    w.add_bos_token_id(vocab["bos"])
+    w.add_eos_token_id(vocab["eos"])
+    if vocab["unk"] is not None:
+        w.add_unk_token_id(vocab["unk"])
+    if vocab["pad"] is not None:
+        w.add_pad_token_id(vocab["pad"])
+    if vocab.get("eot") is not None:
+        w.add_eot_token_id(vocab["eot"])
+    w.add_add_bos_token(vocab["add_bos"])
+    w.add_add_eos_token(vocab["add_eos"])
+    if vocab["add_space_prefix"] is not None:
+        w.add_add_space_prefix(vocab["add_space_prefix"])
+
+
 def build(path, arch, wtype, n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff,
           n_vocab, ctx, seed, tie=None, logit_std=6.0, eps=1e-6, quiet=False,
           rope_freqs=None, rope_scaling=None, longrope=None):
@@ -427,26 +451,7 @@ def build(path, arch, wtype, n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff,
     w.add_vocab_size(n_vocab)
     w.add_file_type(ftype)
 
-    w.add_tokenizer_model(vocab["model"])
-    w.add_tokenizer_pre(vocab["pre"])
-    w.add_token_list(vocab["tokens"])
-    if vocab["scores"] is not None:
-        w.add_token_scores(vocab["scores"])
-    w.add_token_types([int(t) for t in vocab["types"]])
-    if vocab["merges"] is not None:
-        w.add_token_merges(vocab["merges"])
-    w.add_bos_token_id(vocab["bos"])
-    w.add_eos_token_id(vocab["eos"])
-    if vocab["unk"] is not None:
-        w.add_unk_token_id(vocab["unk"])
-    if vocab["pad"] is not None:
-        w.add_pad_token_id(vocab["pad"])
-    if vocab.get("eot") is not None:
-        w.add_eot_token_id(vocab["eot"])
-    w.add_add_bos_token(vocab["add_bos"])
-    w.add_add_eos_token(vocab["add_eos"])
-    if vocab["add_space_prefix"] is not None:
-        w.add_add_space_prefix(vocab["add_space_prefix"])
+    add_vocab(w, vocab)
 
     def mat(name, rows, cols, std):
         """weight with GGUF shape {cols(ne0), rows(ne1)}, i.e. y = W x with
