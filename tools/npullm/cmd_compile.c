@@ -143,9 +143,11 @@ int npl_cmd_compile(int argc, char **argv) {
     static sig_waiter waiter;
     if (!catch_signals(&waiter)) p.guard = waiter.g;
     char err[1024];
-    if (npl_compile_model(model, out, &p, err, sizeof err) != NPL_OK) {
-        /* stopped by the signal thread: it exits with 128 + signal */
-        while (atomic_load(&waiter.caught)) pause();
+    int rc = npl_compile_model(model, out, &p, err, sizeof err);
+    /* a signal came during the compile (even one that finished): the signal
+     * thread reports it and exits 128 + signal, so main must not exit first */
+    while (atomic_load(&waiter.caught)) pause();
+    if (rc != NPL_OK) {
         fprintf(stderr, "npullm compile: %s\n", err);
         return 1;
     }
