@@ -14,6 +14,7 @@
  *   - save -> load into another session reproduces the next-token logits bit
  *     for bit and the greedy continuation; truncated, corrupted, other-model
  *     and other-context files are refused with the session untouched. */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,7 +230,20 @@ static void test_params(npl_model *m) {
     npl_session_free(s);
 }
 
-static void test_prefix_reuse(npl_model *m) {
+/* exact: the kernels give a row the same bits whatever the batch (plain C,
+ * AVX2, AMX, ARM). The AVX-512 family without AMX does not: its GEMV (the 7
+ * rows prefilled after the cached prefix) and its GEMM (the 24 rows of a
+ * fresh prefill) sum in other orders (see test_engine), so there the reused
+ * prefix must give the same top-1 and logits within the bound test_engine
+ * uses for that family. */
+static int argmax(const float *x, int n) {
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+static void test_prefix_reuse(npl_model *m, int exact) {
     const char *sys = "You are a helpful assistant who answers questions about geography. ";
     char q1[512], q2[512];
     snprintf(q1, sizeof q1, "%sQuestion: what is the capital of France? Answer:", sys);
@@ -257,7 +271,16 @@ static void test_prefix_reuse(npl_model *m) {
     CHECK_EQ_INT(npl_session_set_text(fresh, q2, &gp), NPL_OK);
     const int V = npl_model_n_vocab(m);
     const float *la = npl_session_logits(s), *lb = npl_session_logits(fresh);
-    CHECK(la && lb && memcmp(la, lb, sizeof(float) * (size_t)V) == 0);
+    CHECK(la && lb);
+    if (la && lb && exact) CHECK(memcmp(la, lb, sizeof(float) * (size_t)V) == 0);
+    if (la && lb && !exact) {
+        double d = 0;
+        for (int i = 0; i < V; i++) d = fmax(d, fabs((double)la[i] - lb[i]));
+        printf("prefix reuse (%s kernels): top-1 %d vs %d, max logit diff %.3g (bound 2)\n",
+               npl_session_kernel_family(s), argmax(la, V), argmax(lb, V), d);
+        CHECK_EQ_INT(argmax(la, V), argmax(lb, V));
+        CHECK(d <= 2.0);
+    }
     /* the token ids as they are */
     CHECK_EQ_INT(npl_session_set_tokens(s, t1, n1, &gp), NPL_OK);
     npl_session_stats(s, &st);
@@ -412,8 +435,21 @@ int main(void) {
     CHECK(!strcmp(npl_model_chat_template(m), "")); /* Gemma 3 270M base: none */
     test_sharing(m);
     test_params(m);
-    test_prefix_reuse(m);
+    const int best = npl_kernel_family_best();
+#if defined(__x86_64__) || defined(__i386__)
+    const int invariant = best != 2; /* AVX-512 without AMX */
+#else
+    const int invariant = 1;
+#endif
+    test_prefix_reuse(m, invariant);
     test_save_load(m);
     npl_model_close(m);
+    if (!invariant) { /* bit for bit where the arithmetic allows it: plain C */
+        mp.kernel_family = 0;
+        npl_model *mc = npl_model_open(model_path, &mp, NULL, err, sizeof err);
+        CHECK(mc != NULL);
+        if (mc) test_prefix_reuse(mc, 1);
+        npl_model_close(mc);
+    }
     TEST_MAIN_END();
 }
