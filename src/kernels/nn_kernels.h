@@ -137,5 +137,8 @@ void npl_f32_to_f16_row_f16c(const float *x, uint16_t *y, int64_t n);
 void npl_f16_to_f32_row_f16c(const uint16_t *x, float *y, int64_t n);
 void npl_f32_to_f16_row_avx512(const float *x, uint16_t *y, int64_t n);
 void npl_f16_to_f32_row_avx512(const uint16_t *x, float *y, int64_t n);
+/* aarch64 (arm/neon/quantize_neon.c): fcvt, every aarch64 CPU */
+void npl_f32_to_f16_row_neon(const float *x, uint16_t *y, int64_t n);
+void npl_f16_to_f32_row_neon(const uint16_t *x, float *y, int64_t n);
 
 #endif

@@ -13,6 +13,7 @@ void npl_kernels_fill_avx512(npl_kernels *k, int has_bf16);
 void npl_kernels_fill_neon(npl_kernels *k, npl_vec_dot4_fn *d4);
 void npl_kernels_fill_dotprod(npl_kernels *k, npl_vec_dot4_fn *d4);
 void npl_kernels_fill_i8mm(npl_kernels *k);
+void npl_quantize_fill_neon(npl_kernels *k); /* arm/neon/quantize_neon.c */
 /* four-row kernels, indexed by weight type */
 void npl_dot4_fill_avx512(npl_vec_dot4_fn *d4);
 

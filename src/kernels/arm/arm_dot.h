@@ -5,132 +5,32 @@
  *
  * Arithmetic: per block an exact int32 sum (as the plain C kernels), the K
  * quants' group scales applied in int32 too (exact, no overflow: |isum| <
- * 2^28 per super-block), then per block one f32 fma into four lanes summed
- * at the end. Activations come from the reference quantizers (bit for bit
+ * 2^28 per super-block), then block (super-block) i one f32 fma into lane
+ * i % 4, the lanes summed at the end (vaddvq_f32); the i8mm GEMM
+ * (arm/i8mm/gemm_i8mm.c) computes exactly these steps. Activations come from the reference quantizers (bit for bit
  * the generic bytes), so the kernels differ from plain C only in the f32
  * order across blocks. A row's result depends only on that row: the matmul
  * driver's vec_dot path gives a row the same bits in decode and prefill. */
 #ifndef NPL_ARM_DOT_H
 #define NPL_ARM_DOT_H
-#include <arm_neon.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "kernels/gemv.h"
-#include "kernels/quant.h"
-#include "kernels/quant_blocks.h"
+#include "kernels/arm/arm_decode.h"
 #include "kernels/vec_dot_impl.h"
 
 #ifndef NPL_ARM_DOTPROD
 #error "define NPL_ARM_DOTPROD 0 or 1 before including arm_dot.h"
 #endif
 
-/* f16 -> f32 by the FPU (fcvt: exact, as npl_f16_to_f32, inlined) */
-static inline float arm_h2f(uint16_t h) {
-    __fp16 v;
-    memcpy(&v, &h, sizeof v);
-    return (float)v;
-}
-#define H2F(h) arm_h2f(h)
-
-/* acc + the 16 products a[i] * b[i], four per lane */
-static inline int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t b) {
-#if NPL_ARM_DOTPROD
-    return vdotq_s32(acc, a, b);
-#else
-    const int16x8_t lo = vmull_s8(vget_low_s8(a), vget_low_s8(b));
-    const int16x8_t hi = vmull_high_s8(a, b);
-    return vpadalq_s16(vpadalq_s16(acc, lo), hi);
-#endif
-}
-
-/* Each quantized type is a weight decoder (a block's weights as int8 or
- * small unsigned quants, its scales) and a row step (one activation block:
- * exact int32 sums, one f32 fma into the row's accumulator). vec_dot is the
- * step over one row, dot4 the same step over four rows sharing each decoded
- * block: the same operations on each row in the same order, so dot4 gives
- * each row vec_dot's bits (test_vec_dot checks equality on aarch64) and a
- * prefill batch the bits of decode. */
-
-/* ---- 32-element blocks against q8_0 ---- */
-
-typedef struct {
-    int8x16_t w0, w1; /* elements 0-15, 16-31 */
-    float d;
-} dec32;
-
-static inline void dec_q8_0(const block_q8_0 *x, dec32 *o) {
-    o->w0 = vld1q_s8(x->qs);
-    o->w1 = vld1q_s8(x->qs + 16);
-    o->d = H2F(x->d);
-}
-
-static inline void dec_q4_0(const block_q4_0 *x, dec32 *o) {
-    const uint8x16_t v = vld1q_u8(x->qs), m4 = vdupq_n_u8(0xF);
-    const int8x16_t off = vdupq_n_s8(8);
-    o->w0 = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(v, m4)), off);
-    o->w1 = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(v, 4)), off);
-    o->d = H2F(x->d);
-}
-
-/* 0x10 in lane j where bit j of the 16 bits b is set */
-static inline uint8x16_t bits16(uint32_t b) {
-    const uint8x16_t bit = vreinterpretq_u8_u64(vdupq_n_u64(0x8040201008040201ull));
-    const uint8x16_t v = vcombine_u8(vdup_n_u8((uint8_t)b), vdup_n_u8((uint8_t)(b >> 8)));
-    return vandq_u8(vtstq_u8(v, bit), vdupq_n_u8(0x10));
-}
-
-static inline void dec_q5_0(const block_q5_0 *x, dec32 *o) {
-    uint32_t qh;
-    memcpy(&qh, x->qh, sizeof qh);
-    const uint8x16_t v = vld1q_u8(x->qs), m4 = vdupq_n_u8(0xF);
-    const int8x16_t off = vdupq_n_s8(16);
-    o->w0 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vandq_u8(v, m4), bits16(qh))), off);
-    o->w1 = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(v, 4), bits16(qh >> 16))), off);
-    o->d = H2F(x->d);
-}
-
-static inline float32x4_t step32(const dec32 *w, const block_q8_0 *y, float32x4_t acc) {
-    const int32x4_t p = dot16(dot16(vdupq_n_s32(0), w->w0, vld1q_s8(y->qs)), w->w1, vld1q_s8(y->qs + 16));
-    return vfmaq_n_f32(acc, vcvtq_f32_s32(p), w->d * H2F(y->d));
-}
-
-/* Four blocks at once: their int32 sums in four lanes, the four scale
- * products by one conversion and one multiply, one fma. */
-typedef struct {
-    int8x16_t w[8];
-    float32x4_t d;
-} dec32x4;
-
-static inline float32x4_t h2f4(uint16_t a, uint16_t b, uint16_t c, uint16_t d) {
-    const uint16_t t[4] = {a, b, c, d};
-    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(t)));
-}
-
-static inline float32x4_t step32x4(const dec32x4 *w, const block_q8_0 *y, float32x4_t acc) {
-    int32x4_t p[4];
-    for (int b = 0; b < 4; b++)
-        p[b] = dot16(dot16(vdupq_n_s32(0), w->w[2 * b], vld1q_s8(y[b].qs)), w->w[2 * b + 1], vld1q_s8(y[b].qs + 16));
-    const int32x4_t sums = vpaddq_s32(vpaddq_s32(p[0], p[1]), vpaddq_s32(p[2], p[3]));
-    const float32x4_t yd = h2f4(y[0].d, y[1].d, y[2].d, y[3].d);
-    return vfmaq_f32(acc, vcvtq_f32_s32(sums), vmulq_f32(w->d, yd));
-}
-
-#define NPL_ARM_DEC32X4(T, XT)                                                                                 \
-    static inline void dec4_##T(const XT *x, dec32x4 *o) {                                                    \
-        for (int b = 0; b < 4; b++) {                                                                          \
-            dec32 t;                                                                                           \
-            dec_##T(&x[b], &t);                                                                                \
-            o->w[2 * b] = t.w0;                                                                                \
-            o->w[2 * b + 1] = t.w1;                                                                            \
-        }                                                                                                      \
-        o->d = h2f4(x[0].d, x[1].d, x[2].d, x[3].d);                                                           \
-    }
-
 #define NPL_ARM_DOT32(T, XT)                                                                                   \
     NPL_ARM_DEC32X4(T, XT)                                                                                     \
     NPL_ARM_DOT32_BODY(T, XT)
 
+/* A row's last nb % 4 blocks are a group of 4 padded with zero blocks (zero
+ * quants and scales: a no-op fma), so block i always goes to lane i % 4
+ * whatever the row's length: the GEMM (arm/i8mm) follows the same rule. */
 #define NPL_ARM_DOT32_BODY(T, XT)                                                                              \
     static void dot_##T##_q8_0(int n, float *s, const void *vx, const void *vy) {                            \
         const XT *x = vx;                                                                                      \
@@ -143,43 +43,48 @@ static inline float32x4_t step32x4(const dec32x4 *w, const block_q8_0 *y, float3
             dec4_##T(&x[i], &w);                                                                               \
             acc = step32x4(&w, &y[i], acc);                                                                    \
         }                                                                                                      \
-        for (; i < nb; i++) {                                                                                  \
-            dec32 w;                                                                                           \
-            dec_##T(&x[i], &w);                                                                                \
-            acc = step32(&w, &y[i], acc);                                                                      \
+        if (i < nb) {                                                                                          \
+            XT xt[4];                                                                                          \
+            block_q8_0 yt[4];                                                                                  \
+            memset(xt, 0, sizeof xt), memset(yt, 0, sizeof yt);                                                \
+            memcpy(xt, &x[i], (size_t)(nb - i) * sizeof *x), memcpy(yt, &y[i], (size_t)(nb - i) * sizeof *y);  \
+            dec32x4 w;                                                                                         \
+            dec4_##T(xt, &w);                                                                                  \
+            acc = step32x4(&w, yt, acc);                                                                       \
         }                                                                                                      \
         *s = vaddvq_f32(acc);                                                                                  \
     }                                                                                                          \
     static void dot4_##T(int n, float *s, size_t bs, const void *vx, const void *vy, size_t by) {             \
         const XT *x = vx;                                                                                      \
-        const block_q8_0 *y0 = vy, *y1 = (const void *)((const char *)vy + by),                               \
-                         *y2 = (const void *)((const char *)vy + 2 * by),                                     \
-                         *y3 = (const void *)((const char *)vy + 3 * by);                                     \
-        float32x4_t a0 = vdupq_n_f32(0), a1 = a0, a2 = a0, a3 = a0;                                            \
+        const block_q8_0 *y[4];                                                                                \
+        float32x4_t a[4];                                                                                      \
+        for (int r = 0; r < 4; r++) y[r] = (const void *)((const char *)vy + (size_t)r * by), a[r] = vdupq_n_f32(0); \
         const int nb = n / QK8_0;                                                                              \
         int i = 0;                                                                                             \
         for (; i + 4 <= nb; i += 4) {                                                                          \
             dec32x4 w;                                                                                         \
             dec4_##T(&x[i], &w);                                                                               \
-            a0 = step32x4(&w, &y0[i], a0);                                                                     \
-            a1 = step32x4(&w, &y1[i], a1);                                                                     \
-            a2 = step32x4(&w, &y2[i], a2);                                                                     \
-            a3 = step32x4(&w, &y3[i], a3);                                                                     \
+            for (int r = 0; r < 4; r++) a[r] = step32x4(&w, &y[r][i], a[r]);                                   \
         }                                                                                                      \
-        for (; i < nb; i++) {                                                                                  \
-            dec32 w;                                                                                           \
-            dec_##T(&x[i], &w);                                                                                \
-            a0 = step32(&w, &y0[i], a0);                                                                       \
-            a1 = step32(&w, &y1[i], a1);                                                                       \
-            a2 = step32(&w, &y2[i], a2);                                                                       \
-            a3 = step32(&w, &y3[i], a3);                                                                       \
+        if (i < nb) {                                                                                          \
+            XT xt[4];                                                                                          \
+            memset(xt, 0, sizeof xt);                                                                          \
+            memcpy(xt, &x[i], (size_t)(nb - i) * sizeof *x);                                                   \
+            dec32x4 w;                                                                                         \
+            dec4_##T(xt, &w);                                                                                  \
+            for (int r = 0; r < 4; r++) {                                                                      \
+                block_q8_0 yt[4];                                                                              \
+                memset(yt, 0, sizeof yt);                                                                      \
+                memcpy(yt, &y[r][i], (size_t)(nb - i) * sizeof yt[0]);                                        \
+                a[r] = step32x4(&w, yt, a[r]);                                                                 \
+            }                                                                                                  \
         }                                                                                                      \
-        s[0] = vaddvq_f32(a0), s[bs] = vaddvq_f32(a1), s[2 * bs] = vaddvq_f32(a2), s[3 * bs] = vaddvq_f32(a3); \
+        for (int r = 0; r < 4; r++) s[(size_t)r * bs] = vaddvq_f32(a[r]);                                      \
     }
 
-NPL_ARM_DOT32(q8_0, block_q8_0)
-NPL_ARM_DOT32(q4_0, block_q4_0)
-NPL_ARM_DOT32(q5_0, block_q5_0)
+NPL_ARM_DOT32_BODY(q8_0, block_q8_0)
+NPL_ARM_DOT32_BODY(q4_0, block_q4_0)
+NPL_ARM_DOT32_BODY(q5_0, block_q5_0)
 
 /* iq4_nl and mxfp4 against q8_0: nibbles index the type's 16 levels (tbl) */
 static inline void dec_tab32(const uint8_t *qs, int8x16_t tab, dec32 *o) {
@@ -256,14 +161,26 @@ static void prep_q8_0x(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) {
                         acc[j] = vfmaq_f32(acc[j], vcvtq_f32_s32(sums), vmulq_f32(wd.d, ydv));                 \
                     }                                                                                          \
                 }                                                                                              \
-                for (; i < nb; i++)                                                                            \
-                    for (int j = 0; j < nr; j++) {                                                             \
-                        dec32 wd;                                                                              \
-                        dec_##T(x[j] + i, &wd);                                                                \
-                        const int32x4_t p = dot16(dot16(vdupq_n_s32(0), wd.w0, vld1q_s8(yb[i].qs)), wd.w1,     \
-                                                  vld1q_s8(yb[i].qs + 16));                                    \
-                        acc[j] = vfmaq_n_f32(acc[j], vcvtq_f32_s32(p), wd.d * yd[i]);                          \
-                    }                                                                                          \
+                if (i < nb) { /* vec_dot's zero-padded last group */                                                   \
+                    block_q8_0 yt[4];                                                                                  \
+                    float ydt[4] = {0, 0, 0, 0};                                                                       \
+                    memset(yt, 0, sizeof yt);                                                                          \
+                    memcpy(yt, &yb[i], (size_t)(nb - i) * sizeof yt[0]);                                               \
+                    memcpy(ydt, yd + i, (size_t)(nb - i) * sizeof(float));                                             \
+                    const float32x4_t ydv = vld1q_f32(ydt);                                                            \
+                    for (int j = 0; j < nr; j++) {                                                                     \
+                        XT xt[4];                                                                                      \
+                        memset(xt, 0, sizeof xt);                                                                      \
+                        memcpy(xt, x[j] + i, (size_t)(nb - i) * sizeof xt[0]);                                         \
+                        dec32x4 wd;                                                                                    \
+                        dec4_##T(xt, &wd);                                                                             \
+                        int32x4_t p[4];                                                                                \
+                        for (int b = 0; b < 4; b++)                                                                    \
+                            p[b] = dot16(dot16(vdupq_n_s32(0), wd.w[2 * b], vld1q_s8(yt[b].qs)), wd.w[2 * b + 1], vld1q_s8(yt[b].qs + 16)); \
+                        const int32x4_t sums = vpaddq_s32(vpaddq_s32(p[0], p[1]), vpaddq_s32(p[2], p[3]));             \
+                        acc[j] = vfmaq_f32(acc[j], vcvtq_f32_s32(sums), vmulq_f32(wd.d, ydv));                         \
+                    }                                                                                                  \
+                }                                                                                                      \
                 for (int j = 0; j < nr; j++) y[(int64_t)c * ldy + r + j] = vaddvq_f32(acc[j]);                 \
             }                                                                                                  \
         }                                                                                                      \
@@ -285,110 +202,59 @@ static inline const npl_gemv_kernels *arm_gemv(npl_type t) {
     }
 }
 
-/* ---- K quants against q8_K ---- */
 
-typedef struct {
-    int8x16_t w[16]; /* 256 quants in q8_K's element order */
-    int32_t sc[16];  /* scale per 16 elements */
-    int32_t m[8];    /* q4_K, q5_K: min per 32 elements */
-    const uint8_t *scales; /* q2_K: its scale bytes (the mins' high nibbles) */
-    float d, dmin;
-} deck;
-
-static inline void dec_q4_K(const block_q4_K *x, deck *o) {
-    const uint8x16_t m4 = vdupq_n_u8(0xF);
-    for (int j = 0; j < QK_K / 64; j++) {
-        uint8_t sc0, m0, sc1, m1;
-        npl_get_scale_min_k4(2 * j, x->scales, &sc0, &m0);
-        npl_get_scale_min_k4(2 * j + 1, x->scales, &sc1, &m1);
-        const uint8x16_t v0 = vld1q_u8(x->qs + 32 * j), v1 = vld1q_u8(x->qs + 32 * j + 16);
-        o->w[4 * j + 0] = vreinterpretq_s8_u8(vandq_u8(v0, m4));
-        o->w[4 * j + 1] = vreinterpretq_s8_u8(vandq_u8(v1, m4));
-        o->w[4 * j + 2] = vreinterpretq_s8_u8(vshrq_n_u8(v0, 4));
-        o->w[4 * j + 3] = vreinterpretq_s8_u8(vshrq_n_u8(v1, 4));
-        o->sc[4 * j + 0] = o->sc[4 * j + 1] = sc0;
-        o->sc[4 * j + 2] = o->sc[4 * j + 3] = sc1;
-        o->m[2 * j] = m0;
-        o->m[2 * j + 1] = m1;
-    }
-    o->d = H2F(x->d);
-    o->dmin = H2F(x->dmin);
-}
-
-static inline void dec_q6_K(const block_q6_K *x, deck *o) {
-    const uint8x16_t m4 = vdupq_n_u8(0xF), m30 = vdupq_n_u8(0x30);
-    const int8x16_t off = vdupq_n_s8(32);
-    for (int h = 0; h < QK_K / 128; h++) {
-        const uint8_t *ql = x->ql + 64 * h, *qh = x->qh + 32 * h;
-        for (int b = 0; b < 2; b++) { /* elements 16b .. 16b + 15 of each quarter of 32 */
-            const uint8x16_t la = vld1q_u8(ql + 16 * b), lb = vld1q_u8(ql + 32 + 16 * b);
-            const uint8x16_t hb = vld1q_u8(qh + 16 * b);
-            const uint8x16_t u1 = vorrq_u8(vandq_u8(la, m4), vandq_u8(vshlq_n_u8(hb, 4), m30));
-            const uint8x16_t u2 = vorrq_u8(vandq_u8(lb, m4), vandq_u8(vshlq_n_u8(hb, 2), m30));
-            const uint8x16_t u3 = vorrq_u8(vshrq_n_u8(la, 4), vandq_u8(hb, m30));
-            const uint8x16_t u4 = vorrq_u8(vshrq_n_u8(lb, 4), vandq_u8(vshrq_n_u8(hb, 2), m30));
-            int8x16_t *w = o->w + 8 * h;
-            w[0 + b] = vsubq_s8(vreinterpretq_s8_u8(u1), off);
-            w[2 + b] = vsubq_s8(vreinterpretq_s8_u8(u2), off);
-            w[4 + b] = vsubq_s8(vreinterpretq_s8_u8(u3), off);
-            w[6 + b] = vsubq_s8(vreinterpretq_s8_u8(u4), off);
-        }
-        /* scale g covers elements 16g .. 16g + 15 */
-        for (int g = 0; g < 8; g++) o->sc[8 * h + g] = x->scales[8 * h + g];
-    }
-    o->d = H2F(x->d);
-    o->dmin = 0;
-}
-
-/* one activation super-block: acc += d * sum_g sc_g * (w_g . y_g) */
-static inline float32x4_t stepk(const deck *w, const block_q8_K *y, float32x4_t acc) {
-    int32x4_t isum = vdupq_n_s32(0);
-    for (int g = 0; g < 16; g++)
-        isum = vmlaq_n_s32(isum, dot16(vdupq_n_s32(0), w->w[g], vld1q_s8(y->qs + 16 * g)), w->sc[g]);
-    return vfmaq_n_f32(acc, vcvtq_f32_s32(isum), y->d * w->d);
-}
-
-/* q4_K's mins: y.d * dmin * sum_j m_j * (sum of the activation quants of part j) */
-static inline float mins_q4_K(const deck *w, const block_q8_K *y) {
-    int summs = 0;
-    for (int j = 0; j < 8; j++) summs += w->m[j] * (y->bsums[2 * j] + y->bsums[2 * j + 1]);
-    return y->d * w->dmin * (float)summs;
-}
-static inline float mins_q6_K(const deck *w, const block_q8_K *y) { return (void)w, (void)y, 0.0f; }
-
-#define NPL_ARM_DOTK(T, XT)                                                                                    \
-    static void dot_##T##_q8_K(int n, float *s, const void *vx, const void *vy) {                            \
-        const XT *x = vx;                                                                                      \
-        const block_q8_K *y = vy;                                                                              \
-        float32x4_t acc = vdupq_n_f32(0);                                                                      \
-        float mn = 0;                                                                                          \
-        for (int i = 0; i < n / QK_K; i++) {                                                                   \
-            deck w;                                                                                            \
-            dec_##T(&x[i], &w);                                                                                \
-            acc = stepk(&w, &y[i], acc);                                                                       \
-            mn += mins_##T(&w, &y[i]);                                                                         \
-        }                                                                                                      \
-        *s = vaddvq_f32(acc) - mn;                                                                             \
-    }                                                                                                          \
-    static void dot4_##T(int n, float *s, size_t bs, const void *vx, const void *vy, size_t by) {             \
-        const XT *x = vx;                                                                                      \
-        const block_q8_K *y[4];                                                                                \
-        float32x4_t acc[4];                                                                                    \
-        float mn[4];                                                                                           \
-        for (int r = 0; r < 4; r++) {                                                                          \
-            y[r] = (const void *)((const char *)vy + (size_t)r * by);                                         \
-            acc[r] = vdupq_n_f32(0);                                                                           \
-            mn[r] = 0;                                                                                         \
-        }                                                                                                      \
-        for (int i = 0; i < n / QK_K; i++) {                                                                   \
-            deck w;                                                                                            \
-            dec_##T(&x[i], &w);                                                                                \
-            for (int r = 0; r < 4; r++) {                                                                      \
-                acc[r] = stepk(&w, &y[r][i], acc[r]);                                                          \
-                mn[r] += mins_##T(&w, &y[r][i]);                                                               \
-            }                                                                                                  \
-        }                                                                                                      \
-        for (int r = 0; r < 4; r++) s[(size_t)r * bs] = vaddvq_f32(acc[r]) - mn[r];                            \
+/* K quants: super-block i's exact int32 sum goes to lane i % 4 (groups of
+ * 4, the last one padded with zeros, as the 32-element blocks), times
+ * y.d * w.d; the mins (q4_K, q5_K, q2_K) are a scalar sum in super-block
+ * order, taken off at the end. The i8mm GEMM computes the same. */
+#define NPL_ARM_DOTK(T, XT)                                                                                            \
+    static void dot_##T##_q8_K(int n, float *s, const void *vx, const void *vy) {                                      \
+        const XT *x = vx;                                                                                              \
+        const block_q8_K *y = vy;                                                                                      \
+        float32x4_t acc = vdupq_n_f32(0);                                                                              \
+        float mn = 0;                                                                                                  \
+        const int nsb = n / QK_K;                                                                                      \
+        for (int i = 0; i < nsb; i += 4) {                                                                             \
+            int32_t t[4] = {0, 0, 0, 0};                                                                               \
+            float sd[4] = {0, 0, 0, 0};                                                                                \
+            for (int b = 0; b < 4 && i + b < nsb; b++) {                                                               \
+                deck w;                                                                                                \
+                dec_##T(&x[i + b], &w);                                                                                \
+                t[b] = isumk(&w, &y[i + b]);                                                                           \
+                sd[b] = y[i + b].d * w.d;                                                                              \
+                mn += mins_##T(&w, &y[i + b]);                                                                         \
+            }                                                                                                          \
+            acc = vfmaq_f32(acc, vcvtq_f32_s32(vld1q_s32(t)), vld1q_f32(sd));                                          \
+        }                                                                                                              \
+        *s = vaddvq_f32(acc) - mn;                                                                                     \
+    }                                                                                                                  \
+    static void dot4_##T(int n, float *s, size_t bs, const void *vx, const void *vy, size_t by) {                      \
+        const XT *x = vx;                                                                                              \
+        const block_q8_K *y[4];                                                                                        \
+        float32x4_t acc[4];                                                                                            \
+        float mn[4];                                                                                                   \
+        for (int r = 0; r < 4; r++) {                                                                                  \
+            y[r] = (const void *)((const char *)vy + (size_t)r * by);                                                  \
+            acc[r] = vdupq_n_f32(0);                                                                                   \
+            mn[r] = 0;                                                                                                 \
+        }                                                                                                              \
+        const int nsb = n / QK_K;                                                                                      \
+        for (int i = 0; i < nsb; i += 4) {                                                                             \
+            int32_t t[4][4];                                                                                           \
+            float sd[4][4];                                                                                            \
+            memset(t, 0, sizeof t), memset(sd, 0, sizeof sd);                                                          \
+            for (int b = 0; b < 4 && i + b < nsb; b++) {                                                               \
+                deck w;                                                                                                \
+                dec_##T(&x[i + b], &w);                                                                                \
+                for (int r = 0; r < 4; r++) {                                                                          \
+                    t[r][b] = isumk(&w, &y[r][i + b]);                                                                 \
+                    sd[r][b] = y[r][i + b].d * w.d;                                                                    \
+                    mn[r] += mins_##T(&w, &y[r][i + b]);                                                               \
+                }                                                                                                      \
+            }                                                                                                          \
+            for (int r = 0; r < 4; r++) acc[r] = vfmaq_f32(acc[r], vcvtq_f32_s32(vld1q_s32(t[r])), vld1q_f32(sd[r]));  \
+        }                                                                                                              \
+        for (int r = 0; r < 4; r++) s[(size_t)r * bs] = vaddvq_f32(acc[r]) - mn[r];                                    \
     }
 
 NPL_ARM_DOTK(q4_K, block_q4_K)

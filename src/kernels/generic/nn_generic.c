@@ -400,6 +400,10 @@ static void nn_resolve(void) {
     /* NEON is every aarch64 CPU's: dotprod and i8mm take its table */
     nn_merge(&nn_resolved.tab[NPL_ISA_NEON], &nn_resolved.tab[NPL_ISA_GENERIC], &npl_nn_kernels_neon);
     nn_resolved.tab[NPL_ISA_DOTPROD] = nn_resolved.tab[NPL_ISA_NEON];
+    if (npl_cpu_best_isa() >= NPL_ISA_NEON) {
+        nn_resolved.to_f32 = npl_f16_to_f32_row_neon;
+        nn_resolved.to_f16 = npl_f32_to_f16_row_neon;
+    }
 #else
     nn_resolved.tab[NPL_ISA_AVX2] = nn_generic;
     nn_resolved.tab[NPL_ISA_AVX512] = nn_generic;
