@@ -290,11 +290,11 @@ int main(void) {
     if (!st) {
         uint8_t *bad = malloc(wrote);
         memcpy(bad, bin, wrote);
-        bad[wrote - 40] ^= 0x5a; /* inside the record, before the 24-byte footer */
+        bad[wrote - 40] ^= 0x5a; /* inside the record, before the 32-byte footer */
         npl_accel_context *c3 = NULL;
         CHECK_EQ_INT(qa->context_create_from_binary(r.be, r.dev, NULL, 0, bad, wrote, &c3), NPL_ACCEL_ERR_BINARY_CORRUPT);
         printf("  damaged record: %s\n", qa->last_error(r.be));
-        CHECK(strstr(qa->last_error(r.be), "Rope record") != NULL && c3 == NULL);
+        CHECK(strstr(qa->last_error(r.be), "host record") != NULL && c3 == NULL);
         npl_accel_binary_info *bi = NULL; /* the QNN part alone is what libQnnSystem reads */
         CHECK_EQ_INT(qa->binary_info_get(r.be, bin, wrote, &bi), NPL_ACCEL_OK);
         CHECK(bi && bi->n_graphs == 1 && !strcmp(bi->graphs[0].name, "block"));

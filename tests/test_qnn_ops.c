@@ -203,8 +203,16 @@ static void test_refusals(qnn_rig *r) {
     CHECK_EQ_INT(a->tensor_create(g, &d, &w), NPL_ACCEL_ERR_UNSUPPORTED);
     CHECK(strstr(a->last_error(r->be), "'bf'") != NULL);
     d.name = "kv", d.dtype = NPL_ACCEL_DT_F16, d.kind = NPL_ACCEL_APP_READWRITE;
+    /* a KV cache: a host buffer of the context, which only Attention reads (test_qnn_attention) */
+    CHECK_EQ_INT(a->context_tensor_create(ctx, &d, &w), NPL_ACCEL_OK);
+    npl_accel_node_desc sk = {"sk", "Softmax", NULL, 0, &w, 1, &y, 1};
+    CHECK_EQ_INT(a->graph_add_node(g, &sk), NPL_ACCEL_ERR_UNSUPPORTED);
+    CHECK(strstr(a->last_error(r->be), "no context tensors") != NULL && strstr(a->last_error(r->be), "'kv'") != NULL);
+    static const float s1 = 0.1f;
+    d.name = "kv8", d.dtype = NPL_ACCEL_DT_INT8, d.quant = (npl_accel_quant){NPL_ACCEL_QUANT_PER_TENSOR, 0, 0, 1, &s1, NULL};
     CHECK_EQ_INT(a->context_tensor_create(ctx, &d, &w), NPL_ACCEL_ERR_UNSUPPORTED);
-    CHECK(strstr(a->last_error(r->be), "context tensors") != NULL);
+    CHECK(strstr(a->last_error(r->be), "APP_READWRITE") != NULL);
+    d.quant = (npl_accel_quant){0};
     static int8_t q[64 * 64];
     static float sc[64 * 2];
     for (int i = 0; i < 128; i++) sc[i] = 0.01f;

@@ -66,8 +66,22 @@ int main(void) {
     CHECK(strstr(why, "refused by QNN's validation") != NULL);
 
     /* refused by the adapter before QNN is asked */
-    CHECK_EQ_INT(val(&r, "attention", "Attention", NULL, 0, mm, 2, &mo, why, sizeof why), NPL_ACCEL_ERR_UNKNOWN_OP);
-    CHECK(strstr(why, "'Attention' is not in the QNN op set") != NULL);
+    CHECK_EQ_INT(val(&r, "conv", "Conv2d", NULL, 0, mm, 2, &mo, why, sizeof why), NPL_ACCEL_ERR_UNKNOWN_OP);
+    CHECK(strstr(why, "'Conv2d' is not in the QNN op set") != NULL);
+    /* Attention (composed, caches as host buffers): taken; with quantized q refused */
+    npl_accel_tensor_desc at[6] = {td("q", NPL_ACCEL_NATIVE, F16, 3, 4, 4, 32), td("k", NPL_ACCEL_NATIVE, F16, 3, 4, 1, 32),
+                                   td("v", NPL_ACCEL_NATIVE, F16, 3, 4, 1, 32), td("kc", NPL_ACCEL_APP_READWRITE, F16, 3, 64, 1, 32),
+                                   td("vc", NPL_ACCEL_APP_READWRITE, F16, 3, 64, 1, 32),
+                                   td("pos", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_INT32, 1, 4, 0, 0)};
+    npl_accel_tensor_desc ao = td("y", NPL_ACCEL_NATIVE, F16, 3, 4, 4, 32);
+    npl_accel_param win = {.name = "window", .type = NPL_ACCEL_PARAM_INT, .i = 16};
+    st = val(&r, "attention", "Attention", &win, 1, at, 6, &ao, why, sizeof why);
+    if (st) printf("  attention: %s\n", why);
+    CHECK_EQ_INT(st, NPL_ACCEL_OK);
+    const float s8 = 0.05f;
+    at[0].dtype = NPL_ACCEL_DT_UINT8, at[0].quant = qnn_pt(&s8, NULL);
+    CHECK_EQ_INT(val(&r, "attention uint8 q", "Attention", NULL, 0, at, 6, &ao, why, sizeof why), NPL_ACCEL_ERR_UNSUPPORTED);
+    CHECK(strstr(why, "quantized") != NULL);
     npl_accel_param tin0 = {.name = "transpose_in0", .type = NPL_ACCEL_PARAM_INT, .i = 1};
     CHECK_EQ_INT(val(&r, "matmul transpose_in0", "MatMul", &tin0, 1, mm, 2, &mo, why, sizeof why), NPL_ACCEL_ERR_BAD_PARAM);
     npl_accel_param bogus = {.name = "bogus", .type = NPL_ACCEL_PARAM_INT};
@@ -156,8 +170,9 @@ int main(void) {
         if (!strcmp(o->name, "Concat")) CHECK(o->max_inputs >= 8);
         /* a known op is never UNKNOWN_OP */
         npl_accel_node_desc n = {"probe", o->name, NULL, 0, NULL, o->min_inputs, NULL, 1};
-        npl_accel_tensor_desc ins[4];
-        for (uint32_t k = 0; k < 4; k++) ins[k] = td(NULL, NPL_ACCEL_APP_WRITE, F16, 2, M, K, 0);
+        npl_accel_tensor_desc ins[8]; /* Attention takes 6 */
+        CHECK(o->min_inputs <= 8);
+        for (uint32_t k = 0; k < 8; k++) ins[k] = td(NULL, NPL_ACCEL_APP_WRITE, F16, 2, M, K, 0);
         npl_accel_tensor_desc o1 = td(NULL, NPL_ACCEL_APP_READ, F16, 2, M, K, 0);
         CHECK(a->validate_node(r.be, &n, ins, &o1, why, sizeof why) != NPL_ACCEL_ERR_UNKNOWN_OP);
     }

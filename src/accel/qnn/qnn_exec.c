@@ -35,9 +35,10 @@ npl_accel_status qnn_graph_execute(npl_accel_graph *g, const npl_accel_buffer *i
     if (n_in != want_in || n_out != want_out)
         return FAIL(be, NPL_ACCEL_ERR_BINDING, "graph '%s' takes %u inputs and %u outputs, got %u and %u", g->name, want_in,
                     want_out, n_in, n_out);
-    /* QNN gets the caller's inputs, then the hidden ones. */
-    const uint32_t n_tmp = n_in + 2 * g->n_ropes;
-    Qnn_Tensor_t *qi = calloc(n_tmp + 1, sizeof *qi), *qo = calloc(n_out + 1, sizeof *qo);
+    /* QNN gets the caller's inputs, then the hidden ones; the caller's
+     * outputs, then Attention's new K / V rows. */
+    const uint32_t n_tmp = n_in + 2 * g->n_ropes + 4 * g->n_attns, n_qo = n_out + 2 * g->n_attns;
+    Qnn_Tensor_t *qi = calloc(n_tmp + 1, sizeof *qi), *qo = calloc(n_qo + 1, sizeof *qo);
     void **tmp = calloc(n_tmp + 1, sizeof *tmp);
     uint32_t nq = 0;
     npl_accel_status st = qi && qo && tmp ? NPL_ACCEL_OK : FAIL(be, NPL_ACCEL_ERR_NO_MEMORY, "out of memory");
@@ -99,10 +100,32 @@ npl_accel_status qnn_graph_execute(npl_accel_graph *g, const npl_accel_buffer *i
         qi[nq] = g->qt[rp->cos], qi[nq].v2.clientBuf.data = cs, qi[nq++].v2.clientBuf.dataSize = (uint32_t)bytes;
         qi[nq] = g->qt[rp->sin], qi[nq].v2.clientBuf.data = sn, qi[nq++].v2.clientBuf.dataSize = (uint32_t)bytes;
     }
+    /* Attention: the caches' host buffers as inputs, the mask from the
+     * positions, buffers for the new rows (tmp slots: mask, scratch, k, v) */
+    for (uint32_t r = 0; r < g->n_attns && !st; r++) {
+        const qnn_attn *a = &g->attns[r];
+        const int32_t *pos = buffer_of(in, n_in, c->t[a->pos].name);
+        void **t4 = tmp + n_in + 2 * g->n_ropes + 4 * r;
+        const npl_accel_tensor_id ids[5] = {a->kin, a->vin, a->mask, a->kout, a->vout};
+        t4[0] = malloc(c->t[a->mask].bytes), t4[1] = malloc(a->len + 1);
+        t4[2] = malloc(c->t[a->kout].bytes), t4[3] = malloc(c->t[a->vout].bytes);
+        if (!t4[0] || !t4[1] || !t4[2] || !t4[3]) {
+            st = FAIL(be, NPL_ACCEL_ERR_NO_MEMORY, "out of memory");
+            break;
+        }
+        qnn_attn_mask(a, pos, t4[0], t4[1]);
+        void *data[5] = {c->t[a->kc].data, c->t[a->vc].data, t4[0], t4[2], t4[3]};
+        for (int k = 0; k < 5; k++) {
+            Qnn_Tensor_t x = g->qt[ids[k]];
+            x.v2.clientBuf.data = data[k], x.v2.clientBuf.dataSize = (uint32_t)c->t[ids[k]].bytes;
+            if (k < 3) qi[nq++] = x;
+            else qo[n_out + 2 * r + (uint32_t)(k - 3)] = x;
+        }
+    }
     if (!st) {
         uint64_t t0 = qnn_now_ns();
         qnn_log_reset();
-        Qnn_ErrorHandle_t e = be->q->graphExecute(g->g, qi, nq, qo, n_out, NULL, NULL);
+        Qnn_ErrorHandle_t e = be->q->graphExecute(g->g, qi, nq, qo, n_qo, NULL, NULL);
         uint64_t dt = qnn_now_ns() - t0;
         if (e != QNN_SUCCESS) st = qnn_fail_q(be, e, NPL_ACCEL_ERR_INTERNAL, "graph '%s': execute", g->name);
         else {
@@ -114,6 +137,10 @@ npl_accel_status qnn_graph_execute(npl_accel_graph *g, const npl_accel_buffer *i
                 const qnn_tensor *t = bound(c, g, out[k].name, &id);
                 if (t->dtype == NPL_ACCEL_DT_INT16)
                     for (uint64_t i = 0; i < out[k].size / 2; i++) ((uint16_t *)out[k].data)[i] ^= 0x8000u;
+            }
+            for (uint32_t r = 0; r < g->n_attns; r++) { /* the new rows into the caches */
+                void **t4 = tmp + n_in + 2 * g->n_ropes + 4 * r;
+                qnn_attn_store(c, &g->attns[r], buffer_of(in, n_in, c->t[g->attns[r].pos].name), t4[2], t4[3]);
             }
         }
     }
@@ -331,6 +358,11 @@ void qnn_binary_info_free(npl_accel_backend *be, npl_accel_binary_info *info) {
 }
 
 npl_accel_status qnn_context_tensor_data(npl_accel_context *c, const char *name, void **data, uint64_t *size) {
-    if (!c) return NPL_ACCEL_ERR_INVALID_ARG;
-    return FAIL(c->be, NPL_ACCEL_ERR_UNSUPPORTED, "QNN HTP has no context tensors ('%s')", name ? name : "(null)");
+    if (!c || !name || !data || !size) return NPL_ACCEL_ERR_INVALID_ARG;
+    for (uint32_t i = 0; i < c->n_t; i++)
+        if (c->t[i].kind == NPL_ACCEL_APP_READWRITE && !strcmp(c->t[i].name, name)) {
+            *data = c->t[i].data, *size = c->t[i].bytes;
+            return NPL_ACCEL_OK;
+        }
+    return FAIL(c->be, NPL_ACCEL_ERR_NOT_FOUND, "no APP_READWRITE tensor '%s' in the context", name);
 }

@@ -51,10 +51,10 @@ typedef struct {
     npl_accel_dtype dtype;
     uint32_t rank, dims[NPL_ACCEL_MAX_RANK];
     npl_accel_quant quant; /* arrays owned */
-    void *data;            /* STATIC: QNN-ready bytes (INT16 stored as uint16) */
+    void *data;            /* STATIC: QNN-ready bytes (INT16 stored as uint16); APP_READWRITE: the host buffer */
     uint64_t bytes;        /* ABI byte size */
     struct npl_accel_graph *graph; /* owner of a non-STATIC tensor */
-    int hidden;                    /* an input the adapter fills at execute (Rope's cos / sin) */
+    int hidden;                    /* an input / output the adapter binds at execute (Rope's cos / sin, Attention's) */
     int bits4;                     /* STATIC INT8 per-axis whose values fit 4 bits: QNN's bitwidth-4 encoding */
     uint32_t gather_rows;          /* an INT32 input of a Gather over this many rows: clamped at execute */
 } qnn_tensor;
@@ -70,6 +70,19 @@ typedef struct {
     float *factors; /* [half] or NULL */
 } qnn_rope;
 
+/* An Attention node's host side (qnn_attn.c). The KV caches are APP_READWRITE
+ * context tensors: host buffers owned by the context (on a phone: shared
+ * memory registered with QNN), bound to every graph that reads them as the
+ * hidden inputs kin / vin (the first `len` cache rows); the chunk's new rows
+ * leave the graph as the hidden outputs kout / vout and are written into the
+ * buffers at their positions after execute. The causal / window mask over
+ * [len cache rows | S new rows] is made on the host from the positions. */
+typedef struct {
+    npl_accel_tensor_id pos, kc, vc;           /* graph input positions; context caches [C, Hkv, D] */
+    npl_accel_tensor_id kin, vin, mask, kout, vout;
+    uint32_t n_pos, len, window;
+} qnn_attn;
+
 typedef struct npl_accel_graph {
     npl_accel_context *ctx;
     char *name;
@@ -83,6 +96,8 @@ typedef struct npl_accel_graph {
     void *keep; /* blocks QNN reads until finalize (param tensors, fillers) */
     qnn_rope *ropes;
     uint32_t n_ropes;
+    qnn_attn *attns;
+    uint32_t n_attns;
     uint64_t finalize_ns, exec_ns_total, exec_ns_last, exec_ns_min, exec_ns_max, executions;
 } qnn_graph;
 
@@ -177,10 +192,19 @@ npl_accel_status qnn_native(qnn_graph *g, const char *nm, const char *suffix, co
 npl_accel_status qnn_node(qnn_lw *L, const char *suffix, const char *type, Qnn_Tensor_t *in, uint32_t n_in,
                           Qnn_Tensor_t *out, Qnn_Param_t *prm, uint32_t np);
 npl_accel_status qnn_scalar_const(qnn_lw *L, const char *suffix, const qnn_tensor *x, double v, Qnn_Tensor_t *out);
+/* A hidden graph tensor (APP_WRITE input or APP_READ output) named node name + sfx, bound by the adapter at execute. */
+npl_accel_status qnn_hidden_tensor(qnn_lw *L, const char *sfx, npl_accel_kind kind, npl_accel_dtype dt, uint32_t rank,
+                                   const uint32_t *dims, npl_accel_tensor_id *id, Qnn_Tensor_t *q);
 /* qnn_ops_compose.c: ops QNN HTP has no single op for. */
 npl_accel_status qnn_lower_silu(qnn_lw *L);
 npl_accel_status qnn_lower_glu(qnn_lw *L);
 npl_accel_status qnn_lower_rope(qnn_lw *L);
+/* qnn_attn.c: Attention composed of MatMul / Concat / Softmax with host caches. */
+npl_accel_status qnn_lower_attention(qnn_lw *L);
+/* Mask of attention a from the positions: [S, len + S] F16, 0 or a large negative (in_chunk: len bytes of scratch). */
+void qnn_attn_mask(const qnn_attn *a, const int32_t *pos, uint16_t *mask, uint8_t *in_chunk);
+/* Writes the new rows (kout / vout bytes) into the caches at their positions. */
+void qnn_attn_store(npl_accel_context *c, const qnn_attn *a, const int32_t *pos, const void *knew, const void *vnew);
 
 /* qnn_plugin.c: objects shared with qnn_exec.c. */
 uint64_t qnn_now_ns(void);
@@ -195,12 +219,12 @@ qnn_tensor *qnn_context_append_tensor(npl_accel_context *c);
 /* tensor_create's checks and record (g NULL: a context tensor). */
 npl_accel_status qnn_new_tensor(npl_accel_context *c, qnn_graph *g, const npl_accel_tensor_desc *d, npl_accel_tensor_id *out);
 
-/* qnn_binrec.c: the Rope record after QNN's bytes in a context binary. */
-uint64_t qnn_binrec_size(const npl_accel_context *c); /* 0: no Rope, the binary is QNN's alone */
+/* qnn_binrec.c: the Rope and Attention records after QNN's bytes in a context binary. */
+uint64_t qnn_binrec_size(const npl_accel_context *c); /* 0: no Rope or Attention, the binary is QNN's alone */
 void qnn_binrec_write(const npl_accel_context *c, uint64_t qnn_size, uint8_t *dst);
 /* The size of the QNN binary at the start of bin (size if there is no record). */
 uint64_t qnn_binrec_split(const void *bin, uint64_t size);
-/* Rebuilds the graphs' Rope records of a loaded context (their cos / sin inputs hidden again). */
+/* Rebuilds the graphs' Rope and Attention records of a loaded context (their inputs hidden again, the caches created). */
 npl_accel_status qnn_binrec_load(npl_accel_context *c, const void *bin, uint64_t qnn_size, uint64_t size);
 
 /* qnn_validate.c: the version-2 methods validate_node and list_ops. */

@@ -21,6 +21,7 @@
  *                  Quantize; quantized -> float: Dequantize; quantized -> quantized:
  *                  Convert. Quantize and Dequantize are accepted as names too.
  *   Silu, SwiGLU, GeGLU, Rope: compositions, qnn_ops_compose.c.
+ *   Attention      composed, with the KV caches as host buffers: qnn_attn.c.
  * QNN checks types and shapes itself (at add-node, finalize); its refusals
  * reach the caller with QNN's message and log. */
 #include <stddef.h>
@@ -131,6 +132,36 @@ npl_accel_status qnn_node(qnn_lw *L, const char *suffix, const char *type, Qnn_T
                           L->nm, L->n->op, type);
     g->n_nodes++;
     return NPL_ACCEL_OK;
+}
+
+/* A hidden tensor node + sfx of the graph: an input or output the adapter binds at execute. */
+npl_accel_status qnn_hidden_tensor(qnn_lw *L, const char *sfx, npl_accel_kind kind, npl_accel_dtype dt, uint32_t rank,
+                                   const uint32_t *dims, npl_accel_tensor_id *id, Qnn_Tensor_t *q) {
+    npl_accel_context *c = L->g->ctx;
+    /* graph-qualified: the graphs of one context (one per shape) hold nodes of the same names */
+    char *name = malloc(strlen(L->g->name) + strlen(L->nm) + strlen(sfx) + 2);
+    if (!name) return qnn_fail(L->be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
+    strcpy(name, L->g->name), strcat(name, ":"), strcat(name, L->nm), strcat(name, sfx);
+    for (uint32_t i = 0; i < c->n_t; i++)
+        if (!strcmp(c->t[i].name, name)) {
+            npl_accel_status st = qnn_fail(L->be, NPL_ACCEL_ERR_DUPLICATE_NAME,
+                                           "qnn-htp: node '%s': its hidden tensor '%s' exists already (node names must be unique)", L->nm, name);
+            free(name);
+            return st;
+        }
+    qnn_tensor *t = qnn_context_append_tensor(c);
+    if (!t) {
+        free(name);
+        return qnn_fail(L->be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
+    }
+    t->name = name, t->kind = kind, t->dtype = dt, t->rank = rank, t->graph = L->g, t->hidden = 1;
+    memcpy(t->dims, dims, sizeof(uint32_t) * rank);
+    t->bytes = qnn_n_elems(rank, dims) * qnn_elem_bytes(dt);
+    *id = c->n_t++;
+    Qnn_Tensor_t *qt;
+    npl_accel_status st = qnn_graph_tensor(L->g, *id, &qt);
+    if (!st) *q = *qt;
+    return st;
 }
 
 static int is_float(npl_accel_dtype dt) { return dt == NPL_ACCEL_DT_F16 || dt == NPL_ACCEL_DT_F32; }
@@ -393,6 +424,7 @@ static const qnn_op_row ops[] = {
     {"GeGLU", "Gelu + ElementWiseMultiply", 2, 2, {0}, qnn_lower_glu},
     {"Rope", "StridedSlice + ElementWise* + Concat", 2, 3,
      {"n_rot", "neox", "base", "freq_scale", "ext_factor", "attn_factor", "corr_low", "corr_high"}, qnn_lower_rope},
+    {"Attention", "MatMul + Concat + Softmax (host KV caches)", 6, 6, {"scale", "window", "softcap"}, qnn_lower_attention},
     {"Reshape", "Reshape", 1, 1, {0}, lower_plain},
     {"Transpose", "Transpose", 1, 1, {"perm"}, lower_transpose},
     {"Concat", "Concat", 1, QNN_MAX_IN, {"axis"}, lower_concat},

@@ -129,6 +129,7 @@ void qnn_graph_free(qnn_graph *g) {
     free(g->qdims);
     for (uint32_t i = 0; i < g->n_ropes; i++) free(g->ropes[i].factors);
     free(g->ropes);
+    free(g->attns);
     qnn_keep_free(g);
     free(g->name);
     free(g);
@@ -241,9 +242,6 @@ static npl_accel_status check_desc(npl_accel_backend *be, const npl_accel_tensor
     const char *nm = d->name ? d->name : "(null)";
     if (!d->name || !*d->name) return FAIL(be, NPL_ACCEL_ERR_INVALID_ARG, "a tensor needs a name");
     if (d->kind >= NPL_ACCEL_KIND_COUNT) return FAIL(be, NPL_ACCEL_ERR_INVALID_ARG, "tensor '%s': kind %u", nm, d->kind);
-    if (d->kind == NPL_ACCEL_APP_READWRITE)
-        return FAIL(be, NPL_ACCEL_ERR_UNSUPPORTED,
-                    "tensor '%s': QNN HTP has no context tensors (APP_READWRITE); pass state as graph inputs and outputs", nm);
     if (!qnn_dtype(d->dtype))
         return FAIL(be, NPL_ACCEL_ERR_UNSUPPORTED, "tensor '%s': data type %u has no QNN HTP form (F32, F16, INT8, UINT8, INT16, INT32)",
                     nm, d->dtype);
@@ -268,6 +266,8 @@ static npl_accel_status check_desc(npl_accel_backend *be, const npl_accel_tensor
         return FAIL(be, NPL_ACCEL_ERR_INVALID_ARG, "tensor '%s': per-axis quant needs 0 <= axis < rank and n_scales = dims[axis]", nm);
     for (uint32_t i = 0; i < q->n_scales; i++)
         if (!(q->scales[i] > 0)) return FAIL(be, NPL_ACCEL_ERR_INVALID_ARG, "tensor '%s': scale %u is not > 0", nm, i);
+    if (d->kind == NPL_ACCEL_APP_READWRITE && quantized) /* a host buffer the adapter writes rows into */
+        return FAIL(be, NPL_ACCEL_ERR_UNSUPPORTED, "tensor '%s': APP_READWRITE tensors are F16 / F32 / INT32 here", nm);
     if (d->kind == NPL_ACCEL_STATIC && (!d->data || d->data_size != bytes))
         return FAIL(be, NPL_ACCEL_ERR_INVALID_ARG, "tensor '%s': STATIC data of %llu bytes, the shape needs %llu", nm,
                     (unsigned long long)d->data_size, (unsigned long long)bytes);
@@ -283,6 +283,7 @@ static int same_desc(const qnn_tensor *t, const npl_accel_tensor_desc *d) {
         if (t->quant.scales[i] != d->quant.scales[i] ||
             t->quant.offsets[i] != (d->quant.offsets ? d->quant.offsets[i] : 0))
             return 0;
+    if (t->kind == NPL_ACCEL_APP_READWRITE) return 1; /* the same cache, named again by another graph */
     if (t->dtype == NPL_ACCEL_DT_INT16) { /* stored flipped */
         const uint16_t *a = t->data, *b = d->data;
         for (uint64_t i = 0; i < t->bytes / 2; i++)
@@ -311,7 +312,7 @@ npl_accel_status qnn_new_tensor(npl_accel_context *c, qnn_graph *g, const npl_ac
     if (st) return st;
     for (uint32_t i = 0; i < c->n_t; i++)
         if (!strcmp(c->t[i].name, d->name)) {
-            if (d->kind == NPL_ACCEL_STATIC && same_desc(&c->t[i], d)) {
+            if ((d->kind == NPL_ACCEL_STATIC || d->kind == NPL_ACCEL_APP_READWRITE) && same_desc(&c->t[i], d)) {
                 *out = i;
                 return NPL_ACCEL_OK;
             }
@@ -322,7 +323,8 @@ npl_accel_status qnn_new_tensor(npl_accel_context *c, qnn_graph *g, const npl_ac
     t->kind = d->kind, t->dtype = d->dtype, t->rank = d->rank;
     memcpy(t->dims, d->dims, sizeof t->dims);
     t->bytes = qnn_n_elems(d->rank, d->dims) * qnn_elem_bytes(d->dtype);
-    t->graph = d->kind == NPL_ACCEL_STATIC ? NULL : g;
+    /* STATIC and APP_READWRITE tensors are context-wide */
+    t->graph = d->kind == NPL_ACCEL_STATIC || d->kind == NPL_ACCEL_APP_READWRITE ? NULL : g;
     t->quant = d->quant;
     t->quant.scales = NULL, t->quant.offsets = NULL;
     int ok = (t->name = strdup(d->name)) != NULL;
@@ -348,12 +350,16 @@ npl_accel_status qnn_new_tensor(npl_accel_context *c, qnn_graph *g, const npl_ac
             t->bits4 = fits;
         }
     }
+    /* QNN HTP has no context tensors (tensorCreateContextTensor: 1000): an
+     * APP_READWRITE tensor is a zeroed host buffer; the graphs that use it
+     * take it as hidden inputs and outputs (Attention's caches, qnn_attn.c) */
+    if (ok && d->kind == NPL_ACCEL_APP_READWRITE && !c->validate) ok = (t->data = calloc(1, t->bytes ? t->bytes : 1)) != NULL;
     if (!ok) {
         qnn_tensor_release(t);
         return FAIL(be, NPL_ACCEL_ERR_NO_MEMORY, "out of memory");
     }
     npl_accel_tensor_id id = c->n_t++;
-    if (g && d->kind != NPL_ACCEL_STATIC) { /* graph inputs and outputs exist even if no node uses them yet */
+    if (g && t->graph) { /* graph inputs and outputs exist even if no node uses them yet */
         Qnn_Tensor_t *q;
         if ((st = qnn_graph_tensor(g, id, &q))) {
             qnn_tensor_release(t);

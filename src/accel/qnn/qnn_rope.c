@@ -79,35 +79,6 @@ static npl_accel_status bin(qnn_lw *L, const char *sfx, const char *type, Qnn_Te
     return st ? st : qnn_node(L, sfx, type, in, 2, out, NULL, 0);
 }
 
-/* The hidden input node + sfx of the graph. */
-static npl_accel_status hidden_input(qnn_lw *L, const char *sfx, npl_accel_dtype dt, uint32_t rank, const uint32_t *dims,
-                                     npl_accel_tensor_id *id, Qnn_Tensor_t *q) {
-    npl_accel_context *c = L->g->ctx;
-    char *name = malloc(strlen(L->nm) + strlen(sfx) + 1);
-    if (!name) return qnn_fail(L->be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
-    strcpy(name, L->nm), strcat(name, sfx);
-    for (uint32_t i = 0; i < c->n_t; i++)
-        if (!strcmp(c->t[i].name, name)) {
-            npl_accel_status st = qnn_fail(L->be, NPL_ACCEL_ERR_DUPLICATE_NAME,
-                                           "qnn-htp: node '%s': Rope's input '%s' exists already (node names must be unique)", L->nm, name);
-            free(name);
-            return st;
-        }
-    qnn_tensor *t = qnn_context_append_tensor(c);
-    if (!t) {
-        free(name);
-        return qnn_fail(L->be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
-    }
-    t->name = name, t->kind = NPL_ACCEL_APP_WRITE, t->dtype = dt, t->rank = rank, t->graph = L->g, t->hidden = 1;
-    memcpy(t->dims, dims, sizeof(uint32_t) * rank);
-    t->bytes = qnn_n_elems(rank, dims) * qnn_elem_bytes(dt);
-    *id = c->n_t++;
-    Qnn_Tensor_t *qt;
-    npl_accel_status st = qnn_graph_tensor(L->g, *id, &qt);
-    if (!st) *q = *qt;
-    return st;
-}
-
 npl_accel_status qnn_lower_rope(qnn_lw *L) {
     const qnn_tensor *x = qnn_lw_t(L, 0), *pt = qnn_lw_t(L, 1);
     const npl_accel_node_desc *n = L->n;
@@ -147,8 +118,8 @@ npl_accel_status qnn_lower_rope(qnn_lw *L) {
     Qnn_Tensor_t xq, c, s, a, b, o1, o2, parts[3], xr;
     const uint32_t cd[4] = {S, 1, h, 1};
     npl_accel_status st = qnn_in(L, 0, &xq);
-    if (!st) st = hidden_input(L, ".cos", dt, R->neox ? 3 : 4, cd, &R->cos, &c);
-    if (!st) st = hidden_input(L, ".sin", dt, R->neox ? 3 : 4, cd, &R->sin, &s);
+    if (!st) st = qnn_hidden_tensor(L, ".cos", NPL_ACCEL_APP_WRITE, dt, R->neox ? 3 : 4, cd, &R->cos, &c);
+    if (!st) st = qnn_hidden_tensor(L, ".sin", NPL_ACCEL_APP_WRITE, dt, R->neox ? 3 : 4, cd, &R->sin, &s);
     if (st) return st;
     uint32_t np = 2;
     if (R->neox) {

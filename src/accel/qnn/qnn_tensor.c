@@ -99,6 +99,10 @@ npl_accel_status qnn_graph_tensor(qnn_graph *g, npl_accel_tensor_id id, Qnn_Tens
     npl_accel_backend *be = c->be;
     if (id >= c->n_t) return qnn_fail(be, NPL_ACCEL_ERR_NOT_FOUND, "qnn-htp: graph '%s': no tensor of id %u", g->name, id);
     const qnn_tensor *t = &c->t[id];
+    if (t->kind == NPL_ACCEL_APP_READWRITE)
+        return qnn_fail(be, NPL_ACCEL_ERR_UNSUPPORTED,
+                        "qnn-htp: graph '%s': tensor '%s' is APP_READWRITE: QNN HTP has no context tensors, only Attention "
+                        "reads one (as a host buffer; qnn_attn.c)", g->name, t->name);
     if (t->kind != NPL_ACCEL_STATIC && t->graph != g)
         return qnn_fail(be, NPL_ACCEL_ERR_INVALID_HANDLE, "qnn-htp: graph '%s': tensor '%s' belongs to graph '%s'", g->name,
                         t->name, t->graph ? t->graph->name : "?");

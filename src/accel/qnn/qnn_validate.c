@@ -18,7 +18,7 @@
 
 /* Types of the params qnn_op_table() names (include/npullm_accel.h). */
 static npl_accel_param_type param_type(const char *name) {
-    static const char *const floats[] = {"scale", "beta", "epsilon", "base", "freq_scale", "ext_factor", "attn_factor"};
+    static const char *const floats[] = {"scale", "softcap", "beta", "epsilon", "base", "freq_scale", "ext_factor", "attn_factor"};
     static const char *const ints[] = {"perm", "begin", "end", "strides"};
     for (size_t i = 0; i < sizeof floats / sizeof floats[0]; i++)
         if (!strcmp(name, floats[i])) return NPL_ACCEL_PARAM_FLOAT;
