@@ -4,6 +4,7 @@ keeps answering everyone else. Raw sockets, so nothing is cleaned up on the
 way (unlike a client library)."""
 import json
 import os
+import select
 import socket
 import sys
 import threading
@@ -150,38 +151,63 @@ def main():
         print(f"  header flood: {st}", flush=True)
         still_serving(p, "a header flood")
 
-        # a client sending its body one byte a second holds a connection (not a session) and is
-        # cut off after --timeout seconds; others are served meanwhile
-        def slow():
+        # a client sending its body one byte a second (declared with Content-Length, or chunked: one
+        # byte per chunk) holds a connection, never a session: with one session and no queue, others
+        # are served meanwhile and /health shows the session idle; after --timeout seconds the
+        # client gets 408 (code request_timeout) and the connection is closed
+        def slow(chunked):
             s = socket.create_connection(("127.0.0.1", p), timeout=30)
             body = chat_body()
-            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY.encode() +
-                      f"\r\nContent-Length: {len(body)}\r\n\r\n".encode())
-            t0, got = time.time(), b""
+            head = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY.encode() +
+                    (b"\r\nTransfer-Encoding: chunked" if chunked else f"\r\nContent-Length: {len(body)}".encode()) +
+                    b"\r\n\r\n")
+            s.sendall(head)
+            data = b"".join(b"1\r\n" + bytes([b]) + b"\r\n" for b in body) + b"0\r\n\r\n" if chunked else body
+            t0, got, i = time.time(), b"", 0
             try:
-                for b in body:
-                    s.sendall(bytes([b]))
-                    time.sleep(1)
-                    if time.time() - t0 > TIMEOUT + 5:
+                while i < len(data) and time.time() - t0 < TIMEOUT + 8:
+                    if select.select([s], [], [], 0)[0]:  # the server answered (or closed): stop sending
                         break
+                    s.sendall(data[i:i + 1])
+                    i += 1
+                    time.sleep(1 if not chunked or data[i - 1:i] == b"\n" else 0.2)
             except (BrokenPipeError, ConnectionResetError):
                 pass
             try:
-                got = s.recv(4096)
+                while True:
+                    b = s.recv(4096)
+                    if not b:
+                        break
+                    got += b
             except (ConnectionResetError, socket.timeout):
                 pass
-            slow.result = (time.time() - t0, got)
             s.close()
-        slow.result = None
-        th = threading.Thread(target=slow)
-        th.start()
-        time.sleep(1.5)
-        still_serving(p, "a slow client started")
-        th.join(60)
-        el, got = slow.result
-        check(el < TIMEOUT + 4, f"the slow client is cut off after about --timeout ({el:.1f} s)")
-        check(got == b"" or b" 408 " in got.split(b"\r\n")[0], f"the slow client gets 408 or a close: {got[:60]!r}")
-        print(f"  slow client: cut after {el:.1f} s: {got.split(chr(13).encode())[0]!r}", flush=True)
+            return time.time() - t0, i, got
+
+        for chunked in (False, True):
+            what = "a slow chunked upload" if chunked else "a slow upload (Content-Length)"
+            res = {}
+            th = threading.Thread(target=lambda: res.update(r=slow(chunked)))
+            th.start()
+            time.sleep(1.5)
+            _, js, _ = http(p, "GET", "/health", key=None)
+            check(js and js["slots_processing"] == 0 and js["requests_queued"] == 0,
+                  f"{what}: holds no session ({js})")
+            still_serving(p, what + " started")  # --parallel 1 --queue 0: a held session would be 503
+            th.join(60)
+            el, sent, got = res["r"]
+            line = got.split(b"\r\n")[0]
+            check(el < TIMEOUT + 6, f"{what}: cut off after about --timeout ({el:.1f} s)")
+            check(b" 408 " in line, f"{what}: gets 408: {got[:80]!r}")
+            _, _, payload = got.partition(b"\r\n\r\n")
+            try:
+                err = json.loads(payload)["error"]
+            except (ValueError, KeyError, TypeError):
+                err = {}
+            check(err.get("code") == "request_timeout" and err.get("message"),
+                  f"{what}: an OpenAI error body with code request_timeout: {payload[:120]!r}")
+            print(f"  {what}: {sent} bytes sent, cut after {el:.1f} s: {line!r} {err.get('message')!r}", flush=True)
+        still_serving(p, "the slow uploads")
         # a client that connects and sends nothing is closed by the idle timeout
         s = socket.create_connection(("127.0.0.1", p), timeout=30)
         t0 = time.time()

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -93,19 +92,6 @@ static int route_of(const char *url) {
     if (!strcmp(url, "/chat/completions")) return R_CHAT;
     if (!strcmp(url, "/completions")) return R_COMPLETIONS;
     return R_NONE;
-}
-
-static int auth_ok(const srv_server *s, struct MHD_Connection *c) {
-    const char *key = s->cfg.api_key;
-    if (!key) return 1;
-    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    if (!h || strncasecmp(h, "Bearer ", 7)) return 0;
-    h += 7;
-    while (*h == ' ') h++;
-    size_t n = strlen(h), k = strlen(key);
-    unsigned diff = n != k;
-    for (size_t i = 0; i < k; i++) diff |= (unsigned char)key[i] ^ (unsigned char)(i < n ? h[i] : 0);
-    return diff == 0;
 }
 
 /* 1 once the peer closed its end (or the socket failed). */
@@ -296,16 +282,43 @@ static enum MHD_Result first_call(conn_ctx *cc, struct MHD_Connection *c, const 
     if (strcmp(method, want_get ? "GET" : "POST"))
         return reply_errf(cc, c, 405, "invalid_request_error", "method_not_allowed",
                           want_get ? "this endpoint takes GET" : "this endpoint takes POST");
-    if (cc->route != R_HEALTH && !auth_ok(s, c))
-        return reply_errf(cc, c, 401, "invalid_request_error", "invalid_api_key",
-                          "a missing or wrong API key: send 'Authorization: Bearer KEY'");
-    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "the request body is over the limit of %zu bytes", s->cfg.max_body);
-        return reply_errf(cc, c, 413, "invalid_request_error", "request_too_large", msg);
-    }
+    srv_error e;
+    if (cc->route != R_HEALTH &&
+        srv_check_auth(s->cfg.api_key, MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), &e))
+        return reply_error(cc, c, &e);
+    if (srv_check_length(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH),
+                         s->cfg.max_body, &e))
+        return reply_error(cc, c, &e);
     return MHD_YES;
+}
+
+/* A body still arriving after timeout_s (a client trickling it, say a byte a
+ * second, which the idle timeout never cuts): 408 and the connection closed.
+ * libmicrohttpd 0.9.75 takes no response while a body is being received
+ * (MHD_queue_response fails until the whole request is in, and that may be
+ * days away), so the answer is written to the socket here, from the
+ * connection's own thread while libmicrohttpd is between reads and has sent
+ * nothing for this request; MHD_NO then closes the connection. */
+static enum MHD_Result body_timeout(conn_ctx *cc) {
+    srv_error e;
+    srv_error_set(&e, 408, "invalid_request_error", NULL, "request_timeout",
+                  "the request body took longer than %u s to arrive (--timeout): connection closed",
+                  cc->s->cfg.timeout_s);
+    char *json = srv_json_error(&e);
+    char head[192];
+    int n = snprintf(head, sizeof head,
+                     "HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+                     "Connection: close\r\n\r\n",
+                     json ? strlen(json) : 0);
+    if (cc->fd >= 0 && n > 0 && n < (int)sizeof head) {
+        /* a few hundred bytes: the socket's buffer takes them at once; a client that reads
+         * nothing does not block this thread (MSG_DONTWAIT) */
+        if (send(cc->fd, head, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) == n && json)
+            (void)!send(cc->fd, json, strlen(json), MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    free(json);
+    cc->status = 408;
+    return MHD_NO;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -323,9 +336,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (*upload_size) {
         size_t n = *upload_size;
         *upload_size = 0;
-        if (now_s() - cc->t0 > s->cfg.timeout_s)
-            return reply_errf(cc, c, 408, "invalid_request_error", "request_timeout",
-                              "the request body took too long to arrive");
+        if (now_s() - cc->t0 > s->cfg.timeout_s) return body_timeout(cc);
         if (cc->too_big) return MHD_YES;
         if (cc->len + n > s->cfg.max_body) {
             cc->too_big = 1;
@@ -373,7 +384,11 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
         else srv_job_abandon(cc->job); /* the client left mid-stream */
     }
     if (s->cfg.verbose) {
-        int st = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK || cc->status == 0 || cc->status == 499 ? cc->status : 499;
+        int st = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK || cc->status == 0 || cc->status == 499 ||
+                         cc->status == 408
+                     ? cc->status
+                     : 499;
+        if (toe == MHD_REQUEST_TERMINATED_TIMEOUT_REACHED && !cc->job) st = 408; /* idle for --timeout: closed */
         fprintf(stderr, "npullm serve: %s %d %.3f s\n",
                 cc->route == R_CHAT ? "chat" : cc->route == R_COMPLETIONS ? "completion" : cc->route == R_MODELS ? "models" : cc->route == R_HEALTH ? "health" : "other",
                 st, now_s() - cc->t0);
