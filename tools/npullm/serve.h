@@ -73,6 +73,15 @@ int srv_request_parse(const char *body, size_t len, srv_kind kind, const srv_def
 void srv_request_free(srv_request *r);
 void srv_error_set(srv_error *e, int http, const char *type, const char *param, const char *code, const char *fmt,
                    ...) __attribute__((format(printf, 6, 7)));
+/* The request's Authorization header (NULL if absent) against the server's
+ * key: with key NULL every request passes; else it must be "Bearer KEY" (the
+ * scheme in any case, spaces after it), compared in time independent of
+ * where it differs. 0 = allowed, -1 with a 401 (code invalid_api_key) in *err. */
+int srv_check_auth(const char *key, const char *authorization, srv_error *err);
+/* A declared Content-Length (NULL if absent) against max_body: 0, or -1 with
+ * 413 (code request_too_large) in *err when it is larger, 400 when it is not
+ * a decimal number. */
+int srv_check_length(const char *content_length, size_t max_body, srv_error *err);
 /* 1 if s[0..n) is valid UTF-8 (no overlongs, surrogates or code points past U+10FFFF). */
 int srv_utf8_valid(const char *s, size_t n);
 

@@ -1,16 +1,22 @@
 /* npullm serve: request bodies of /v1/chat/completions and /v1/completions.
  *
  * Follows the OpenAI API's field names, types and ranges. Unknown fields are
- * ignored (llama.cpp's server does the same, and the openai client's
- * extra_body relies on it); known fields this server cannot honour (n > 1,
- * logprobs, tools, a JSON response_format, token-id prompts) are refused
+ * ignored (OpenAI itself refuses them; llama.cpp's server ignores them, and
+ * the openai client's extra_body relies on that), and so are OpenAI fields
+ * that do not change the answer (user, store, metadata, service_tier,
+ * parallel_tool_calls, an empty tools / logit_bias...). Fields that would
+ * change it and this server cannot honour (n or best_of > 1, logprobs,
+ * top_logprobs, tools / functions, a non-empty logit_bias, audio, echo,
+ * suffix, a JSON response_format, token-id prompts) are refused with 400
  * rather than silently dropped. */
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "serve.h"
 
@@ -48,6 +54,42 @@ int srv_utf8_valid(const char *str, size_t n) {
         i += (size_t)k + 1;
     }
     return 1;
+}
+
+int srv_check_auth(const char *key, const char *h, srv_error *err) {
+    if (!key) return 0;
+    unsigned diff = 1;
+    if (h && !strncasecmp(h, "Bearer ", 7)) {
+        h += 7;
+        while (*h == ' ') h++;
+        size_t n = strlen(h), k = strlen(key);
+        diff = n != k;
+        for (size_t i = 0; i < k; i++) diff |= (unsigned char)key[i] ^ (unsigned char)(i < n ? h[i] : 0);
+    }
+    if (!diff) return 0;
+    srv_error_set(err, 401, "invalid_request_error", NULL, "invalid_api_key",
+                  "a missing or wrong API key: send 'Authorization: Bearer KEY'");
+    return -1;
+}
+
+int srv_check_length(const char *cl, size_t max_body, srv_error *err) {
+    if (!cl) return 0;
+    size_t v = 0;
+    int digits = 0, over = 0;
+    for (; isdigit((unsigned char)*cl); cl++, digits++) {
+        const size_t d = (size_t)(*cl - '0');
+        if (over || v > max_body / 10 || d > max_body - v * 10) over = 1; /* v * 10 + d > max_body */
+        else v = v * 10 + d;
+    }
+    while (*cl == ' ' || *cl == '\t') cl++;
+    if (!digits || *cl) {
+        srv_error_set(err, 400, "invalid_request_error", NULL, NULL, "Content-Length is not a number");
+        return -1;
+    }
+    if (!over) return 0;
+    srv_error_set(err, 413, "invalid_request_error", NULL, "request_too_large",
+                  "the request body is over the limit of %zu bytes", max_body);
+    return -1;
 }
 
 /* A number field: absent or null leaves *out; else it must be a number in [lo, hi]. */
@@ -194,6 +236,20 @@ static int refuse_unsupported(const cJSON *root, srv_error *err) {
     if (lp) return BAD("logprobs", "'logprobs' is not supported");
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "tools");
     if (cJSON_IsArray(t) && cJSON_GetArraySize(t) > 0) return BAD("tools", "'tools' are not supported");
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "functions"); /* the older name of tools */
+    if (cJSON_IsArray(f) && cJSON_GetArraySize(f) > 0) return BAD("functions", "'functions' are not supported");
+    const cJSON *lb = cJSON_GetObjectItemCaseSensitive(root, "logit_bias");
+    if (cJSON_IsObject(lb) && lb->child) return BAD("logit_bias", "'logit_bias' is not supported");
+    if (get_int(root, "top_logprobs", 0, 20, &n, &given, err)) return -1;
+    if (given && n > 0) return BAD("top_logprobs", "'top_logprobs' is not supported");
+    const cJSON *au = cJSON_GetObjectItemCaseSensitive(root, "audio");
+    if (au && !cJSON_IsNull(au)) return BAD("audio", "'audio' output is not supported");
+    /* the legacy completions endpoint's: echo the prompt, text after the insertion, best of n */
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "echo"))) return BAD("echo", "'echo' is not supported");
+    const cJSON *sfx = cJSON_GetObjectItemCaseSensitive(root, "suffix");
+    if (cJSON_IsString(sfx) && *sfx->valuestring) return BAD("suffix", "'suffix' is not supported");
+    if (get_int(root, "best_of", 1, 1e9, &n, &given, err)) return -1;
+    if (given && n != 1) return BAD("best_of", "'best_of' is %lld: only 1 is supported", n);
     const cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "response_format");
     if (rf && !cJSON_IsNull(rf)) {
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(rf, "type");
