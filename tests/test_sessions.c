@@ -151,6 +151,11 @@ static void test_sharing(npl_model *m) {
     pthread_join(tb, NULL);
     CHECK(!strcmp(ja.out.buf, a1.buf));
     CHECK(!strcmp(jb.out.buf, a2.buf));
+    printf("two sessions on one model, greedy 24 tokens of P1 and P2: the second session alone %s, interleaved "
+           "step by step %s, from two threads at once %s the first session's answers\n",
+           !strcmp(a1.buf, b1.buf) && !strcmp(a2.buf, b2.buf) ? "equals" : "DIFFERS FROM",
+           !strcmp(ia.buf, a2.buf) && !strcmp(ib.buf, a1.buf) ? "equal" : "DIFFER FROM",
+           !strcmp(ja.out.buf, a1.buf) && !strcmp(jb.out.buf, a2.buf) ? "equal" : "DIFFER FROM");
     CHECK_EQ_INT(npl_session_n_threads(a), npl_model_n_threads(m));
     /* against a second copy: another npl_model of the same file maps the
      * weights again */
@@ -272,7 +277,12 @@ static void test_prefix_reuse(npl_model *m, int exact) {
     const int V = npl_model_n_vocab(m);
     const float *la = npl_session_logits(s), *lb = npl_session_logits(fresh);
     CHECK(la && lb);
-    if (la && lb && exact) CHECK(memcmp(la, lb, sizeof(float) * (size_t)V) == 0);
+    if (la && lb && exact) {
+        const int same = memcmp(la, lb, sizeof(float) * (size_t)V) == 0;
+        printf("prefix reuse (%s kernels): next-token logits over %d entries %s a fresh session's (all %d "
+               "prefilled)\n", npl_session_kernel_family(s), V, same ? "bit-identical to" : "DIFFER FROM", n2);
+        CHECK(same);
+    }
     if (la && lb && !exact) {
         double d = 0;
         for (int i = 0; i < V; i++) d = fmax(d, fabs((double)la[i] - lb[i]));
