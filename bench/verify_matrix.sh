@@ -1,7 +1,7 @@
 #!/bin/sh
 # Issue-2 agreement table: npullm vs llama.cpp, teacher-forced, for Gemma 3
 # 270M, the random-weight llama / qwen3 GGUFs in Q4_0 and Q8_0, the gemma2 /
-# phi3 / granite / smollm3 / mistral3 ones in F32 and Q8_0 and the IQ4_NL / IQ4_XS / MXFP4 ones, in both of
+# phi3 / granite / smollm3 / mistral3 / gemma4 ones in F32 and Q8_0 and the IQ4_NL / IQ4_XS / MXFP4 ones, in both of
 # llama.cpp's attention modes, next to llama.cpp against itself (batch N vs 1,
 # the noise floor).
 #   off / ours:  llama.cpp without flash attention (llama-cpp-python's
@@ -25,9 +25,10 @@ echo "|---|---|---|---|---|---|---|"
 # llama-cpp-python 0.3.36's AMX matmul crashes (SIGSEGV in
 # ggml_backend_amx_mul_mat) in these scripts on this machine, for every model
 # here (tests/data/llamacpp/record_reference.py).  The further architectures
-# and quant types come from make_random_gguf.py --arch-extras / --iq4-extras.
+# and quant types come from make_random_gguf.py --arch-extras / --iq4-extras
+# (gemma4's from make_random_gemma4.py).
 EXTRA=""
-for a in gemma2 phi3 granite smollm3 mistral3; do EXTRA="$EXTRA $R/rand-$a-f32.gguf $R/rand-$a-q8_0.gguf"; done
+for a in gemma2 phi3 granite smollm3 mistral3 gemma4; do EXTRA="$EXTRA $R/rand-$a-f32.gguf $R/rand-$a-q8_0.gguf"; done
 EXTRA="$EXTRA $R/rand-phi3-longrope-f32.gguf $R/rand-llama-iq4_nl.gguf $R/rand-qwen3-iq4_xs.gguf $R/rand-llama-mxfp4.gguf"
 for m in "$G" "$R/rand-llama-q4_0.gguf" "$R/rand-llama-q8_0.gguf" "$R/rand-qwen3-q4_0.gguf" "$R/rand-qwen3-q8_0.gguf" $EXTRA; do
     x="--no-extra-bufts"

@@ -1,6 +1,6 @@
-/* The further architectures (gemma2, phi3, granite, smollm3, mistral3) read what their
- * random-weight GGUFs hold (tests/tools/make_random_gguf.py --arch-extras:
- * the values below are the ones it writes), and refuse with one line naming
+/* The further architectures (gemma2, phi3, granite, smollm3, mistral3, gemma4) read what their
+ * random-weight GGUFs hold (tests/tools/make_random_gguf.py --arch-extras and
+ * make_random_gemma4.py: the values below are the ones they write), and refuse with one line naming
  * the file and the key or tensor what they do not implement or what
  * contradicts itself: copies of those files through npl_gguf_writer with one
  * change each. Agreement with llama.cpp is test_model_reference's. */
@@ -73,8 +73,8 @@ static npl_runner *open_model(const char *path, char *err, size_t errlen) {
 /* What the loader read from the unchanged files. */
 static void check_values(const char *data) {
     char path[1024], err[512];
-    static const char *models[] = {"gemma2", "phi3", "granite", "smollm3", "mistral3"};
-    for (int m = 0; m < 5; m++) {
+    static const char *models[] = {"gemma2", "phi3", "granite", "smollm3", "mistral3", "gemma4"};
+    for (int m = 0; m < 6; m++) {
         snprintf(path, sizeof(path), "%s/models/rand-%s-f32.gguf", data, models[m]);
         npl_runner *r = open_model(path, err, sizeof(err));
         if (!r) fprintf(stderr, "%s\n", err);
@@ -113,10 +113,67 @@ static void check_values(const char *data) {
             CHECK(hp->rope_attn_factor == 1.0f / (1.0f + 0.1f * logf(4.0f)));
             CHECK(hp->attn_temp_scale == 0.1f && hp->attn_temp_floor == 512 && hp->rope_neox == 0);
             break;
+        case NPL_ARCH_GEMMA4:
+            for (int il = 0; il < 4; il++) CHECK_EQ_INT(npl_hparams_layer_is_swa(hp, il), il % 2 == 0);
+            CHECK_EQ_INT(hp->n_swa, 16);
+            CHECK_EQ_INT(hp->head_dim, 64);
+            CHECK_EQ_INT(hp->head_dim_swa, 32);
+            CHECK_EQ_INT(hp->n_rot, 64);
+            CHECK_EQ_INT(hp->n_rot_swa, 32);
+            CHECK_EQ_INT(hp->n_embd_per_layer, 32);
+            CHECK_EQ_INT(hp->n_layer_kv, 2); /* shared_kv_layers 2 of 4 */
+            CHECK_EQ_INT(npl_hparams_kv_layer(hp, 1), 1);
+            CHECK_EQ_INT(npl_hparams_kv_layer(hp, 2), 0);
+            CHECK_EQ_INT(npl_hparams_kv_layer(hp, 3), 1);
+            CHECK(hp->rope_base == 1e6f && hp->rope_base_swa == 1e4f && hp->rope_neox == 1);
+            CHECK(hp->final_softcap == 30.0f && hp->attn_scale == 1.0f && hp->embd_scale == sqrtf(128.0f));
+            break;
         default: CHECK(0);
         }
         npl_runner_close(r);
     }
+}
+
+/* gemma4's graph: layers 2 and 3 attend over the caches of layers 0 and 1
+ * (two attention nodes on each of those states, none on their own), the
+ * full layers' RoPE takes rope_freqs.weight and the sliding ones' none, and
+ * every layer gets its slice of the per-layer embedding rows. */
+static void check_gemma4_graph(const char *data) {
+    char path[1024], err[512] = "";
+    snprintf(path, sizeof(path), "%s/models/rand-gemma4-q8_0.gguf", data);
+    npl_gguf *f = npl_gguf_open(path, NULL, err, sizeof(err));
+    CHECK(f != NULL);
+    if (!f) return;
+    npl_hparams hp;
+    npl_model_graph mg;
+    CHECK(npl_hparams_load(f, &hp, err, sizeof(err)) == 0);
+    CHECK(npl_model_build(f, &hp, 64, &mg, err, sizeof(err)) == 0);
+    if (mg.g) {
+        int users[4] = {0}, slices = 0, rope_freq = 0, rope_plain = 0;
+        const int freqs = npl_graph_find(mg.g, "rope_freqs.weight");
+        CHECK(freqs >= 0);
+        for (int i = 0; i < npl_graph_n_nodes(mg.g); i++) {
+            const npl_node *nd = npl_graph_node(mg.g, i);
+            if (nd->op == NPL_OP_SLICE) slices += nd->ip[0] == 32 * slices && nd->ip[1] == 32;
+            if (nd->op == NPL_OP_ROPE) {
+                rope_freq += nd->n_src == 3 && nd->src[2] == freqs && nd->ip[0] == 64;
+                rope_plain += nd->n_src == 2 && nd->ip[0] == 32;
+            }
+            if (nd->op != NPL_OP_ATTENTION) continue;
+            for (int l = 0; l < 4; l++) {
+                char name[32];
+                snprintf(name, sizeof(name), "kcache.%d", l);
+                users[l] += nd->src[3] == npl_graph_find(mg.g, name);
+            }
+        }
+        printf("gemma4 graph: kcache users %d %d %d %d, %d slices, RoPE %d with factors / %d without\n", users[0],
+               users[1], users[2], users[3], slices, rope_freq, rope_plain);
+        CHECK(users[0] == 2 && users[1] == 2 && users[2] == 0 && users[3] == 0);
+        CHECK_EQ_INT(slices, 4);
+        CHECK(rope_freq == 3 && rope_plain == 3); /* q of layers 1, 3 and k of 1; q of 0, 2 and k of 0 */
+        npl_graph_free(mg.g);
+    }
+    npl_gguf_close(f);
 }
 
 static const edit EDITS[] = {
@@ -143,6 +200,18 @@ static const edit EDITS[] = {
     {.name = "mistral3 yarn log multiplier NaN", .model = "mistral3",
      .set_f32_key = "mistral3.rope.scaling.yarn_log_multiplier", .f32 = NAN,
      .expect = "mistral3.rope.scaling.yarn_log_multiplier", .expect2 = "not finite"},
+    {.name = "gemma4 without rope_freqs", .model = "gemma4", .drop_tensor = "rope_freqs.weight",
+     .expect = "rope_freqs.weight", .expect2 = "missing"},
+    {.name = "gemma4 without its swa pattern", .model = "gemma4", .drop_key = "gemma4.attention.sliding_window_pattern",
+     .expect = "gemma4.attention.sliding_window_pattern", .expect2 = "missing"},
+    {.name = "gemma4 without KV sharing", .model = "gemma4", .drop_key = "gemma4.attention.shared_kv_layers",
+     .expect = "blk.2.attn_k.weight", .expect2 = "missing"},
+    {.name = "gemma4 final softcap -1", .model = "gemma4", .set_f32_key = "gemma4.final_logit_softcapping",
+     .f32 = -1.0f, .expect = "gemma4.final_logit_softcapping"},
+    {.name = "gemma4 MoE router", .model = "gemma4", .add_tensor = "blk.1.ffn_gate_inp.weight", .add_n = 4,
+     .add_v = 1.0f, .expect = "blk.1.ffn_gate_inp.weight", .expect2 = "MoE"},
+    {.name = "gemma4 per-layer embedding rows short", .model = "gemma4", .reshape_tensor = "per_layer_token_embd.weight",
+     .new_ne1 = 512, .expect = "per_layer_token_embd.weight", .expect2 = "contradicts"},
     {.name = "smollm3 without a layer's ffn_gate", .model = "smollm3", .drop_tensor = "blk.3.ffn_gate.weight",
      .expect = "blk.3.ffn_gate.weight", .expect2 = "missing"},
 };
@@ -201,6 +270,7 @@ int main(void) {
     check_values(data);
     check_temperature_context(data);
     check_longrope_choice(data);
+    check_gemma4_graph(data);
     char dir[] = "/tmp/npl_archs_XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     for (size_t i = 0; i < sizeof(EDITS) / sizeof(EDITS[0]); i++) {

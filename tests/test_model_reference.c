@@ -64,6 +64,11 @@ typedef struct {
 static const tolerance TOL_F32 = {2e-2, 2e-2, 2e-2, 5e-3, 0.99, 0};
 static const tolerance TOL_QUANT = {0.5, 0.5, 0.5, 0.15, 0.90, 0};
 static const tolerance TOL_GEMMA = {0.5, 3.0, 6.0, 0.6, 0.90, 1};
+/* rand-gemma4-q8_0 with llama.cpp's arithmetic: top-5 logits measured within
+ * 0.09, the mean within 0.03 and argmax agreement 98.9-99.5 %, but the one
+ * position where the argmax flips (a near-tie this fixture amplifies) differs
+ * by 2.74. With our arithmetic the mean is 0.185 and agreement 91 %: rejected. */
+static const tolerance TOL_GEMMA4_Q8 = {0.5, 0.5, 3.0, 0.15, 0.98, 0};
 
 /* What the judge found, summed over prompts. */
 typedef struct {
@@ -161,6 +166,9 @@ static cJSON *load_json(const char *path) {
     return doc;
 }
 
+/* the runners' arithmetic: ours, or llama.cpp's (gemma4 below) */
+static int g_arith = 0;
+
 static npl_runner *open_runner(const char *path, const cJSON *doc, int isa) {
     struct stat st;
     if (stat(path, &st) != 0) {
@@ -173,6 +181,7 @@ static npl_runner *open_runner(const char *path, const cJSON *doc, int isa) {
     p.n_ctx = 256; /* the longest prompt has 86 tokens; mutations scale positions up to 2x */
     p.n_threads = 2;
     p.isa = isa;
+    p.arith = g_arith;
     char err[512];
     npl_runner *r = npl_runner_open(path, &p, err, sizeof(err));
     if (!r) fprintf(stderr, "open: %s\n", err);
@@ -376,6 +385,17 @@ int main(void) {
             snprintf(mpath, sizeof(mpath), "%s/models/rand-%s-%s.gguf", data, arch_models[m], types[q]);
             check_model(mpath, jpath, q == 0 ? &TOL_F32 : &TOL_QUANT, 1);
         }
+    /* gemma4 (make_random_gemma4.py): with llama.cpp's non-flash arithmetic
+     * (the figures' mode), since this fixture amplifies rounding differences
+     * (bench/verify_matrix.sh: llama.cpp against itself with flash attention
+     * on / off disagrees on 20 % of the q8_0 file's top-1) */
+    g_arith = 2; /* NPL_ARITH_LLAMACPP_NOFA */
+    for (int q = 0; q < 2; q++) {
+        snprintf(jpath, sizeof(jpath), "%s/llamacpp/rand-gemma4-%s.json", data, types[q]);
+        snprintf(mpath, sizeof(mpath), "%s/models/rand-gemma4-%s.gguf", data, types[q]);
+        check_model(mpath, jpath, q == 0 ? &TOL_F32 : &TOL_GEMMA4_Q8, 1);
+    }
+    g_arith = 0;
     /* Phi-3.5's LongRoPE (long factors at these contexts), and the same
      * weights without it rejected */
     snprintf(jpath, sizeof(jpath), "%s/llamacpp/rand-phi3-longrope-f32.json", data);

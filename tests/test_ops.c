@@ -181,6 +181,41 @@ static void test_get_rows_reshape(void) {
     npl_graph_free(g);
 }
 
+/* slice: rows cut along dim 0 (3-D input, through a reshape view), the same
+ * elements as the input at the offset; out-of-range slices are errors. */
+static void test_slice(void) {
+    enum { E = 24, R = 3, T = 5 };
+    float x[E * R * T];
+    fill(x, E * R * T, 1.0f);
+    npl_graph *g = npl_graph_new();
+    int xi = input2(g, "x", NPL_TYPE_F32, E * R, T, x);
+    int64_t ne[3] = {E, R, T};
+    int v = npl_reshape(g, xi, 3, ne);
+    int s0 = npl_slice(g, v, 0, 7), s1 = npl_slice(g, v, 17, 7), s2 = npl_slice(g, xi, 2 * E, E);
+    int offs[3] = {0, 17, 0}, lens[3] = {7, 7, E}, ids[3] = {s0, s1, s2};
+    for (int k = 0; k < 3; k++) {
+        npl_shape sh;
+        const float *y = read_f32(g, ids[k], &sh);
+        CHECK_EQ_INT(sh.ne[0], lens[k]);
+        CHECK_EQ_INT(sh.ne[1], k < 2 ? R : T);
+        CHECK_EQ_INT(sh.ne[2], k < 2 ? T : 1);
+        const int64_t rows = k < 2 ? R * T : T, stride = k < 2 ? E : E * R, off = k < 2 ? offs[k] : 2 * E;
+        int bad = 0;
+        for (int64_t r = 0; y && r < rows; r++)
+            for (int i = 0; i < lens[k]; i++) bad += y[r * lens[k] + i] != x[r * stride + off + i];
+        CHECK_EQ_INT(bad, 0);
+    }
+    char err[256];
+    int s3 = npl_slice(g, v, 20, 5); /* past the end of a row of 24 */
+    CHECK(npl_read(g, s3, &be, pool, NULL, err, sizeof(err)) == NULL);
+    CHECK(strstr(err, "slice") != NULL && strstr(err, "20..25") != NULL);
+    npl_graph_free(g);
+    g = npl_graph_new();
+    xi = input2(g, "x", NPL_TYPE_F32, E, T, x);
+    CHECK(npl_slice(g, xi, -1, 4) < 0 && strstr(npl_graph_error(g), "slice") != NULL);
+    npl_graph_free(g);
+}
+
 static void rope_ref(const float *x, double *y, int heads, int hd, int n_rot, int pos, double base, double fs, int neox) {
     for (int h = 0; h < heads; h++) {
         const float *xh = x + h * hd;
@@ -352,6 +387,7 @@ int main(void) {
         test_op_table();
         test_norm_and_elementwise();
         test_get_rows_reshape();
+        test_slice();
         test_softmax(37, 3, 1.0f);
         test_softmax(1000, 9, 0.35f);
         test_rope_attention(64, 4, 1, 9, 0);

@@ -249,6 +249,19 @@ int npl_softmax(npl_graph *g, int x, float scale) {
     if (id >= 0) g->nodes[id].fp[0] = scale;
     return id;
 }
+int npl_slice(npl_graph *g, int x, int64_t offset, int64_t len) {
+    if (g->failed) return -1;
+    if (offset < 0 || len < 1 || offset > INT32_MAX || len > INT32_MAX - offset) {
+        npl_graph_set_error(g, "slice: offset %lld, length %lld", (long long)offset, (long long)len);
+        return -1;
+    }
+    int id = op1(g, NPL_OP_SLICE, x);
+    if (id >= 0) {
+        g->nodes[id].ip[0] = (int32_t)offset;
+        g->nodes[id].ip[1] = (int32_t)len;
+    }
+    return id;
+}
 int npl_reshape(npl_graph *g, int x, int n_dims, const int64_t *ne) {
     if (g->failed) return -1;
     if (n_dims < 1 || n_dims > NPL_MAX_DIMS) {

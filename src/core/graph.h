@@ -110,6 +110,9 @@ int npl_geglu(npl_graph *g, int gate, int up);
 int npl_softcap(npl_graph *g, int x, float cap);
 /* softmax over ne0 (each row) of scale * x; fp: scale */
 int npl_softmax(npl_graph *g, int x, float scale);
+/* Elements [offset, offset + len) of every row (dim 0) of f32 x, as a new
+ * f32 tensor [len, ...]; ip: offset, len. */
+int npl_slice(npl_graph *g, int x, int64_t offset, int64_t len);
 /* New shape of the same elements; at most one dim may be -1 (inferred). */
 int npl_reshape(npl_graph *g, int x, int n_dims, const int64_t *ne);
 /* Opaque plugin op of `type` (attribute "type"); outputs described by attributes. */

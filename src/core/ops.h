@@ -50,7 +50,9 @@
     /* opaque op run by a plugin kernel (attrs) */                                                                 \
     X(PLUGIN, "plugin", 0, 16, plugin, none, plugin, plugin)                                                      \
     /* softmax over ne0 of fp[0] * x (routers, attention written out as ops) */                                    \
-    X(SOFTMAX, "softmax", 1, 1, same, softmax, plain, softmax)
+    X(SOFTMAX, "softmax", 1, 1, same, softmax, plain, softmax)                                                    \
+    /* x[ne0, ...] -> f32[ip[1], ...]: elements ip[0] .. ip[0] + ip[1] of each row (gemma4's per-layer inputs) */ \
+    X(SLICE, "slice", 1, 1, slice, slice, plain, cpu_only)
 
 typedef enum {
 #define NPL_OP_ENUM(e, name, lo, hi, shape, cpu, file, lower) NPL_OP_##e,

@@ -104,6 +104,15 @@ static int shape_reshape(const npl_node *nd, const npl_shape *src, npl_shape *ou
     return 0;
 }
 
+static int shape_slice(const npl_node *nd, const npl_shape *src, npl_shape *out, char *err, size_t n) {
+    int64_t off = nd->ip[0], len = nd->ip[1];
+    if (off < 0 || len < 1 || off + len > src[0].ne[0])
+        FAIL("elements %lld..%lld of rows of %lld", (long long)off, (long long)(off + len), (long long)src[0].ne[0]);
+    *out = src[0];
+    out->ne[0] = len;
+    return 0;
+}
+
 /* plugin ops take their shape from the plugin layer's hook (npl_infer_shape_ex) */
 static int shape_plugin(const npl_node *nd, const npl_shape *src, npl_shape *out, char *err, size_t n) {
     (void)nd; (void)src; (void)out;

@@ -282,6 +282,14 @@ static size_t scratch_attention(const npl_exec_ctx *c) {
 }
 static const npl_op_exec cpu_attention = {.exec = exec_attention, .scratch = scratch_attention};
 
+/* ---- slice: a copy of part of every row ---- */
+static void slice_row(const npl_exec_ctx *c, int64_t r) {
+    int64_t n = c->src[0].shape.ne[0], len = c->node->ip[1];
+    memcpy((float *)c->dst.data + r * len, (const float *)c->src[0].data + r * n + c->node->ip[0],
+           sizeof(float) * (size_t)len);
+}
+ELEMENTWISE(slice, slice_row)
+
 static int exec_reshape(npl_exec_ctx *c) { (void)c; return 0; } /* a view: the session aliases it */
 static const npl_op_exec cpu_reshape = {.exec = exec_reshape};
 

@@ -186,12 +186,13 @@ int npl_model_build(const npl_gguf *f, const npl_hparams *hp, int n_ctx, npl_mod
     out->pos = b.pos;
     out->n_ctx = n_ctx;
     /* Llama 3.x stores its RoPE frequency factors as rope_freqs.weight; llama.cpp
-     * reads it for llama, granite and mistral3 only (and refuses files with
+     * reads it for llama, granite, mistral3 and gemma4 only (and refuses files with
      * tensors it does not use). Phi-3's LongRoPE has two sets, as llama.cpp's
      * get_rope_factors: rope_factors_long.weight for a context longer than the
      * original one, else rope_factors_short.weight (with rope.scaling.attn_factor
      * as the cos/sin magnitude, hparams.c) */
-    const int reads_freqs = hp->arch == NPL_ARCH_LLAMA || hp->arch == NPL_ARCH_GRANITE || hp->arch == NPL_ARCH_MISTRAL3;
+    const int reads_freqs = hp->arch == NPL_ARCH_LLAMA || hp->arch == NPL_ARCH_GRANITE || hp->arch == NPL_ARCH_MISTRAL3 ||
+                            hp->arch == NPL_ARCH_GEMMA4; /* gemma4: its full layers' proportional RoPE */
     const char *freqs = "rope_freqs.weight";
     if (hp->arch == NPL_ARCH_PHI3)
         freqs = n_ctx > hp->rope_n_ctx_orig ? "rope_factors_long.weight" : "rope_factors_short.weight";
@@ -207,7 +208,7 @@ int npl_model_build(const npl_gguf *f, const npl_hparams *hp, int n_ctx, npl_mod
         }
     }
     if (!reads_freqs && npl_gguf_find_tensor(f, "rope_freqs.weight"))
-        mb_fail(&b, "%s: tensor rope_freqs.weight: not supported for %s (llama.cpp reads it for llama, granite and mistral3 only)",
+        mb_fail(&b, "%s: tensor rope_freqs.weight: not supported for %s (llama.cpp reads it for llama, granite, mistral3 and gemma4 only)",
                 npl_gguf_path(f), hp->arch_name);
     int rc;
     switch (hp->arch) {
@@ -220,6 +221,7 @@ int npl_model_build(const npl_gguf *f, const npl_hparams *hp, int n_ctx, npl_mod
     case NPL_ARCH_SMOLLM3: rc = npl_build_smollm3(&b, out); break;
     case NPL_ARCH_PHI3: rc = npl_build_phi3(&b, out); break;
     case NPL_ARCH_MISTRAL3: rc = npl_build_mistral3(&b, out); break;
+    case NPL_ARCH_GEMMA4: rc = npl_build_gemma4(&b, out); break;
     default: rc = mb_fail(&b, "%s: architecture not supported", npl_gguf_path(f));
     }
     if (!b.failed && npl_graph_error(b.g)) mb_fail(&b, "%s: building graph: %s", npl_gguf_path(f), npl_graph_error(b.g));

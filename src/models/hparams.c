@@ -14,12 +14,19 @@ static const struct {
     {"gemma2", NPL_ARCH_GEMMA2}, {"granite", NPL_ARCH_GRANITE}, {"smollm3", NPL_ARCH_SMOLLM3},
     {"phi3", NPL_ARCH_PHI3},
     {"mistral3", NPL_ARCH_MISTRAL3},
+    {"gemma4", NPL_ARCH_GEMMA4},
 };
 
-const char *npl_arch_supported_list(void) { return "llama, qwen2, qwen3, gemma3, gemma2, granite, smollm3, phi3, mistral3"; }
+const char *npl_arch_supported_list(void) { return "llama, qwen2, qwen3, gemma3, gemma2, granite, smollm3, phi3, mistral3, gemma4"; }
 
 int npl_hparams_layer_is_swa(const npl_hparams *hp, int il) {
+    if (hp->arch == NPL_ARCH_GEMMA4) return il >= 0 && il < hp->n_layer && il < NPL_MAX_SWA_LAYERS && hp->layer_swa[il];
     return hp->n_swa > 0 && hp->swa_pattern > 0 && (il + 1) % hp->swa_pattern != 0;
+}
+
+int npl_hparams_kv_layer(const npl_hparams *hp, int il) {
+    if (hp->n_layer_kv <= 0 || il < hp->n_layer_kv) return il;
+    return hp->n_layer_kv - (npl_hparams_layer_is_swa(hp, il) ? 2 : 1);
 }
 
 typedef struct {
@@ -163,6 +170,70 @@ static void read_rope_scaling(reader *r, npl_hparams *hp) {
     }
 }
 
+/* gemma4 (llama.cpp's models/gemma4.cpp load_arch_hparams and the shared
+ * loader): a sliding-window flag per layer, the window, per-layer embeddings,
+ * KV sharing, the sliding layers' own head size / rotary dims / RoPE base,
+ * attention scale 1, embeddings times sqrt(n_embd), logits soft-capped (30
+ * unless given). The cache rows are sized by the full layers' head size, so
+ * the sliding layers' may not be larger (they are not in Gemma 4). */
+static void read_gemma4(reader *r, npl_hparams *hp) {
+    char key[128];
+    snprintf(key, sizeof(key), "%s.attention.sliding_window_pattern", r->arch);
+    int64_t ki = npl_gguf_find_key(r->f, key);
+    if (ki < 0) { fail(r, key, "missing"); return; }
+    if (npl_gguf_kv_type(r->f, ki) != NPL_GGUF_ARRAY || npl_gguf_arr_type(r->f, ki) != NPL_GGUF_BOOL)
+        { fail(r, key, "not an array of bools"); return; }
+    if (npl_gguf_arr_n(r->f, ki) != (uint64_t)hp->n_layer) {
+        char what[96];
+        snprintf(what, sizeof(what), "%llu entries for %d layers", (unsigned long long)npl_gguf_arr_n(r->f, ki),
+                 hp->n_layer);
+        { fail(r, key, what); return; }
+    }
+    if (hp->n_layer > NPL_MAX_SWA_LAYERS) {
+        char what[96];
+        snprintf(what, sizeof(what), "%d layers: at most %d are supported", hp->n_layer, NPL_MAX_SWA_LAYERS);
+        { fail(r, key, what); return; }
+    }
+    const unsigned char *flags = npl_gguf_arr_data(r->f, ki);
+    for (int il = 0; il < hp->n_layer; il++) hp->layer_swa[il] = flags[il] != 0;
+    hp->n_swa = get_int(r, "attention.sliding_window", -1, 1, 1 << 24);
+    hp->head_dim_swa = get_int(r, "attention.key_length_swa", hp->head_dim, 2, NPL_ATTN_MAX_HD);
+    int vswa = get_int(r, "attention.value_length_swa", hp->head_dim_swa, 2, NPL_ATTN_MAX_HD);
+    hp->n_rot_swa = get_int(r, "rope.dimension_count_swa", hp->n_rot, 2, NPL_ATTN_MAX_HD);
+    hp->rope_base_swa = get_float(r, "rope.freq_base_swa", 10000.0f, 0);
+    hp->n_embd_per_layer = get_int(r, "embedding_length_per_layer_input", -1, 0, 1 << 20);
+    int shared = get_int(r, "attention.shared_kv_layers", 0, 0, hp->n_layer - 1);
+    hp->final_softcap = get_float(r, "final_logit_softcapping", 30.0f, 0);
+    if (r->failed) return;
+    snprintf(key, sizeof(key), "%s.attention.value_length_swa", r->arch);
+    if (vswa != hp->head_dim_swa) { fail(r, key, "differs from key_length_swa (unsupported)"); return; }
+    snprintf(key, sizeof(key), "%s.attention.key_length_swa", r->arch);
+    if (hp->head_dim_swa > hp->head_dim) { fail(r, key, "larger than key_length (unsupported)"); return; }
+    snprintf(key, sizeof(key), "%s.rope.dimension_count_swa", r->arch);
+    if (hp->n_rot_swa > hp->head_dim_swa || (hp->n_rot_swa & 1))
+        { fail(r, key, "must be even and at most key_length_swa"); return; }
+    snprintf(key, sizeof(key), "%s.final_logit_softcapping", r->arch);
+    if (hp->final_softcap < 0) { fail(r, key, "must not be negative"); return; }
+    snprintf(key, sizeof(key), "%s.rope.scaling.type", r->arch);
+    if (hp->rope_scaling == NPL_ROPE_SCALING_YARN) { fail(r, key, "yarn is not supported for gemma4"); return; }
+    hp->n_layer_kv = hp->n_layer - shared;
+    snprintf(key, sizeof(key), "%s.attention.shared_kv_layers", r->arch);
+    if (shared > 0 && hp->n_layer_kv < 2) { fail(r, key, "leaves fewer than 2 layers with a KV cache"); return; }
+    /* a shared layer must read a cache of its own kind (llama.cpp's reuse
+     * assumes the last two KV layers are sliding, then full) */
+    for (int il = hp->n_layer_kv; il < hp->n_layer; il++) {
+        int src = npl_hparams_kv_layer(hp, il);
+        if (hp->layer_swa[src] != hp->layer_swa[il]) {
+            char what[160];
+            snprintf(what, sizeof(what), "layer %d (%s) would reuse the cache of layer %d (%s)", il,
+                     hp->layer_swa[il] ? "sliding" : "full", src, hp->layer_swa[src] ? "sliding" : "full");
+            { fail(r, key, what); return; }
+        }
+    }
+    hp->attn_scale = 1.0f;
+    hp->embd_scale = sqrtf((float)hp->n_embd);
+}
+
 int npl_hparams_load(const npl_gguf *f, npl_hparams *hp, char *err, size_t errlen) {
     memset(hp, 0, sizeof(*hp));
     npl_gguf_str a;
@@ -279,6 +350,7 @@ int npl_hparams_load(const npl_gguf *f, npl_hparams *hp, char *err, size_t errle
         hp->attn_temp_scale = get_float(&r, "attention.temperature_scale", 0.0f, 0);
         hp->attn_temp_floor = hp->rope_n_ctx_orig;
     } /* as llama.cpp: layers 3, 7, ... have no RoPE */
+    if (hp->arch == NPL_ARCH_GEMMA4) read_gemma4(&r, hp);
     snprintf(key, sizeof(key), "%s.attention.layer_norm_rms_epsilon", hp->arch_name);
     if (!(hp->norm_eps > 0)) fail(&r, key, "must be positive");
     snprintf(key, sizeof(key), "%s.rope.freq_base", hp->arch_name);

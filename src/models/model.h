@@ -22,8 +22,11 @@ typedef enum {
     NPL_ARCH_SMOLLM3,
     NPL_ARCH_PHI3,
     NPL_ARCH_MISTRAL3,
+    NPL_ARCH_GEMMA4,
     NPL_ARCH_COUNT
 } npl_arch;
+
+#define NPL_MAX_SWA_LAYERS 256 /* layers a per-layer sliding-window pattern may describe */
 
 /* rope.scaling.type values implemented (llama.cpp's names): "none", "linear", "yarn" */
 typedef enum { NPL_ROPE_SCALING_NONE, NPL_ROPE_SCALING_LINEAR, NPL_ROPE_SCALING_YARN } npl_rope_scaling;
@@ -53,6 +56,16 @@ typedef struct {
     int nope_step;        /* > 0: every nope_step-th layer has no RoPE (smollm3: 4) */
     float attn_temp_scale; /* mistral3's attention.temperature_scale (0 = none) */
     int attn_temp_floor;   /* its position floor (the original context length) */
+    /* gemma4: per-layer sliding-window flags (attention.sliding_window_pattern),
+     * the sliding-window layers' head size and rotary dims (head_dim / n_rot
+     * are the full-attention layers'), the per-layer embedding width (0 =
+     * none) and the layers with a KV cache of their own: layer il >= n_layer_kv
+     * reads the cache of layer n_layer_kv - 2 (sliding) or - 1 (full), as
+     * llama.cpp's layer reuse */
+    unsigned char layer_swa[NPL_MAX_SWA_LAYERS];
+    int head_dim_swa, n_rot_swa;
+    int n_embd_per_layer;
+    int n_layer_kv;
 } npl_hparams;
 
 typedef struct {
@@ -65,6 +78,8 @@ typedef struct {
 int npl_hparams_load(const npl_gguf *f, npl_hparams *hp, char *err, size_t errlen);
 const char *npl_arch_supported_list(void);
 int npl_hparams_layer_is_swa(const npl_hparams *hp, int il);
+/* The layer whose KV cache layer il attends over (il itself unless gemma4 shares it). */
+int npl_hparams_kv_layer(const npl_hparams *hp, int il);
 
 /* Builds the forward graph for a KV cache of n_ctx positions. Weights point
  * into the mapped file (no copy). Returns 0 or -1 with err. */
@@ -118,5 +133,6 @@ int npl_build_granite(npl_mb *b, npl_model_graph *out);
 int npl_build_smollm3(npl_mb *b, npl_model_graph *out);
 int npl_build_phi3(npl_mb *b, npl_model_graph *out);
 int npl_build_mistral3(npl_mb *b, npl_model_graph *out);
+int npl_build_gemma4(npl_mb *b, npl_model_graph *out);
 
 #endif

@@ -20,6 +20,11 @@ Writes, next to this script, one JSON file per model:
                             the further architectures, written by
                             make_random_gguf.py --arch-extras tests/data/models;
                             recorded the same way
+  rand-gemma4-{f32,q8_0}.json
+                            the gemma4 ones (per-layer embeddings, KV sharing,
+                            per-layer head dims), written by
+                            tests/tools/make_random_gemma4.py tests/data/models;
+                            recorded the same way
 
 Each JSON holds the model's file name, size and sha256, n_vocab, the
 llama-cpp-python version used, and a list of "prompts".  Each prompt has
@@ -98,6 +103,8 @@ IQ4_EXTRAS = ("rand-llama-iq4_nl", "rand-qwen3-iq4_xs", "rand-llama-mxfp4")
 # same way (the AMX matmul crashes on rand-gemma2-q8_0 too)
 ARCH_EXTRAS = tuple("rand-%s-%s" % (a, t) for a in ("gemma2", "phi3", "granite", "smollm3", "mistral3")
                     for t in ("f32", "q8_0")) + ("rand-phi3-longrope-f32",)
+# tests/tools/make_random_gemma4.py's, recorded the same way
+GEMMA4_EXTRAS = ("rand-gemma4-f32", "rand-gemma4-q8_0")
 
 
 def no_extra_bufts():
@@ -223,11 +230,12 @@ def main():
             sys.exit("%s missing: run tests/tools/make_random_gguf.py --rope-extras %s"
                      % (p, a.models_dir))
         jobs.append((p, os.path.join(HERE, name + ".json")))
-    for names, opt in ((IQ4_EXTRAS, "--iq4-extras"), (ARCH_EXTRAS, "--arch-extras")):
+    for names, tool in ((IQ4_EXTRAS, "make_random_gguf.py --iq4-extras"),
+                        (ARCH_EXTRAS, "make_random_gguf.py --arch-extras"), (GEMMA4_EXTRAS, "make_random_gemma4.py")):
         for name in names:
             p = os.path.join(a.models_dir, name + ".gguf")
             if not os.path.exists(p):
-                sys.exit("%s missing: run tests/tools/make_random_gguf.py %s %s" % (p, opt, a.models_dir))
+                sys.exit("%s missing: run tests/tools/%s %s" % (p, tool, a.models_dir))
             jobs.append((p, os.path.join(HERE, name + ".json"), False))
     for job in jobs:
         p, o = job[0], job[1]
