@@ -617,7 +617,7 @@ static void starcoder_family(void) {
     /* VOCABS of make_starcoder_fixtures.py */
     static const char *const names[] = { "smollm2.gguf", "starcoder", "refact", "command-r", "gpt-2",
                                          "llama-bpe", "llama-spm", "phi-3", "qwen2", "mpt", "qwen35",
-                                         "deepseek-llm", "deepseek-coder", "falcon" };
+                                         "deepseek-llm", "deepseek-coder", "falcon", "gemma-4" };
     enum { N_NAMES = (int)(sizeof(names) / sizeof(names[0])) };
     for (int i = 1; i < N_NAMES; i++) {
         snprintf(p, sizeof(p), "%s/%s.gguf", dir, names[i]);

@@ -66,6 +66,7 @@ struct npl_tokenizer {
 
     int32_t bos, eos, eot, eom, unk, pad, sep;
     int add_bos, add_eos, add_space_prefix, clean_spaces, ignore_merges;
+    int spm_bpe;            /* gemma4: BPE over raw UTF-8, spaces as "▁", <0xXX> byte tokens */
 
     int32_t byte_to_id[256];                             /* SPM byte fallback */
     char byte_enc[256][3]; uint8_t byte_enc_len[256];    /* GPT-2 byte -> UTF-8 */

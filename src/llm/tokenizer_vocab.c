@@ -416,6 +416,14 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
         if (npl_pre_flag(pf, NPL_PRE_IGNORE_MERGES)) t->ignore_merges = 1;
         if (npl_pre_flag(pf, NPL_PRE_ADD_BOS)) t->add_bos = 1;
         if (npl_pre_flag(pf, NPL_PRE_NO_BOS)) def_bos = -1;
+    } else if (model.len == 6 && memcmp(model.ptr, "gemma4", 6) == 0) {
+        /* llama.cpp's gemma4: BPE merges over raw UTF-8 with SPM's "▁" for
+         * spaces and <0xXX> byte tokens, its own pre-tokenizer (runs of
+         * newlines and of the rest) whatever tokenizer.ggml.pre says, no
+         * default special ids, BOS always added */
+        t->type = NPL_VOCAB_BPE;
+        t->spm_bpe = 1;
+        t->clean_spaces = 1;
     } else {
         fail(err, errlen, g, "tokenizer.ggml.model", "unsupported tokenizer model \"%.*s\"", (int)(model.len > 64 ? 64 : model.len), model.ptr);
         goto fail;
@@ -650,6 +658,7 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
     if (read_bool(g, "tokenizer.ggml.add_bos_token", &t->add_bos, err, errlen)) goto fail;
     if (read_bool(g, "tokenizer.ggml.add_eos_token", &t->add_eos, err, errlen)) goto fail;
     if (read_bool(g, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix, err, errlen)) goto fail;
+    if (t->spm_bpe) t->add_bos = 1; /* llama.cpp overrides add_bos_token false for gemma4 */
     if (t->add_bos && t->bos < 0) { fail(err, errlen, g, "tokenizer.ggml.add_bos_token", "set, but there is no BOS token"); goto fail; }
     if (t->add_eos && t->eos < 0) { fail(err, errlen, g, "tokenizer.ggml.add_eos_token", "set, but there is no EOS token"); goto fail; }
 
@@ -664,8 +673,13 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
         t->byte_to_id[b] = id;
     }
     build_byte_tables(t);
+    if (t->spm_bpe) /* raw UTF-8: every byte stands for itself */
+        for (int b = 0; b < 256; b++) {
+            t->byte_enc[b][0] = (char)b;
+            t->byte_enc_len[b] = 1;
+        }
     if (build_special_groups(t)) { fail(err, errlen, g, "tokenizer", "out of memory"), npl_status_note(NPL_ERR_MEMORY); goto fail; }
-    if (t->type == NPL_VOCAB_BPE) {
+    if (t->type == NPL_VOCAB_BPE && !t->spm_bpe) {
         char msg[160];
         if (npl_pre_init(t, msg, sizeof(msg))) { fail(err, errlen, g, "tokenizer.ggml.pre", "%s", msg); goto fail; }
     }

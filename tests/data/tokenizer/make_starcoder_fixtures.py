@@ -31,9 +31,9 @@ sys.path.insert(0, HERE)
 import make_fixtures  # noqa: E402  (re-execs under .venv when needed)
 
 # llama.cpp's vocab fixtures npullm's tokenizers and pre-tokenizers cover
-# (gemma-4 and bert-bge: tokenizer models it lacks)
+# (bert-bge: a tokenizer model it lacks)
 VOCABS = ("starcoder", "refact", "command-r", "gpt-2", "llama-bpe", "llama-spm", "phi-3", "qwen2", "mpt", "qwen35",
-          "deepseek-llm", "deepseek-coder", "falcon")
+          "deepseek-llm", "deepseek-coder", "falcon", "gemma-4")
 SDIST = "llama-cpp-python==0.3.36"
 
 
