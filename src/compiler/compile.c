@@ -15,6 +15,8 @@
 #include "compiler/compiler.h"
 #include "compiler/lower.h"
 #include "compiler/package_dir.h"
+#include "compiler/package_write.h"
+#include "core/fnv.h"
 #include "compiler/validate.h"
 #include "core/progress.h"
 #include "core/session.h"
@@ -24,6 +26,7 @@
 #include "llm/tokenizer.h"
 
 #define MAX_SHAPES 3
+#define MAX_SHARED 4 /* CPU-side weights a context binary may hold (the tied embedding) */
 
 #ifndef NPL_DEFAULT_TARGET
 #error "the build names the default compile target (CMake NPL_DEFAULT_TARGET)"
@@ -182,25 +185,6 @@ static void samples_free(sample *smp, int n, int n_in) {
     }
 }
 
-/* ---- stage 6: the package ---- */
-
-static int write_config(const char *dir, const npl_compile_params *p, int n_ctx, int n_bins, char *err, size_t errlen) {
-    char path[4300], body[2048];
-    size_t o = (size_t)snprintf(body, sizeof body,
-                                "{\n  \"npullm_package_version\": %d,\n"
-                                "  \"llm_model\": \"model.gguf\",\n  \"backend_type\": \"cpu\",\n"
-                                "  \"chunk_limits\": [%d, 1],\n  \"max_context_length\": %d,\n"
-                                "  \"precision\": \"%s\",\n  \"weights\": \"%s\",\n  \"accel\": \"%s\",\n"
-                                "  \"context_binaries\": [",
-                                NPL_PACKAGE_VERSION, p->chunk, n_ctx, npl_act_prec_name(p->act),
-                                npl_weight_prec_name(p->weights), p->target);
-    for (int i = 0; i < n_bins && o < sizeof body; i++)
-        o += (size_t)snprintf(body + o, sizeof body - o, "%s\"accel_%d.bin\"", i ? ", " : "", i);
-    if (o < sizeof body) snprintf(body + o, sizeof body - o, "]\n}\n");
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    return write_file(path, body, strlen(body), err, errlen);
-}
-
 /* ---- the driver ---- */
 
 typedef struct {
@@ -212,7 +196,8 @@ typedef struct {
     char out_names[MAX_SHAPES][96];
     int n_shapes;
     double max_err[MAX_SHAPES], rel_err[MAX_SHAPES];
-    uint64_t static_bytes;
+    double finalize_s[MAX_SHAPES]; /* the target's finalize time per graph (0: not reported) */
+    uint64_t static_bytes, checksum;
 } seg_result;
 
 static int shape_index_ok(const shape_case *c, int n, int seq, int n_out) {
@@ -244,6 +229,10 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     npl_plugin_rt *rt = NULL;
     npl_pool *pool = NULL; /* one pool for the CPU samples and the target (if it can run on it) */
     char (*refused)[NPL_WHY_LEN] = NULL;
+    npl_graph_ext shared[MAX_SHARED];
+    char shared_file[MAX_SHARED][32], unshared[MAX_SHARED][128];
+    uint64_t shared_bytes[MAX_SHARED];
+    int n_shared = 0, n_unshared = 0;
 
     if (p.chunk <= 0) {
         snprintf(err, errlen, "--chunk %d: must be positive", p.chunk);
@@ -398,6 +387,14 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
             snprintf(err, errlen, "%s: context binary: %s", p.target, api->last_error(abe));
             ok = 0;
         }
+        for (int c = 0; ok && !stop && c < n_cases; c++) { /* finalize time per graph, as the target measured it */
+            npl_accel_graph *ag;
+            npl_accel_profile pr;
+            if (api->graph_retrieve(ctx, r->names[c], &ag) == NPL_ACCEL_OK && api->graph_get_profile &&
+                api->graph_get_profile(ag, &pr) == NPL_ACCEL_OK)
+                r->finalize_s[c] = pr.finalize_ns * 1e-9;
+        }
+        if (ok && !stop) r->checksum = npl_fnv1a64(r->bin, r->bin_size);
         api->context_free(ctx);
         if (stop) {
             free(shapes);
@@ -539,6 +536,11 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
                 free(sh);
                 npl_attr_set_str(pkg, id, "path", bin);
                 npl_attr_set_str(pkg, id, "accel", p.target);
+                /* the runtime opens the binary on the device it was finalized for,
+                 * and refuses one of another size or checksum (plugin_accel.c) */
+                if (p.soc) npl_attr_set_str(pkg, id, "soc", p.soc);
+                const int64_t chk[2] = {(int64_t)r->bin_size, (int64_t)r->checksum};
+                npl_attr_set_ints(pkg, id, "binary_check", chk, 2);
                 npl_attr_set_strs(pkg, id, "inputs", ins, (int64_t)r->n_shapes * sg->n_inputs);
                 npl_attr_set_strs(pkg, id, "outputs", outs, r->n_shapes);
                 npl_attr_set_strs(pkg, id, "allGraphName", names, r->n_shapes);
@@ -559,6 +561,39 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     }
     if (prog(&pg, 4, 1, 1, "replace with plugin ops")) goto done;
 
+    /* A weight both the CPU side (the embedding lookup) and a lowered graph
+     * (the tied output matrix) read: when the context binary holds its bytes
+     * unchanged, the CPU side reads them from there and model.gguf does not
+     * store them a second time. */
+    {
+        char *in_seg = calloc((size_t)n_nodes, 1);
+        if (!in_seg) goto oom;
+        for (int si = 0; si < part.n_segs; si++)
+            for (int k = 0; part.segs[si].keep && k < part.segs[si].n_nodes; k++) {
+                const npl_node *nd = npl_graph_node(mg.g, part.segs[si].nodes[k]);
+                for (int s = 0; s < nd->n_src; s++) in_seg[nd->src[s]] = 1;
+            }
+        for (int i = 0; i < npl_graph_n_nodes(pkg) && n_shared < MAX_SHARED; i++) {
+            const npl_node *nd = npl_graph_node(pkg, i);
+            int mi = nd->op == NPL_OP_WEIGHT && nd->name ? npl_graph_find(mg.g, nd->name) : -1;
+            size_t row;
+            if (mi < 0 || !in_seg[mi] || npl_row_size(nd->type, nd->shape.ne[0], &row)) continue;
+            uint64_t bytes = (uint64_t)row * (uint64_t)(nd->shape.ne[1] * nd->shape.ne[2] * nd->shape.ne[3]);
+            for (int si = 0; si < part.n_segs; si++) {
+                int64_t off = part.segs[si].keep && bytes >= 4096 ? npl_pkg_find_bytes(res[si].bin, res[si].bin_size, nd->data, bytes) : -1;
+                if (off < 0) continue;
+                snprintf(shared_file[n_shared], sizeof shared_file[0], "accel_%d.bin", si);
+                shared[n_shared] = (npl_graph_ext){nd->name, shared_file[n_shared], (uint64_t)off};
+                shared_bytes[n_shared++] = bytes;
+                break;
+            }
+            if (!n_shared || strcmp(shared[n_shared - 1].name, nd->name))
+                snprintf(unshared[n_unshared++ % MAX_SHARED], sizeof unshared[0], "%.100s (%.2f MiB)", nd->name,
+                         bytes / 1048576.0);
+        }
+        free(in_seg);
+    }
+
     /* 6. write: tmp dir, then rename */
     if (prog(&pg, 5, 0, 3, "write package") || npl_pkg_tmp_create(g, out, err, errlen)) goto done;
     uint64_t total_bin = 0;
@@ -573,9 +608,11 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     {
         static const char *const skip[] = {"npullm.", NULL};
         int64_t cl[2] = {p.chunk, 1};
-        if (npl_gguf_copy_kv(w, f, skip, err, errlen) || npl_graph_file_add(w, pkg, err, errlen)) goto done;
+        if (npl_gguf_copy_kv(w, f, skip, err, errlen) || npl_graph_file_add_ext(w, pkg, shared, n_shared, err, errlen))
+            goto done;
         npl_gguf_writer_set_u32(w, "npullm.package.version", NPL_PACKAGE_VERSION);
         npl_gguf_writer_set_u32(w, "npullm.package.n_ctx", (uint32_t)n_ctx);
+        if (n_shared) npl_gguf_writer_set_u32(w, "npullm.package.n_vocab", (uint32_t)hp.n_vocab);
         npl_gguf_writer_set_arr(w, "npullm.package.chunk_limits", NPL_GGUF_INT64, cl, 2);
         npl_gguf_writer_set_str(w, "npullm.package.precision", npl_act_prec_name(p.act));
         npl_gguf_writer_set_str(w, "npullm.package.weights", npl_weight_prec_name(p.weights));
@@ -587,7 +624,23 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         if (npl_gguf_writer_write(w, path, err, errlen)) goto done;
     }
     if (prog(&pg, 5, 2, 3, "write package")) goto done;
-    if (write_config(tmp, &p, n_ctx, n_kept ? 1 : 0, err, errlen)) goto done;
+    {
+        npl_pkg_bin bins[64];
+        npl_accel_backend_info bi;
+        int nb = 0;
+        for (int si = 0; si < part.n_segs && nb < 64; si++) {
+            if (!part.segs[si].keep) continue;
+            npl_pkg_bin *b = &bins[nb++];
+            snprintf(b->file, sizeof b->file, "accel_%d.bin", si);
+            b->size = res[si].bin_size, b->checksum = res[si].checksum;
+            b->n_graphs = res[si].n_shapes, b->graphs = (const char(*)[64])res[si].names;
+        }
+        const int have_info = api->backend_get_info && api->backend_get_info(abe, &bi) == NPL_ACCEL_OK;
+        npl_pkg_config pc = {p.chunk, n_ctx, npl_act_prec_name(p.act), npl_weight_prec_name(p.weights),
+                             out_weight >= 0 ? npl_type_name((npl_type)p.output_weights) : NULL, p.target, p.soc,
+                             have_info ? bi.available_families : NULL, bins, nb, shared, n_shared};
+        if (npl_pkg_write_config(tmp, &pc, err, errlen)) goto done;
+    }
     if (p.keep_intermediate) {
         snprintf(path, sizeof path, "%s/intermediate", tmp);
         mkdir(path, 0755);
@@ -642,6 +695,9 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
             if (!sg->keep) continue;
             fprintf(o, "       accel_%d.bin: %.2f MiB, weights %.2f MiB, %d graphs:", si, res[si].bin_size / 1048576.0,
                     res[si].static_bytes / 1048576.0, res[si].n_shapes);
+            fprintf(o, "\n       finalize:");
+            for (int c = 0; c < res[si].n_shapes; c++) fprintf(o, " %s %.2fs", res[si].names[c], res[si].finalize_s[c]);
+            fprintf(o, "\n       check:");
             for (int c = 0; c < res[si].n_shapes; c++)
                 if (p.check)
                     fprintf(o, " %s (max abs err %.3g, rel rms %.3g)", res[si].names[c], res[si].max_err[c],
@@ -658,6 +714,12 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         struct stat gs;
         fprintf(o, "  files      model.gguf %.2f MiB, context binaries %.2f MiB\n",
                 stat(path, &gs) == 0 ? gs.st_size / 1048576.0 : 0.0, total_bin / 1048576.0);
+        for (int i = 0; i < n_shared; i++)
+            fprintf(o, "  shared     %s (%.2f MiB): stored once, the CPU side reads it from %s at offset %llu\n",
+                    shared[i].name, shared_bytes[i] / 1048576.0, shared[i].file, (unsigned long long)shared[i].offset);
+        for (int i = 0; i < n_unshared && i < MAX_SHARED; i++)
+            fprintf(o, "  twice      %s: the CPU side and the accelerator both hold it (the target stores it "
+                    "converted)\n", unshared[i]);
         static const char *const sn[6] = {"graph", "partition", "lower", "check", "replace", "write"};
         fprintf(o, "  time      ");
         for (int i = 0; i < 6; i++) fprintf(o, " %s %.2fs", sn[i], pg.stage_t[i]);

@@ -12,7 +12,18 @@
 
 /* ---- writing ---- */
 
+static int ext_index(const npl_graph_ext *ext, int n_ext, const char *name) {
+    for (int k = 0; name && k < n_ext; k++)
+        if (!strcmp(ext[k].name, name)) return k;
+    return -1;
+}
+
 int npl_graph_file_add(npl_gguf_writer *w, const npl_graph *g, char *err, size_t errlen) {
+    return npl_graph_file_add_ext(w, g, NULL, 0, err, errlen);
+}
+
+int npl_graph_file_add_ext(npl_gguf_writer *w, const npl_graph *g, const npl_graph_ext *ext, int n_ext, char *err,
+                           size_t errlen) {
     int n = npl_graph_n_nodes(g), rc = -1;
     int64_t n_attr = 0, n_astr = 0, n_aint = 0, n_aflt = 0;
     for (int i = 0; i < n; i++)
@@ -56,7 +67,7 @@ int npl_graph_file_add(npl_gguf_writer *w, const npl_graph *g, char *err, size_t
                 goto done;
             }
             size_t sz = row * (size_t)(nd->shape.ne[1] * nd->shape.ne[2] * nd->shape.ne[3]);
-            if (npl_gguf_writer_add_tensor(w, nd->name, nd->type, nd->shape.n_dims, nd->shape.ne, nd->data, sz)) {
+            if (ext_index(ext, n_ext, nd->name) < 0 && npl_gguf_writer_add_tensor(w, nd->name, nd->type, nd->shape.n_dims, nd->shape.ne, nd->data, sz)) {
                 snprintf(err, errlen, "graph file: weight %s: cannot add", nd->name);
                 goto done;
             }
@@ -92,6 +103,20 @@ int npl_graph_file_add(npl_gguf_writer *w, const npl_graph *g, char *err, size_t
         npl_gguf_writer_set_arr(w, "npullm.attr.floats", NPL_GGUF_FLOAT32, aflts, (uint64_t)n_aflt)) {
         snprintf(err, errlen, "graph file: cannot add metadata");
         goto done;
+    }
+    if (n_ext > 0) {
+        const char **en = calloc((size_t)n_ext, sizeof *en), **ef = calloc((size_t)n_ext, sizeof *ef);
+        int64_t *eo = calloc((size_t)n_ext, sizeof *eo);
+        int bad = !en || !ef || !eo;
+        for (int k = 0; !bad && k < n_ext; k++) en[k] = ext[k].name, ef[k] = ext[k].file, eo[k] = (int64_t)ext[k].offset;
+        bad = bad || npl_gguf_writer_set_arr_str(w, "npullm.graph.ext.name", en, (uint64_t)n_ext) ||
+              npl_gguf_writer_set_arr_str(w, "npullm.graph.ext.file", ef, (uint64_t)n_ext) ||
+              npl_gguf_writer_set_arr(w, "npullm.graph.ext.offset", NPL_GGUF_INT64, eo, (uint64_t)n_ext);
+        free(en), free(ef), free(eo);
+        if (bad) {
+            snprintf(err, errlen, "graph file: cannot add the external weights");
+            goto done;
+        }
     }
     rc = 0;
 done:
@@ -245,7 +270,21 @@ static char *arr_str(const rd *r, const char *key, uint64_t j) {
 
 int npl_graph_file_present(const npl_gguf *f) { return npl_gguf_find_key(f, K_N) >= 0; }
 
+/* The external weight record of weight `name`, or -1. */
+static int64_t ext_find(const rd *r, const char *name, uint64_t n_ext) {
+    for (uint64_t k = 0; k < n_ext; k++) {
+        npl_gguf_str s = npl_gguf_arr_str(r->f, npl_gguf_find_key(r->f, "npullm.graph.ext.name"), k);
+        if (s.ptr && s.len == strlen(name) && !memcmp(s.ptr, name, s.len)) return (int64_t)k;
+    }
+    return -1;
+}
+
 npl_graph *npl_graph_file_load(const npl_gguf *f, char *err, size_t errlen) {
+    return npl_graph_file_load_ext(f, NULL, NULL, err, errlen);
+}
+
+npl_graph *npl_graph_file_load_ext(const npl_gguf *f, npl_graph_ext_resolve resolve, void *user, char *err,
+                                   size_t errlen) {
     rd r = {f, err, errlen};
     uint32_t n32;
     if (npl_gguf_get_u32(f, K_N, &n32) || n32 == 0 || n32 > (1u << 20)) {
@@ -262,6 +301,13 @@ npl_graph *npl_graph_file_load(const npl_gguf *f, char *err, size_t errlen) {
     const void *fp = ip ? arr(&r, "npullm.graph.fp", NPL_GGUF_FLOAT32, n * NPL_MAX_FPARAMS) : NULL;
     const void *names = fp ? arr(&r, "npullm.graph.name", NPL_GGUF_STRING, n) : NULL;
     if (!names) return NULL;
+    int64_t kx = npl_gguf_find_key(f, "npullm.graph.ext.name");
+    uint64_t n_ext = kx >= 0 ? npl_gguf_arr_n(f, kx) : 0;
+    const void *ext_off = NULL;
+    if (kx >= 0 && (!arr(&r, "npullm.graph.ext.name", NPL_GGUF_STRING, n_ext) ||
+                    !arr(&r, "npullm.graph.ext.file", NPL_GGUF_STRING, n_ext) ||
+                    !(ext_off = arr(&r, "npullm.graph.ext.offset", NPL_GGUF_INT64, n_ext))))
+        return NULL;
     npl_graph *g = npl_graph_new();
     if (!g) return npl_err_memory(err, errlen), NULL;
     for (uint64_t i = 0; i < n; i++) {
@@ -290,7 +336,31 @@ npl_graph *npl_graph_file_load(const npl_gguf *f, char *err, size_t errlen) {
             goto fail;
         }
         const void *wdata = NULL;
-        if (o == NPL_OP_WEIGHT) {
+        int64_t xi = o == NPL_OP_WEIGHT ? ext_find(&r, name, n_ext) : -1;
+        if (xi >= 0) { /* its bytes are in another file of the package */
+            char *file = arr_str(&r, "npullm.graph.ext.file", (uint64_t)xi), q[300];
+            int64_t off = get_i64(ext_off, (uint64_t)xi);
+            size_t row = 0;
+            int ok = file && nd >= 1 && nd <= 4 && e[0] > 0 && e[1] > 0 && e[2] > 0 && e[3] > 0 && npl_type_get(t) &&
+                     !npl_row_size((npl_type)t, e[0], &row);
+            uint64_t bytes = ok ? (uint64_t)row * (uint64_t)(e[1] * e[2] * e[3]) : 0;
+            npl_quote(q, sizeof q, name, strlen(name));
+            if (!ok || off < 0 || !*file || strchr(file, '/') || !strcmp(file, "..")) {
+                snprintf(err, errlen, "%s: npullm.graph.ext: weight '%s': bad file or offset", npl_gguf_path(f), q);
+            } else if (!resolve) {
+                snprintf(err, errlen, "%s: weight '%s' is stored in %s of its package: open the package directory",
+                         npl_gguf_path(f), q, file);
+            } else {
+                char why[512];
+                wdata = resolve(user, file, (uint64_t)off, bytes, why, sizeof why);
+                if (!wdata) snprintf(err, errlen, "%s (weight '%s')", why, q);
+            }
+            free(file);
+            if (!wdata) {
+                free(name);
+                goto fail;
+            }
+        } else if (o == NPL_OP_WEIGHT) {
             const npl_gguf_tensor *tt = npl_gguf_find_tensor(f, name);
             int ok = tt && tt->type == t;
             for (int d = 0; ok && d < 4; d++) ok = tt->ne[d] == e[d];

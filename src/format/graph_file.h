@@ -7,6 +7,7 @@
 #ifndef NPL_GRAPH_FILE_H
 #define NPL_GRAPH_FILE_H
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/graph.h"
 #include "format/gguf.h"
@@ -16,6 +17,26 @@
 int npl_graph_file_add(npl_gguf_writer *w, const npl_graph *g, char *err, size_t errlen);
 /* Rebuilds the graph stored in f (NULL with err naming the file and field). */
 npl_graph *npl_graph_file_load(const npl_gguf *f, char *err, size_t errlen);
+
+/* External weights: a weight whose bytes are stored in another file of the
+ * package (a context binary that holds the same bytes, e.g. a tied
+ * embedding / output matrix), recorded as "npullm.graph.ext.name", ".file",
+ * ".offset" and not written as a GGUF tensor. */
+typedef struct {
+    const char *name;   /* the WEIGHT node's name */
+    const char *file;   /* a file name in the package directory (no '/') */
+    uint64_t offset;    /* of the weight's bytes in that file */
+} npl_graph_ext;
+int npl_graph_file_add_ext(npl_gguf_writer *w, const npl_graph *g, const npl_graph_ext *ext, int n_ext, char *err,
+                           size_t errlen);
+/* The bytes of an external weight (size bytes at offset of file), or NULL
+ * with a one-line err naming the file. */
+typedef const void *(*npl_graph_ext_resolve)(void *user, const char *file, uint64_t offset, uint64_t size, char *err,
+                                             size_t errlen);
+/* As npl_graph_file_load; external weights come from resolve (NULL: a graph
+ * with external weights is refused, naming the file that holds them). */
+npl_graph *npl_graph_file_load_ext(const npl_gguf *f, npl_graph_ext_resolve resolve, void *user, char *err,
+                                   size_t errlen);
 /* Appends a node like `like` (op, type, shape, ip, fp; sources s[] in g,
  * name, and for WEIGHT the data) through the builder calls. Attributes are
  * not copied. Returns the new id or -1 (npl_graph_error). */

@@ -6,7 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "core/checked.h"
 #include "core/status.h"
@@ -14,6 +18,7 @@
 #include "plugin/plugin.h"
 
 #define MAX_LIMITS 8
+#define MAX_EXT_FILES 8
 
 /* What a model's sessions share: the mapping, the hyperparameters, the
  * kernel choice and one pool, with a FIFO lock so one forward at a time runs
@@ -54,6 +59,11 @@ struct npl_runner {
     int32_t *ptok, *ppos, *prows;     /* one padded chunk */
     float *plogits;                   /* [n_out][n_vocab] gathered */
     int plogits_cap;
+    /* files of the package that hold CPU-side weights (graph_file.h external
+     * weights: a tied embedding kept once, in a context binary), mapped */
+    struct { void *p; size_t n; char name[256]; } ext[MAX_EXT_FILES];
+    int n_ext;
+    const char *pkg_dir;
 };
 
 static void base_lock(npl_runner_base *b) {
@@ -102,6 +112,7 @@ void npl_runner_close(npl_runner *r) {
     free(r->prows);
     free(r->plogits);
     npl_graph_free(r->mg.g);
+    for (int i = 0; i < r->n_ext; i++) munmap(r->ext[i].p, r->ext[i].n);
     npl_plugin_rt_free(r->rt);
     if (r->own_base) npl_runner_base_close(r->b);
     free(r);
@@ -164,6 +175,40 @@ static void sort_limits(int *l, int n) {
         }
 }
 
+/* npl_graph_ext_resolve: the file mapped once (read-only, shared with the
+ * page cache: the accelerator's own mapping of it costs no second copy). */
+static const void *ext_resolve(void *user, const char *file, uint64_t off, uint64_t size, char *err, size_t errlen) {
+    npl_runner *r = user;
+    int i = 0;
+    while (i < r->n_ext && strcmp(r->ext[i].name, file)) i++;
+    if (i == r->n_ext) {
+        char path[4400];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/%s", r->pkg_dir, file);
+        int fd = i < MAX_EXT_FILES ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+        if (fd < 0 || fstat(fd, &sb) || sb.st_size <= 0) {
+            npl_errf(err, errlen, NPL_ERR_FILE, "%s: %s", path, fd < 0 ? strerror(errno) : "empty or unreadable");
+            if (fd >= 0) close(fd);
+            return NULL;
+        }
+        void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        close(fd);
+        if (p == MAP_FAILED) {
+            npl_errf(err, errlen, NPL_ERR_FILE, "%s: mmap: %s", path, strerror(errno));
+            return NULL;
+        }
+        r->ext[i].p = p, r->ext[i].n = (size_t)sb.st_size;
+        snprintf(r->ext[i].name, sizeof r->ext[i].name, "%s", file);
+        r->n_ext++;
+    }
+    if (off > r->ext[i].n || size > r->ext[i].n - off) {
+        npl_errf(err, errlen, NPL_ERR_FILE, "%s/%s: %llu bytes at offset %llu are beyond its %llu bytes (truncated?)",
+                 r->pkg_dir, file, (unsigned long long)size, (unsigned long long)off, (unsigned long long)r->ext[i].n);
+        return NULL;
+    }
+    return (const char *)r->ext[i].p + off;
+}
+
 static int open_package(npl_runner *r, const char *graph_path, const npl_runner_params *p, char *err, size_t errlen) {
     r->is_pkg = 1;
     char dir[4096];
@@ -213,7 +258,10 @@ static int open_package(npl_runner *r, const char *graph_path, const npl_runner_
         if (o < errlen) snprintf(err + o, errlen - o, "])");
         return -1;
     }
-    if (!(r->mg.g = npl_graph_file_load(r->b->f, err, errlen))) return -1;
+    r->pkg_dir = dir;
+    r->mg.g = npl_graph_file_load_ext(r->b->f, ext_resolve, r, err, errlen);
+    r->pkg_dir = NULL;
+    if (!r->mg.g) return -1;
     r->mg.n_ctx = p->n_ctx > 0 ? p->n_ctx : (int)n_ctx;
     r->mg.tokens = npl_graph_find(r->mg.g, "tokens");
     r->mg.pos = npl_graph_find(r->mg.g, "pos");

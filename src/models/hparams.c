@@ -359,6 +359,13 @@ int npl_hparams_load(const npl_gguf *f, npl_hparams *hp, char *err, size_t errle
     if (!(hp->rope_base_swa > 0)) fail(&r, key, "must be positive");
     if (r.failed) return -1;
     const npl_gguf_tensor *emb = npl_gguf_find_tensor(f, "token_embd.weight");
+    uint32_t nv;
+    /* a package whose embedding is stored once, in a context binary (its
+     * graph file's external weights), records the vocabulary size */
+    if (!emb && npl_gguf_get_u32(f, "npullm.package.n_vocab", &nv) == 0 && nv > 0 && nv <= INT32_MAX) {
+        hp->n_vocab = (int)nv;
+        return 0;
+    }
     if (!emb) {
         snprintf(err, errlen, "%s: tensor token_embd.weight: missing", npl_gguf_path(f));
         return -1;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fnv.h"
 #include "core/quote.h"
 #include "core/status.h"
 #include "plugin/plugin.h"
@@ -18,6 +19,7 @@
 typedef struct {
     const npl_accel_api *api;
     npl_accel_backend *be;
+    npl_accel_device *dev; /* the package's device (attribute "soc"), or NULL: the default */
     npl_accel_context *ctx;
     void *map;
     size_t map_size;
@@ -71,6 +73,7 @@ static void accel_release(void *state) {
     accel_state *st = state;
     if (!st) return;
     if (st->ctx) st->api->context_free(st->ctx);
+    if (st->dev) st->api->device_free(st->dev);
     if (st->map) munmap(st->map, st->map_size);
     free(st);
 }
@@ -134,7 +137,38 @@ static int accel_init(npl_plugin_rt *rt, const npl_graph *g, int id, void **stat
         npl_errf(err, errlen, errno == ENOMEM ? NPL_ERR_MEMORY : NPL_ERR_FILE, "%s: mmap: %s", st->path, strerror(errno));
         goto fail;
     }
-    npl_accel_status as = st->api->context_create_from_binary(st->be, NULL, NULL, 0, st->map, st->map_size, &st->ctx);
+    /* what the compile recorded: size and checksum (a truncated, replaced or
+     * corrupted binary is refused here, before the accelerator parses it) */
+    const npl_attr *chk = npl_attr_get(g, id, "binary_check");
+    if (chk && (chk->kind != NPL_ATTR_INTS || chk->n != 2)) {
+        snprintf(err, errlen, "plugin node %d: attribute 'binary_check' must be 2 ints (size, checksum)", id);
+        goto fail;
+    }
+    if (chk && (uint64_t)chk->ints[0] != st->map_size) {
+        npl_errf(err, errlen, NPL_ERR_FILE, "%s: %llu bytes, the package recorded %llu (truncated or replaced)",
+                 st->path, (unsigned long long)st->map_size, (unsigned long long)chk->ints[0]);
+        goto fail;
+    }
+    if (chk && npl_fnv1a64(st->map, st->map_size) != (uint64_t)chk->ints[1]) {
+        npl_errf(err, errlen, NPL_ERR_FILE, "%s: checksum differs from the one the package recorded (corrupted)",
+                 st->path);
+        goto fail;
+    }
+    /* the device the binary was finalized for (npullm compile --soc) */
+    const npl_attr *soc = npl_attr_get(g, id, "soc");
+    if (soc && soc->kind != NPL_ATTR_STR) {
+        snprintf(err, errlen, "plugin node %d: attribute 'soc' must be a string", id);
+        goto fail;
+    }
+    npl_accel_option so = {"soc", soc ? soc->strs[0] : NULL};
+    npl_accel_status as = soc ? st->api->device_create(st->be, &so, 1, &st->dev) : NPL_ACCEL_OK;
+    if (as != NPL_ACCEL_OK) {
+        npl_plugin_accel_status(as);
+        st->dev = NULL;
+        snprintf(err, errlen, "%s: the package's soc %s: %s", st->path, soc->strs[0], st->api->last_error(st->be));
+        goto fail;
+    }
+    as = st->api->context_create_from_binary(st->be, st->dev, NULL, 0, st->map, st->map_size, &st->ctx);
     if (as != NPL_ACCEL_OK) {
         npl_plugin_accel_status(as);
         st->ctx = NULL;
