@@ -36,8 +36,13 @@ NPL_API int npl_compile_guard_abort(npl_compile_guard *g);
 typedef enum {
     NPL_COMPILE_ACT_F16 = 0, NPL_COMPILE_ACT_BF16 = 1, NPL_COMPILE_ACT_INT16 = 2, NPL_COMPILE_ACT_F32 = 3
 } npl_compile_act;
-/* Matmul weights: KEEP = f32/f16/bf16/q4_0/q8_0 as they are, others to q8_0. */
-typedef enum { NPL_COMPILE_WEIGHTS_KEEP = 0, NPL_COMPILE_WEIGHTS_Q4 = 1, NPL_COMPILE_WEIGHTS_Q8 = 2 } npl_compile_weights;
+/* Matmul weights: KEEP = f32/f16/bf16/q4_0/q8_0 as they are, others to q8_0;
+ * Q4 / Q8 = GGML q4_0 / q8_0 blocks; W8 / W4 = int8 / 4-bit with a scale per
+ * output channel (QNN HTP's integer weights). */
+typedef enum {
+    NPL_COMPILE_WEIGHTS_KEEP = 0, NPL_COMPILE_WEIGHTS_Q4 = 1, NPL_COMPILE_WEIGHTS_Q8 = 2, NPL_COMPILE_WEIGHTS_W8 = 3,
+    NPL_COMPILE_WEIGHTS_W4 = 4
+} npl_compile_weights;
 /* The output (logits) matrix: AS_WEIGHTS = as `weights` says. */
 typedef enum {
     NPL_COMPILE_OUTPUT_AS_WEIGHTS = 0, NPL_COMPILE_OUTPUT_Q4_0 = 1, NPL_COMPILE_OUTPUT_Q5_0 = 2,
@@ -63,6 +68,7 @@ typedef struct {
     const char *keep_f32;      /* comma list of tensor classes whose activations stay f32 whatever `act`
                                   says (norm_in, qkv, qknorm, rope, attn, o, post, gu, glu, down, other) */
     const char *soc;           /* the target's device option "soc" (qnn-htp: SM8650, ...); NULL = its default */
+    const char *calib;         /* UTF-8 text whose tokens drive the check's CPU samples; NULL = built-in ids */
 } npl_compile_options;
 
 NPL_API npl_compile_options npl_compile_default_options(void);

@@ -91,11 +91,11 @@ int main(void) {
     CHECK((double)gg < emb_bytes); /* no copy of the embedding on the CPU side */
     snprintf(path, sizeof path, "%s/config.json", dir);
     read_text(path, cfg, sizeof cfg);
-    CHECK(strstr(cfg, "\"backend_type\":\t\"cpu\"") != NULL && strstr(cfg, "\"chunk_limits\":\t[8, 1]") != NULL);
-    CHECK(strstr(cfg, "\"max_context_length\":\t64") != NULL && strstr(cfg, "\"fnv1a64\"") != NULL);
-    CHECK(strstr(cfg, "\"name\":\t\"token_embd.weight\"") != NULL);
+    CHECK(strstr(cfg, "\"backend_type\": \"cpu\"") != NULL && strstr(cfg, "\"chunk_limits\": [8, 1]") != NULL);
+    CHECK(strstr(cfg, "\"max_context_length\": 64") != NULL && strstr(cfg, "\"fnv1a64\"") != NULL);
+    CHECK(strstr(cfg, "\"name\": \"token_embd.weight\"") != NULL);
     char sz[64];
-    snprintf(sz, sizeof sz, "\"size\":\t%ld", bin);
+    snprintf(sz, sizeof sz, "\"size\": %ld", bin);
     CHECK(strstr(cfg, sz) != NULL);
 
     /* a q4_0 output matrix is not the embedding's bytes: stored twice, said so */

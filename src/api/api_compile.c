@@ -19,9 +19,10 @@ npl_status npl_compile_model(const char *model_path, const char *out_dir, const 
     if (!o) o = &d;
     if (!model_path || !out_dir) return npl_errf(err, errlen, NPL_ERR_ARGUMENT, "compile: no model or no output");
     static const npl_act_prec acts[] = {NPL_ACT_F16, NPL_ACT_BF16, NPL_ACT_INT16, NPL_ACT_F32};
-    static const npl_weight_prec weights[] = {NPL_WEIGHTS_KEEP, NPL_WEIGHTS_Q4, NPL_WEIGHTS_Q8};
+    static const npl_weight_prec weights[] = {NPL_WEIGHTS_KEEP, NPL_WEIGHTS_Q4, NPL_WEIGHTS_Q8, NPL_WEIGHTS_W8,
+                                              NPL_WEIGHTS_W4};
     static const int outputs[] = {-1, NPL_TYPE_Q4_0, NPL_TYPE_Q5_0, NPL_TYPE_Q8_0};
-    if ((unsigned)o->act > 3 || (unsigned)o->weights > 2 || (unsigned)o->output_weights > 3)
+    if ((unsigned)o->act > 3 || (unsigned)o->weights > 4 || (unsigned)o->output_weights > 3)
         return npl_errf(err, errlen, NPL_ERR_ARGUMENT, "compile: act %d / weights %d / output_weights %d out of range",
                         (int)o->act, (int)o->weights, (int)o->output_weights);
     npl_compile_params p = npl_compile_default_params();
@@ -42,6 +43,7 @@ npl_status npl_compile_model(const char *model_path, const char *out_dir, const 
     p.plugin_dir = o->plugin_dir;
     p.keep_f32 = o->keep_f32;
     p.soc = o->soc;
+    p.calib = o->calib;
     if (npl_compile(model_path, out_dir, &p, err, errlen)) return npl_status_take(NPL_ERR_FILE);
     return NPL_OK;
 }

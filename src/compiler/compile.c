@@ -16,6 +16,7 @@
 #include "compiler/lower.h"
 #include "compiler/package_dir.h"
 #include "compiler/package_write.h"
+#include "compiler/requant.h"
 #include "core/fnv.h"
 #include "compiler/validate.h"
 #include "core/progress.h"
@@ -53,8 +54,8 @@ const char *npl_act_prec_name(npl_act_prec p) {
     return (unsigned)p < 4 ? n[p] : "?";
 }
 const char *npl_weight_prec_name(npl_weight_prec p) {
-    static const char *const n[] = {"keep", "q4", "q8"};
-    return (unsigned)p < 3 ? n[p] : "?";
+    static const char *const n[] = {"keep", "q4", "q8", "w8", "w4"};
+    return (unsigned)p < 5 ? n[p] : "?";
 }
 
 static double now_s(void) {
@@ -233,6 +234,8 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     char shared_file[MAX_SHARED][32], unshared[MAX_SHARED][128];
     uint64_t shared_bytes[MAX_SHARED];
     int n_shared = 0, n_unshared = 0;
+    int32_t *calib_ids = NULL;
+    int64_t n_calib = 0;
 
     if (p.chunk <= 0) {
         snprintf(err, errlen, "--chunk %d: must be positive", p.chunk);
@@ -247,6 +250,9 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     if (npl_lower_f32_classes(p.keep_f32, &f32_classes, err, errlen)) return -1;
     /* -o first: refusing it after 20 s of stages wastes the user's time */
     if (npl_pkg_out_prepare(g, out_dir, p.force, out, sizeof out, err, errlen)) return -1;
+    size_t calib_len = 0;
+    char *calib = p.calib ? npl_calib_read(p.calib, &calib_len, err, errlen) : NULL;
+    if (p.calib && !calib) return -1;
     {   /* the target next: a plugin that is missing or broken stops the compile now */
         char dir[4096];
         if (!(pool = npl_pool_new(p.n_threads))) goto oom;
@@ -271,7 +277,18 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     if (npl_gguf_find_key(f, "tokenizer.ggml.model") >= 0) {
         npl_tokenizer *tk = npl_tokenizer_load(f, err, errlen);
         if (!tk) goto done;
+        /* the samples' tokens: the calibration text's, cycled (else built-in ids) */
+        int64_t nt = calib ? npl_tokenize(tk, calib, calib_len, 1, 0, NULL, 0) : 0;
+        if (nt > 0 && (calib_ids = malloc(sizeof(int32_t) * (size_t)nt)))
+            n_calib = npl_tokenize(tk, calib, calib_len, 1, 0, calib_ids, nt);
         npl_tokenizer_free(tk);
+        if (calib && n_calib <= 0) {
+            snprintf(err, errlen, "--calib %s: no tokens", p.calib);
+            goto done;
+        }
+    } else if (calib) {
+        snprintf(err, errlen, "--calib %s: %s has no tokenizer to read it with", p.calib, model_path);
+        goto done;
     }
     int n_ctx = p.n_ctx > 0 ? p.n_ctx : (hp.n_ctx_train < 4096 ? hp.n_ctx_train : 4096);
     if (p.n_ctx < 0 || p.chunk > n_ctx) {
@@ -295,7 +312,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
             int base = c->seq == 1 ? p.chunk : 0, valid = c->seq > 4 ? c->seq - 2 : c->seq;
             if (c->seq == 1 && p.chunk >= n_ctx) base = n_ctx - 1;
             for (int t = 0; t < c->seq; t++) {
-                c->tokens[t] = (int32_t)((t * 7919u + 13u) % (unsigned)hp.n_vocab);
+                c->tokens[t] = n_calib ? calib_ids[(base + t) % n_calib] : (int32_t)((t * 7919u + 13u) % (unsigned)hp.n_vocab);
                 c->pos[t] = t < valid ? base + t : -1;
             }
             for (int r = 0; r < c->n_out; r++) c->rows[r] = c->n_out == 1 ? valid - 1 : r;
@@ -687,6 +704,9 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         fprintf(o, "  target     %s\n", p.target);
         if (p.soc) fprintf(o, "  soc        %s\n", p.soc);
         if (f32_classes) fprintf(o, "  keep-f32   %s: these tensor classes stay f32\n", p.keep_f32);
+        if (calib) fprintf(o, "  samples    %lld tokens of %s (cycled)\n", (long long)n_calib, p.calib);
+        if (p.weights == NPL_WEIGHTS_W8 || p.weights == NPL_WEIGHTS_W4)
+            npl_requant_summary(o, mg.g, wc, n_nodes, npl_weight_prec_name(p.weights));
         fprintf(o, "  subgraphs  %d found, %d lowered\n", part.n_segs, n_kept);
         for (int si = 0; si < part.n_segs; si++) {
             const npl_segment *sg = &part.segs[si];
@@ -746,6 +766,8 @@ done:
     npl_pool_free(pool);    /* after the backend that may run on it */
     npl_graph_free(mg.g);
     npl_gguf_close(f);
+    free(calib);
+    free(calib_ids);
     for (int c = 0; c < MAX_SHAPES; c++) {
         free(cases[c].tokens);
         free(cases[c].pos);

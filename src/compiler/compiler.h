@@ -41,7 +41,9 @@
 #include "npullm_compile.h"
 
 typedef enum { NPL_ACT_F32, NPL_ACT_F16, NPL_ACT_BF16, NPL_ACT_INT16 } npl_act_prec;
-typedef enum { NPL_WEIGHTS_KEEP, NPL_WEIGHTS_Q4, NPL_WEIGHTS_Q8 } npl_weight_prec;
+/* W8 / W4: int8 with a scale per output channel (values -8..7 for W4), the
+ * integer weights QNN HTP takes; Q4 / Q8: GGML q4_0 / q8_0 blocks (vnpu). */
+typedef enum { NPL_WEIGHTS_KEEP, NPL_WEIGHTS_Q4, NPL_WEIGHTS_Q8, NPL_WEIGHTS_W8, NPL_WEIGHTS_W4 } npl_weight_prec;
 
 typedef struct {
     int chunk;                /* prefill graph size (default 128) */
@@ -70,6 +72,8 @@ typedef struct {
                                  `act` says (norm_in, qkv, qknorm, rope, attn, o, post, gu, glu,
                                  down, other; see lower.c); NULL: none */
     const char *soc;          /* the target's device option "soc" (qnn-htp: SM8650 ...); NULL: default */
+    const char *calib;        /* calibration text (UTF-8, non-empty): its tokens are the IO samples'
+                                 (the check runs on real text); NULL: built-in token ids */
 } npl_compile_params;
 
 npl_compile_params npl_compile_default_params(void);

@@ -24,6 +24,7 @@
  * precision, to measure which roundings cost agreement with the CPU path
  * (the compile summary says so). */
 #include "compiler/lower.h"
+#include "compiler/requant.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,6 +188,8 @@ static int weight_bytes(lw *l, int id, int use) {
     const npl_node *nd = npl_graph_node(l->a->g, id);
     const npl_type_traits *src = npl_type_get(nd->type);
     int64_t k = nd->shape.ne[0], rows = nd->shape.ne[1] * nd->shape.ne[2] * nd->shape.ne[3];
+    if (!use && id != l->a->out_weight && (l->a->wprec == NPL_WEIGHTS_W8 || l->a->wprec == NPL_WEIGHTS_W4))
+        return npl_requant_rows(nd, l->a->wprec == NPL_WEIGHTS_W4 ? 4 : 8, w, l->err, l->errlen);
     npl_type tt = use ? NPL_TYPE_F32 : target_type(nd->type, l->a->wprec, k);
     if (!use && id == l->a->out_weight && k % npl_type_get(l->a->out_type)->block_size == 0) tt = l->a->out_type;
     size_t row_src, row_dst;
@@ -228,6 +231,8 @@ static int weight_tensor(lw *l, int id, int use, uint32_t *out) {
     snprintf(name, sizeof name, "%s%s", nd->name, use ? "#f32" : "");
     npl_accel_tensor_desc d = {.name = name, .kind = NPL_ACCEL_STATIC, .dtype = w->dt[use], .data = w->data[use],
                                .data_size = w->size[use]};
+    if (!use && w->scales) /* per output channel: ABI dims [n, k], axis 0 */
+        d.quant = (npl_accel_quant){NPL_ACCEL_QUANT_PER_AXIS, 0, 0, w->n_scales, w->scales, NULL};
     if (use) { /* a vector: [n] */
         d.rank = 1;
         d.dims[0] = (uint32_t)npl_shape_nelements(&nd->shape);
@@ -559,6 +564,7 @@ void npl_lower_weights_free(npl_lower_weight *wc, int n) {
     for (int i = 0; i < n; i++) {
         free(wc[i].data[0]);
         free(wc[i].data[1]);
+        free(wc[i].scales);
     }
     free(wc);
 }

@@ -12,6 +12,9 @@ typedef struct {
     void *data[2];     /* [0] matmul layout, [1] f32 (norms, biases) */
     size_t size[2];
     npl_accel_dtype dt[2];
+    float *scales;     /* --weights w8 / w4: one per output channel of data[0] (requant.c) */
+    uint32_t n_scales;
+    double rq_se, rq_ss; /* requantization: squared error and squared sum of the weights */
 } npl_lower_weight;
 
 typedef struct {

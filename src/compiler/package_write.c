@@ -78,6 +78,22 @@ int npl_pkg_write_config(const char *dir, const npl_pkg_config *c, char *err, si
         snprintf(err, errlen, "config.json: out of memory");
         return -1;
     }
+    /* cJSON indents with tabs: the file keeps the style packages have had
+     * ("  \"key\": value"); a tab inside a string is escaped, so every tab
+     * is layout */
+    size_t w = 0;
+    char *pretty = malloc(2 * strlen(text) + 1);
+    for (size_t i = 0; pretty && text[i]; i++)
+        if (text[i] != '\t') pretty[w++] = text[i];
+        else if (i && text[i - 1] == ':') pretty[w++] = ' ';
+        else pretty[w++] = ' ', pretty[w++] = ' ';
+    free(text);
+    if (!pretty) {
+        snprintf(err, errlen, "config.json: out of memory");
+        return -1;
+    }
+    pretty[w] = 0;
+    text = pretty;
     char path[NPL_PKG_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/config.json", dir);
     FILE *f = fopen(path, "wb");

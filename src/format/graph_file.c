@@ -345,7 +345,9 @@ npl_graph *npl_graph_file_load_ext(const npl_gguf *f, npl_graph_ext_resolve reso
                      !npl_row_size((npl_type)t, e[0], &row);
             uint64_t bytes = ok ? (uint64_t)row * (uint64_t)(e[1] * e[2] * e[3]) : 0;
             npl_quote(q, sizeof q, name, strlen(name));
-            if (!ok || off < 0 || !*file || strchr(file, '/') || !strcmp(file, "..")) {
+            if (!file) {
+                npl_errf(err, errlen, NPL_ERR_MEMORY, "%s: npullm.graph.ext.file: out of memory", npl_gguf_path(f));
+            } else if (!ok || off < 0 || !*file || strchr(file, '/') || !strcmp(file, "..")) {
                 snprintf(err, errlen, "%s: npullm.graph.ext: weight '%s': bad file or offset", npl_gguf_path(f), q);
             } else if (!resolve) {
                 snprintf(err, errlen, "%s: weight '%s' is stored in %s of its package: open the package directory",

@@ -317,6 +317,8 @@ npl_accel_backend *npl_plugin_accel_backend(npl_plugin_rt *rt, const npl_accel_a
             } else {
                 st = api->backend_create(opt, 1 + n_prof, &a->be, why, (uint32_t)sizeof why);
                 /* an implementation without a "threads" option runs as it likes */
+                if (st == NPL_ACCEL_ERR_INVALID_ARG && n_prof) /* "profile" alone (qnn-htp takes it, not "threads") */
+                    st = api->backend_create(&opt[1], 1, &a->be, why, (uint32_t)sizeof why);
                 if (st == NPL_ACCEL_ERR_INVALID_ARG) st = api->backend_create(NULL, 0, &a->be, why, (uint32_t)sizeof why);
             }
             if (st != NPL_ACCEL_OK) {

@@ -18,14 +18,19 @@
 #include "npullm_compile.h"
 
 static const char *USAGE =
-    "usage: npullm compile -m MODEL.gguf -o PKG [--chunk N] [--ctx N] [--act f16|bf16|int16|f32]\n"
-    "                      [--weights q4|q8|keep] [--output-weights T] [-t N] [--keep-intermediate] [--force] [--no-check]\n"
-    "                      [--tolerance X] [--target NAME] [--soc NAME] [--plugin-dir DIR] [--keep-f32 CLASSES]\n"
+    "usage: npullm compile -m MODEL.gguf -o PKG [--chunk N] [--ctx N] [--act f16|fp16|bf16|int16|f32]\n"
+    "                      [--weights keep|q4|q8|w8|w4] [--output-weights T] [--calib FILE] [-t N] [--keep-intermediate]\n"
+    "                      [--force] [--no-check] [--tolerance X] [--target NAME] [--soc NAME] [--plugin-dir DIR]\n"
+    "                      [--keep-f32 CLASSES]\n"
     "  --chunk N     prefill graph size (AR-N), default 128; decode uses AR-1\n"
     "  --ctx N       KV cache positions, default the model's capped at 4096\n"
-    "  --act P       activation precision inside the accelerator graphs (default f16)\n"
+    "  --act P       activation precision inside the accelerator graphs (default f16; fp16 = f16)\n"
     "  --weights W   keep: f32/f16/bf16/q4_0/q8_0 as they are, others to q8_0 (default);\n"
-    "                q4 / q8: every matmul weight to q4_0 / q8_0\n"
+    "                q4 / q8: every matmul weight to q4_0 / q8_0 (GGML blocks, vnpu);\n"
+    "                w8 / w4: int8 / 4-bit with a scale per output channel (QNN HTP's integer\n"
+    "                weights); the summary gives the requantization error per tensor class\n"
+    "  --calib FILE  UTF-8 text whose tokens drive the check's CPU samples (default: fixed ids);\n"
+    "                an empty file or one that is not text is refused, nothing written\n"
     "  --output-weights T  the output (logits) matrix as q4_0, q5_0 or q8_0 (default keep:\n"
     "                as --weights says); decode reads it once per token, so a 4-bit one\n"
     "                makes a package's decode faster at some cost in logit accuracy\n"
@@ -90,7 +95,7 @@ int npl_cmd_compile(int argc, char **argv) {
         {"-m", "--model", 1}, {"-o", "--output", 1}, {"--chunk", NULL, 1}, {"--ctx", "-c|--ctx-size", 1},
         {"-t", "--threads", 1}, {"--act", NULL, 1}, {"--tolerance", NULL, 1}, {"--weights", NULL, 1},
         {"--output-weights", NULL, 1}, {"--keep-f32", NULL, 1}, {"--keep-intermediate", NULL, 0}, {"--force", NULL, 0},
-        {"--no-check", NULL, 0}, {"--target", NULL, 1}, {"--soc", NULL, 1}, {"--plugin-dir", NULL, 1}, {NULL, NULL, 0}};
+        {"--no-check", NULL, 0}, {"--calib", NULL, 1}, {"--target", NULL, 1}, {"--soc", NULL, 1}, {"--plugin-dir", NULL, 1}, {NULL, NULL, 0}};
     for (int i = 1; i < argc; i++) {
         const char *a;
         int k = cli_next("compile", OPTS, argc, argv, &i, &a, &v);
@@ -103,13 +108,14 @@ int npl_cmd_compile(int argc, char **argv) {
         else if (!strcmp(a, "-o")) out = v;
         else if (!strcmp(a, "--target")) p.target = v;
         else if (!strcmp(a, "--soc")) p.soc = v;
+        else if (!strcmp(a, "--calib")) p.calib = v;
         else if (!strcmp(a, "--plugin-dir")) p.plugin_dir = v;
         else if (!strcmp(a, "--keep-f32")) p.keep_f32 = v;
         else if (!strcmp(a, "--chunk")) { if (cli_int("compile", a, v, 1, 1 << 16, &x)) return 2; p.chunk = (int)x; }
         else if (!strcmp(a, "--ctx")) { if (cli_int("compile", a, v, 1, 1 << 20, &x)) return 2; p.n_ctx = (int)x; }
         else if (!strcmp(a, "-t")) { if (cli_int("compile", a, v, 1, 256, &x)) return 2; p.n_threads = (int)x; }
         else if (!strcmp(a, "--act")) {
-            if (!strcmp(v, "f16")) p.act = NPL_COMPILE_ACT_F16;
+            if (!strcmp(v, "f16") || !strcmp(v, "fp16")) p.act = NPL_COMPILE_ACT_F16;
             else if (!strcmp(v, "bf16")) p.act = NPL_COMPILE_ACT_BF16;
             else if (!strcmp(v, "f32")) p.act = NPL_COMPILE_ACT_F32;
             else if (!strcmp(v, "int16")) p.act = NPL_COMPILE_ACT_INT16;
@@ -126,7 +132,9 @@ int npl_cmd_compile(int argc, char **argv) {
             if (!strcmp(v, "keep")) p.weights = NPL_COMPILE_WEIGHTS_KEEP;
             else if (!strcmp(v, "q4")) p.weights = NPL_COMPILE_WEIGHTS_Q4;
             else if (!strcmp(v, "q8")) p.weights = NPL_COMPILE_WEIGHTS_Q8;
-            else { fprintf(stderr, "npullm compile: --weights: '%s' is not q4, q8 or keep\n", v); return 2; }
+            else if (!strcmp(v, "w8")) p.weights = NPL_COMPILE_WEIGHTS_W8;
+            else if (!strcmp(v, "w4")) p.weights = NPL_COMPILE_WEIGHTS_W4;
+            else { fprintf(stderr, "npullm compile: --weights: '%s' is not keep, q4, q8, w8 or w4\n", v); return 2; }
         } else if (!strcmp(a, "--output-weights")) {
             if (!strcmp(v, "q4_0")) p.output_weights = NPL_COMPILE_OUTPUT_Q4_0;
             else if (!strcmp(v, "q5_0")) p.output_weights = NPL_COMPILE_OUTPUT_Q5_0;

@@ -277,6 +277,23 @@ npl_accel_status qnn_context_create_from_binary(npl_accel_backend *be, npl_accel
             return FAIL(be, NPL_ACCEL_ERR_HW_UNSUPPORTED, "the binary is for %.*s, the device is %s", (int)len, rec + 9,
                         dev->soc->name);
     }
+    /* and the QNN release that wrote it: the binary carries the build id as
+     * text ("v2.51.0.260929181845"); one of another release is refused by
+     * name (QNN's own refusal of it is an opaque code) */
+    const char *bid = NULL;
+    if (be->q->backendGetBuildId && be->q->backendGetBuildId(&bid) == QNN_SUCCESS && bid && *bid && size > 3 &&
+        !memmem(bin, size, bid, strlen(bid))) {
+        const char *v = bin, *end = (const char *)bin + size;
+        size_t vl = 0;
+        while ((v = memmem(v, (size_t)(end - v), "v2.", 3)) != NULL) {
+            for (vl = 3; v + vl < end && vl < 32 && ((v[vl] >= '0' && v[vl] <= '9') || v[vl] == '.'); vl++) {}
+            if (vl > 8) break;
+            v += 3;
+        }
+        if (v)
+            return FAIL(be, NPL_ACCEL_ERR_BINARY_VERSION, "the binary was written by QNN %.*s; the library in %s is %s",
+                        (int)vl, v, be->lib_dir, bid);
+    }
     npl_accel_context *c;
     npl_accel_status st = qnn_context_new(be, dev, &c);
     if (st) return st;

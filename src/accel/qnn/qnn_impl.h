@@ -37,6 +37,7 @@ struct npl_accel_backend {
     npl_accel_op_info *ops; /* list_ops' answer, built on first call (qnn_validate.c) */
     npl_accel_param_info *op_params;
     uint32_t n_ops;
+    int profile;            /* backend option "profile" > 0: each graph's execute times to stderr when its context is freed */
 };
 
 struct npl_accel_device {

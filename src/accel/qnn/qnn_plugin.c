@@ -2,7 +2,9 @@
  *
  * Options: backend "qnn_lib" = the folder holding libQnnHtp.so and
  * libQnnSystem.so (default: the one the build found in the project's venv,
- * NPL_QNN_DEFAULT_LIB_DIR); device "soc" = a Snapdragon SoC name (SM8650 ...,
+ * NPL_QNN_DEFAULT_LIB_DIR); backend "profile" = N > 0:
+ * each graph's execute count and times go to stderr when its context is
+ * freed; device "soc" = a Snapdragon SoC name (SM8650 ...,
  * see qnn_lib.c), else QNN's default target. QNN is only loaded by
  * backend_create. On x86 the HTP backend runs graphs in software emulation. */
 #include <stdio.h>
@@ -36,7 +38,8 @@ static npl_accel_status backend_create(const npl_accel_option *opts, uint32_t n_
     npl_accel_status st = NPL_ACCEL_OK;
     for (uint32_t i = 0; i < n_opts && !st; i++) {
         if (opts[i].key && !strcmp(opts[i].key, "qnn_lib") && opts[i].value) dir = opts[i].value;
-        else st = FAIL(be, NPL_ACCEL_ERR_INVALID_ARG, "unknown backend option '%s' (known: qnn_lib)", opts[i].key ? opts[i].key : "(null)");
+        else if (opts[i].key && !strcmp(opts[i].key, "profile") && opts[i].value) be->profile = atoi(opts[i].value);
+        else st = FAIL(be, NPL_ACCEL_ERR_INVALID_ARG, "unknown backend option '%s' (known: qnn_lib, profile)", opts[i].key ? opts[i].key : "(null)");
     }
     if (!st && !*dir)
         st = FAIL(be, NPL_ACCEL_ERR_HW_UNSUPPORTED,
@@ -145,7 +148,14 @@ void qnn_tensor_release(qnn_tensor *t) {
 npl_accel_status qnn_context_free(npl_accel_context *c) {
     if (!c) return NPL_ACCEL_OK;
     if (c->ctx) c->be->q->contextFree(c->ctx, NULL);
-    for (uint32_t i = 0; i < c->n_g; i++) qnn_graph_free(c->g[i]);
+    for (uint32_t i = 0; i < c->n_g; i++) {
+        const qnn_graph *g = c->g[i];
+        if (c->be->profile > 0 && g->executions) /* times of QNN's graphExecute alone (on x86: the emulator) */
+            fprintf(stderr, "qnn-htp profile: graph %s: %llu executions, mean %.3f ms, min %.3f ms, max %.3f ms%s\n",
+                    g->name, (unsigned long long)g->executions, g->exec_ns_total / 1e6 / (double)g->executions,
+                    g->exec_ns_min / 1e6, g->exec_ns_max / 1e6, " (x86: software emulation)");
+        qnn_graph_free(c->g[i]);
+    }
     for (uint32_t i = 0; i < c->n_t; i++) qnn_tensor_release(&c->t[i]);
     free(c->g);
     free(c->t);

@@ -1,0 +1,30 @@
+/* --weights w8 / w4: matmul weights as int8 with one scale per output
+ * channel (QNN HTP's FullyConnected weights; w4 values fit -8..7, which the
+ * QNN adapter stores in its bitwidth-4 encoding). Private to the compiler. */
+#ifndef NPL_COMPILER_REQUANT_H
+#define NPL_COMPILER_REQUANT_H
+#include <stddef.h>
+#include <stdio.h>
+
+#include "compiler/lower.h"
+
+/* Fills w->data[0] (int8 [rows][k]), w->scales (one per row), w->dt[0]
+ * (INT8) and w->rq_se / rq_ss (squared error against the GGUF's values,
+ * and their squared sum) from weight node nd (a 2-D matrix of any type that
+ * has a to_float). bits 8 or 4. 0 or -1 with err. */
+int npl_requant_rows(const npl_node *nd, int bits, npl_lower_weight *w, char *err, size_t errlen);
+
+/* The tensor class of a weight, by its GGUF name: "qkv", "o", "gate/up",
+ * "down", "output" (the logits matrix, tied or not) or "other". */
+const char *npl_requant_class(const char *name);
+
+/* The summary line: each class's relative RMS requantization error and its
+ * number of weights (wc per node id of g, as the lowering filled it). */
+void npl_requant_summary(FILE *o, const npl_graph *g, const npl_lower_weight *wc, int n_nodes, const char *prec);
+
+/* --calib FILE: its text, 1 byte .. 16 MiB of UTF-8 without NUL, read
+ * whole; NULL with a one-line err naming the file and what is wrong. The
+ * compile's IO samples take their tokens from it. */
+char *npl_calib_read(const char *path, size_t *len, char *err, size_t errlen);
+
+#endif
