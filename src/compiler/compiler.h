@@ -42,7 +42,7 @@
 
 typedef enum { NPL_ACT_F32, NPL_ACT_F16, NPL_ACT_BF16, NPL_ACT_INT16 } npl_act_prec;
 /* W8 / W4: int8 with a scale per output channel (values -8..7 for W4), the
- * integer weights QNN HTP takes; Q4 / Q8: GGML q4_0 / q8_0 blocks (vnpu). */
+ * integer weights QNN HTP takes; Q4 / Q8: GGML q4_0 / q8_0 blocks. */
 typedef enum { NPL_WEIGHTS_KEEP, NPL_WEIGHTS_Q4, NPL_WEIGHTS_Q8, NPL_WEIGHTS_W8, NPL_WEIGHTS_W4 } npl_weight_prec;
 
 typedef struct {

@@ -14,7 +14,7 @@ typedef struct {
     uint64_t size, checksum;  /* bytes, npl_fnv1a64 */
     int n_graphs;
     const char (*graphs)[64];
-    double finalize_s;        /* QNN / vnpu finalize time of every graph (0: not reported) */
+    double finalize_s;        /* the target's finalize time of every graph (0: not reported) */
 } npl_pkg_bin;
 
 typedef struct {

@@ -137,21 +137,9 @@ static int accel_init(npl_plugin_rt *rt, const npl_graph *g, int id, void **stat
         npl_errf(err, errlen, errno == ENOMEM ? NPL_ERR_MEMORY : NPL_ERR_FILE, "%s: mmap: %s", st->path, strerror(errno));
         goto fail;
     }
-    /* what the compile recorded: size and checksum (a truncated, replaced or
-     * corrupted binary is refused here, before the accelerator parses it) */
     const npl_attr *chk = npl_attr_get(g, id, "binary_check");
     if (chk && (chk->kind != NPL_ATTR_INTS || chk->n != 2)) {
         snprintf(err, errlen, "plugin node %d: attribute 'binary_check' must be 2 ints (size, checksum)", id);
-        goto fail;
-    }
-    if (chk && (uint64_t)chk->ints[0] != st->map_size) {
-        npl_errf(err, errlen, NPL_ERR_FILE, "%s: %llu bytes, the package recorded %llu (truncated or replaced)",
-                 st->path, (unsigned long long)st->map_size, (unsigned long long)chk->ints[0]);
-        goto fail;
-    }
-    if (chk && npl_fnv1a64(st->map, st->map_size) != (uint64_t)chk->ints[1]) {
-        npl_errf(err, errlen, NPL_ERR_FILE, "%s: checksum differs from the one the package recorded (corrupted)",
-                 st->path);
         goto fail;
     }
     /* the device the binary was finalized for (npullm compile --soc) */
@@ -173,6 +161,19 @@ static int accel_init(npl_plugin_rt *rt, const npl_graph *g, int id, void **stat
         npl_plugin_accel_status(as);
         st->ctx = NULL;
         snprintf(err, errlen, "%s: %s", st->path, st->api->last_error(st->be));
+        goto fail;
+    }
+    /* then what the compile recorded, size and checksum: corruption the
+     * target's own loader does not see (QNN's binary has no checksum of its
+     * weights) is refused here; the target's own diagnostics come first */
+    if (chk && (uint64_t)chk->ints[0] != st->map_size) {
+        npl_errf(err, errlen, NPL_ERR_FILE, "%s: context binary: truncated or replaced (%llu bytes, the package "
+                 "recorded %llu)", st->path, (unsigned long long)st->map_size, (unsigned long long)chk->ints[0]);
+        goto fail;
+    }
+    if (chk && npl_fnv1a64(st->map, st->map_size) != (uint64_t)chk->ints[1]) {
+        npl_errf(err, errlen, NPL_ERR_FILE, "%s: context binary: checksum differs from the one the package recorded "
+                 "(corrupted)", st->path);
         goto fail;
     }
     for (int s = 0; s < st->n_shapes; s++) {
