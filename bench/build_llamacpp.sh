@@ -15,6 +15,12 @@
 #   LLAMACPP_PY_VERSION    llama-cpp-python version to download (default: the
 #                          installed one if any, else the newest)
 #   JOBS                   parallel jobs (default nproc)
+#   LLAMACPP_CMAKE_EXTRA   more cmake arguments, e.g. an AVX2-only build on a
+#                          CPU with AVX-512 (what bench/peer --isa 1 compares with):
+#                          "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
+#                          -DGGML_F16C=ON -DGGML_BMI2=ON" with
+#                          LLAMACPP_BUILD_DIR=$NPULLM_PEER_DIR/llama.cpp-build-avx2
+#   LLAMACPP_TOOLS         the tools to build (default: all of TOOLS below)
 #
 # Builds with clang (GCC 12 builds of ggml's AMX kernels can SIGILL on this
 # machine), -DGGML_NATIVE=ON -DLLAMA_CURL=OFF, Release.  Idempotent: if the
@@ -35,7 +41,7 @@ JOBS=${JOBS:-$(nproc)}
 FORCE=0
 [ "${1:-}" = "--force" ] && FORCE=1
 
-TOOLS="llama-bench llama-perplexity llama-cli llama-completion llama-simple llama-tokenize llama-eval-callback llama-run"
+TOOLS=${LLAMACPP_TOOLS:-"llama-bench llama-perplexity llama-cli llama-completion llama-simple llama-tokenize llama-eval-callback llama-run"}
 
 print_tools() {
     local out="$BUILD_DIR/tools.env" found=0
@@ -51,8 +57,12 @@ print_tools() {
     [ $found = 1 ]
 }
 
-if [ $FORCE = 0 ] && [ -x "$BUILD_DIR/bin/llama-perplexity" ] && [ -x "$BUILD_DIR/bin/llama-bench" ] \
-        && [ -x "$BUILD_DIR/bin/llama-simple" ]; then
+built=1
+for t in $TOOLS; do
+    case $t in llama-cli|llama-run|llama-completion|llama-tokenize|llama-eval-callback) continue ;; esac
+    [ -x "$BUILD_DIR/bin/$t" ] || built=0
+done
+if [ $FORCE = 0 ] && [ $built = 1 ]; then
     echo "llama.cpp already built in $BUILD_DIR" >&2
     print_tools
     exit 0
@@ -103,7 +113,7 @@ CC=clang CXX=clang++ cmake -S "$LLAMA_SRC" -B "$BUILD_DIR" "${GEN[@]}" \
     -DLLAMA_BUILD_EXAMPLES=ON \
     -DLLAMA_BUILD_TOOLS=ON \
     -DLLAMA_BUILD_SERVER=OFF \
-    -DBUILD_SHARED_LIBS=OFF >&2
+    -DBUILD_SHARED_LIBS=OFF ${LLAMACPP_CMAKE_EXTRA:-} >&2
 
 # Only ask for targets that this llama.cpp version defines.  (llama-cli is
 # only defined with LLAMA_BUILD_SERVER=ON, which needs the web UI build;

@@ -7,10 +7,13 @@
  * gate/up shape for the 32-blocks (2048 x 640) and its down shape for the
  * k-quants (640 x 2048); M activation rows packed once, then the best ISA's
  * GEMM over all weight rows in steps of 16, as a thread takes them. Prints
- * the best CPU time of REPS and the multiply-adds per second it means. */
+ * the best CPU time of REPS and the multiply-adds per second it means.
+ * NPL_BENCH_ISA=avx2 (generic, avx512, amx) caps the kernel family, e.g. to
+ * measure the AVX2 family on a CPU with AVX-512. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "kernels/dtype.h"
@@ -33,7 +36,10 @@ static void fill(const npl_type_traits *tr, char *dst, size_t row, int rows, int
 int main(int argc, char **argv) {
     const int reps = argc > 1 ? atoi(argv[1]) : 7, m = argc > 2 ? atoi(argv[2]) : 512;
     const npl_type types[] = {NPL_TYPE_Q4_0, NPL_TYPE_Q5_0, NPL_TYPE_Q8_0, NPL_TYPE_Q4_K, NPL_TYPE_Q6_K};
-    const npl_isa isa = npl_cpu_best_isa();
+    npl_isa isa = npl_cpu_best_isa();
+    const char *e = getenv("NPL_BENCH_ISA");
+    for (int i = 0; e && i <= NPL_ISA_TOP; i++)
+        if (!strcmp(e, npl_isa_name((npl_isa)i)) && i < (int)isa) isa = (npl_isa)i;
     printf("GEMM alone, one thread, %s, %d activation rows: best CPU time of %d\n", npl_isa_name(isa), m, reps);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const npl_type t = types[ti];

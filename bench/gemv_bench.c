@@ -19,7 +19,8 @@
  *          activation quantization included, as decode runs it: wall time
  *          per token and per class, GB/s over the bytes read. With one thread
  *          the times are its CPU time (memory stalls count, preemption not).
- * Median (min-max) over REPS. */
+ * Median (min-max) over REPS. NPL_BENCH_ISA=avx2 (generic, avx512, amx) caps
+ * the kernel family, e.g. to measure the AVX2 family on a CPU with AVX-512. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,17 @@ static double now_s(clockid_t c) {
     clock_gettime(c, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
+
+/* the kernel family to measure: NPL_BENCH_ISA by name, else the best */
+static npl_isa bench_isa(void) {
+    const char *e = getenv("NPL_BENCH_ISA");
+    for (int i = 0; e && i <= NPL_ISA_TOP; i++)
+        if (!strcmp(e, npl_isa_name((npl_isa)i))) return (npl_isa)i;
+    if (e) fprintf(stderr, "gemv_bench: NPL_BENCH_ISA=%s is not a kernel family name: using the best\n", e);
+    return NPL_ISA_AMX;
+}
+
+static npl_isa ISA; /* bench_isa() */
 
 static int cmp_d(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
@@ -88,14 +100,14 @@ static float *make_x(int k, unsigned *seed) {
 /* hot: with GFNI (where the CPU has it) and without, interleaved rep by rep */
 static void hot(int reps) {
     unsigned seed = 7;
-    const npl_kernels *kt = npl_kernels_get(NPL_ISA_AMX);
+    const npl_kernels *kt = npl_kernels_get(ISA);
     const int nv = npl_cpu_has_gfni() ? 2 : 1;
     printf("hot, one thread, GEMV kernel alone: CPU us per matrix, weight GB/s (median, min-max of %d)\n", reps);
     for (int c = 0; c < NC; c++) {
         const mclass *m = &classes[c];
         const int n = m->n > 2048 ? 2048 : m->n; /* the output matrix: an L2-sized slice */
         const npl_gemv_kernels *gv[2];
-        for (int v = 0; v < nv; v++) gv[v] = npl_gemv_get(NPL_ISA_AMX, m->t, v == 0);
+        for (int v = 0; v < nv; v++) gv[v] = npl_gemv_get(ISA, m->t, v == 0);
         if (!gv[0]) {
             printf("%-26s no GEMV on this CPU\n", m->name);
             continue;
@@ -134,13 +146,13 @@ static void hot(int reps) {
  * on rows not in cache), CPU time per pass */
 static void cold(int reps, int chunk) {
     unsigned seed = 5;
-    const npl_kernels *kt = npl_kernels_get(NPL_ISA_AMX);
+    const npl_kernels *kt = npl_kernels_get(ISA);
     printf("cold, one thread, GEMV kernel over 256 MB in chunks of %d rows: CPU GB/s (median, min-max of %d)\n", chunk,
            reps);
     static const int pick[] = {4, 2, 3, 5};
     for (int pi = 0; pi < 4; pi++) {
         const mclass *m = &classes[pick[pi]];
-        const npl_gemv_kernels *gv = npl_gemv_get(NPL_ISA_AMX, m->t, 1);
+        const npl_gemv_kernels *gv = npl_gemv_get(ISA, m->t, 1);
         if (!gv) continue;
         const size_t rb = row_bytes(m->t, m->k);
         const int n = (int)((256u << 20) / rb) / 16 * 16;
@@ -172,7 +184,7 @@ static void token(int reps, int nth) {
     unsigned seed = 11;
     npl_cpu_ctx cc;
     npl_backend be;
-    npl_cpu_backend_init(&be, &cc, NPL_ISA_AMX);
+    npl_cpu_backend_init(&be, &cc, ISA);
     npl_pool *pool = npl_pool_new(nth);
     /* the sequence of one token: per layer q k v o gate up down, then the output */
     enum { LAYERS = 18 };
@@ -232,6 +244,7 @@ int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "token";
     const int reps = argc > 2 ? atoi(argv[2]) : 9, nth = argc > 3 ? atoi(argv[3]) : 2;
     if (reps < 1 || nth < 1) return 2;
+    ISA = bench_isa();
     if (!strcmp(mode, "hot")) hot(reps);
     else if (!strcmp(mode, "cold")) cold(reps, nth); /* third argument: rows per chunk */
     else token(reps, nth);

@@ -58,5 +58,9 @@ typedef struct {
  * that unpack nibbles with GFNI where this CPU has it (a CPU backend's
  * default, npl_cpu_ctx.no_gfni); 0: the others (tested and benchmarked too). */
 const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t, int gfni);
+/* Internal: the AVX2 kernels (x86/avx2/gemv_avx2.c: the AVX2 vec_dot
+ * kernels' arithmetic, bit for bit, with a prepared row of their own), or
+ * NULL. */
+const npl_gemv_kernels *npl_gemv_get_avx2(npl_type t);
 
 #endif

@@ -2,10 +2,9 @@
  * make the dot of 4 bytes).
  *
  * It computes what the AVX2 vec_dot kernels (vec_dot_avx2.c,
- * vec_dot_avx2_k.c) compute, bit for bit, so decode and small batches keep
- * vec_dot (reading one weight row after another, the fastest one-row kernel
- * measured here) while a row inside a prefill batch gets the same bits:
- * chunked prefill equals unchunked. Per (weight row, activation row) it keeps
+ * vec_dot_avx2_k.c) compute, bit for bit, as does the AVX2 GEMV that decode
+ * and small batches take (gemv_avx2.c), so a row inside a prefill batch gets
+ * decode's bits: chunked prefill equals unchunked. Per (weight row, activation row) it keeps
  * vec_dot's float accumulators — 8 lanes of 4-element integer sums scaled by
  * dw * dx per block (two accumulators for q4_0 / q8_0, even and odd blocks),
  * per super-block for the k-quants (sub-block scales inside madd, q4_K's
@@ -44,8 +43,9 @@ typedef struct {
     uint8_t *u;     /* [kp / 32][R][32] */
     float *dw;      /* [kp / 32][R] scale per block; k-quants: [kp / 256][R] d */
     float *dmin;    /* k-quants: [kp / 256][R] q4_K's dmin */
-    int16_t *sc;    /* q6_K: [kp / 32][R][16] the scale of each int16 pair sum;
-                       q4_K: [kp / 32][R] one per block, broadcast by the kernel */
+    int16_t *sc;    /* k-quants: [kp / 32][R][16] the scale of each int16 pair sum
+                       (q4_K: the block's, broadcast here, so the kernel's madd
+                       takes it from memory instead of a broadcast per pair) */
     int16_t *aux;   /* k-quants: [kp / 256][R][16] q6_K: the 16 group scales; q4_K: the 8 mins */
 } panel;
 
@@ -104,7 +104,7 @@ static void decode_q4_K(const void *row, int64_t k, const panel *p, int j) {
             _mm256_store_si256((__m256i *)u_at(p, j, 8 * i + 2 * c + 1), _mm256_and_si256(_mm256_srli_epi16(q, 4), lo4));
         }
         for (int b = 0; b < 8; b++) {
-            p->sc[(8 * i + b) * R + j] = sm[b];
+            _mm256_store_si256((__m256i *)sc_at(p, j, 8 * i + b), _mm256_set1_epi16(sm[b]));
             aux[b] = sm[8 + b];
         }
         p->dw[i * R + j] = h2f(x[i].d);
@@ -138,9 +138,7 @@ static void zero_row(const panel *p, int j, const wtype *t) {
         for (int64_t b = 0; b < p->kp / 32; b++) p->dw[b * R + j] = 0;
         return;
     }
-    for (int64_t b = 0; b < p->kp / 32; b++)
-        if (t->has_min) p->sc[b * R + j] = 0;
-        else memset(sc_at(p, j, b), 0, 32);
+    for (int64_t b = 0; b < p->kp / 32; b++) memset(sc_at(p, j, b), 0, 32);
     for (int64_t i = 0; i < p->kp / QK_K; i++) memset(p->aux + (i * R + j) * 16, 0, 32);
     for (int64_t i = 0; i < p->kp / QK_K; i++) p->dw[i * R + j] = p->dmin[i * R + j] = 0;
 }
@@ -239,13 +237,16 @@ INLINE void dot_rows_k(const wtype *t, const panel *p, int q0, int64_t k, xrow x
                 sumi[r] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(g, bs), 5));
             }
         }
-        for (int b = 0; b < 8; b++) {
-            const int64_t e = QK_K * i + 32 * b;
-            const __m256i xv = _mm256_load_si256((const __m256i *)(x.qs + e));
+        /* the panel's rows of a block are 32 bytes apart: walk pointers, so
+         * the loop has no per-row address arithmetic */
+        const uint8_t *ub = u_at(p, q0, 8 * i);
+        const int16_t *sb = sc_at(p, q0, 8 * i);
+        _Pragma("GCC unroll 1") /* unrolled, the 4 rows x 8 blocks spill */
+        for (int b = 0; b < 8; b++, ub += R * 32, sb += R * 16) {
+            const __m256i xv = _mm256_load_si256((const __m256i *)(x.qs + QK_K * i + 32 * b));
             for (int r = 0; r < RH; r++) {
-                const __m256i w = _mm256_load_si256((const __m256i *)u_at(p, q0 + r, e / 32));
-                const __m256i s = t->has_min ? _mm256_set1_epi16(p->sc[(e / 32) * R + q0 + r])
-                                             : _mm256_load_si256((const __m256i *)sc_at(p, q0 + r, e / 32));
+                const __m256i w = _mm256_load_si256((const __m256i *)(ub + 32 * r));
+                const __m256i s = _mm256_load_si256((const __m256i *)(sb + 16 * r));
                 sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(s, _mm256_maddubs_epi16(w, xv)));
             }
         }
@@ -281,7 +282,8 @@ INLINE void rows_with(const wtype *t, const void *w, size_t w_row, int64_t r0, i
                 for (int q0 = 0; q0 < nrow; q0 += RH) dot_rows(t, &p, q0, RH, k, x, out + q0);
             else
                 dot_rows(t, &p, 0, R, k, x, out);
-            memcpy(y + c * ldy + rb, out, (size_t)nrow * sizeof(float));
+            if (nrow == R) _mm256_storeu_ps(y + c * ldy + rb, _mm256_loadu_ps(out)); /* not a memmove call */
+            else memcpy(y + c * ldy + rb, out, (size_t)nrow * sizeof(float));
         }
     }
 }

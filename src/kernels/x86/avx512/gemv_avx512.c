@@ -429,7 +429,9 @@ static const npl_gemv_kernels k_q4_0g = {prep_q4_0, rows_q4_0g}, k_q5_0g = {prep
                               k_q4_Kg = {prep_q4_K, rows_q4_Kg}, k_q6_Kg = {prep_q6_K, rows_q6_Kg};
 
 const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t, int gfni) {
-    if ((int)want < (int)NPL_ISA_AVX512 || (int)npl_cpu_best_isa() < (int)NPL_ISA_AVX512) return NULL;
+    const npl_isa best = npl_cpu_best_isa();
+    if ((int)want < (int)NPL_ISA_AVX512 || (int)best < (int)NPL_ISA_AVX512)
+        return (int)want >= (int)NPL_ISA_AVX2 && (int)best >= (int)NPL_ISA_AVX2 ? npl_gemv_get_avx2(t) : NULL;
     const int gf = gfni && npl_cpu_has_gfni();
     switch (t) {
     case NPL_TYPE_Q4_0: return gf ? &k_q4_0g : &k_q4_0;

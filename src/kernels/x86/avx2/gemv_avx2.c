@@ -1,0 +1,320 @@
+/* AVX2 GEMV for decode (kernels/gemv.h's interface, this family's own
+ * prepared row): 1-15 activation rows against 4 weight rows at a time.
+ *
+ * Per (weight row, activation row) the float operations are the AVX2
+ * vec_dot kernels' (vec_dot_avx2.c, vec_dot_avx2_k.c), in their order, so
+ * the GEMV gives vec_dot's bits and hence the AVX2 GEMM's (gemm_avx2.c):
+ * decode, small batches and prefill give a row the same result. Only the
+ * integer side differs where that is cheaper, and integer sums are exact:
+ * q4_0 / q5_0 multiply unsigned quants u = w + offset and take offset times
+ * the activation's 4-element sums (prepared once per row, npl_gemv_x.cz) off
+ * the int32 lanes, instead of vec_dot's two sign operations per block.
+ *
+ * Why 4 rows: the activation block and its scale are loaded once for four
+ * weight rows, and four rows are four streams of loads in flight; each row
+ * prefetches every line of the row PF_ROWS rows ahead at its own position
+ * (the hardware prefetcher alone left 4 interleaved rows at a quarter of the
+ * bandwidth on the EPYC), so a group's prefetches cover the group PF_ROWS / 4
+ * ahead. Against vec_dot row after row (npullm bench -p 1 -n 64 -t 2 --isa 1,
+ * AMD EPYC, load ~23 from other jobs, 4 alternations): 32.5 vs 22.4 tok/s.
+ *
+ * Prepared row (prep): qs points at the vec_dot_type row itself (q8_0 or
+ * q8_K blocks); d holds the q8_0 block scales as f32 (what vec_dot converts
+ * per block); cz the int32 lanes offset * (4-element sums) per 32-block (q4_0,
+ * q5_0). For q8_K rows d and cz are unused. */
+#include "kernels/gemv.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include "kernels/quant.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/x86/avx2/avx2_util.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+enum {
+    NR = 4,      /* weight rows at once */
+    PF_ROWS = 8, /* prefetch distance in rows: two groups ahead */
+};
+
+static inline void *align64(void *p) { return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
+
+/* ---- prepared activation rows ---- */
+
+static void prep_q8_0(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) {
+    const block_q8_0 *y = xq;
+    float *d = align64(mem);
+    for (int64_t i = 0; i < k / QK8_0; i++) d[i] = h2f(y[i].d);
+    gx->k = gx->kp = k;
+    gx->qs = (const int8_t *)xq;
+    gx->d = d;
+    gx->cz = NULL;
+    gx->xs = NULL;
+}
+
+/* q8_0 scales, and offset x each block's 4-element sums */
+INLINE void prep_offset(npl_gemv_x *gx, void *mem, const void *xq, int64_t k, int offset) {
+    prep_q8_0(gx, mem, xq, k);
+    const block_q8_0 *y = xq;
+    int32_t *cz = align64((float *)gx->d + k / QK8_0);
+    const __m256i off = _mm256_set1_epi8((char)offset);
+    for (int64_t i = 0; i < k / QK8_0; i++)
+        _mm256_store_si256((__m256i *)(cz + 8 * i), avx2_dot_u8i8_i32(off, _mm256_loadu_si256((const __m256i *)y[i].qs)));
+    gx->cz = cz;
+}
+static void prep_q4_0(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) { prep_offset(gx, mem, xq, k, 8); }
+static void prep_q5_0(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) { prep_offset(gx, mem, xq, k, 16); }
+
+static void prep_q8_K(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) {
+    (void)mem;
+    gx->k = gx->kp = k;
+    gx->qs = (const int8_t *)xq;
+    gx->d = NULL;
+    gx->cz = NULL;
+    gx->xs = NULL;
+}
+
+/* ---- 32-element blocks: one block of nr rows ---- */
+
+enum { T_Q4_0, T_Q5_0, T_Q8_0 };
+
+/* the int32 lanes of weight block b of row x against activation quants yv */
+INLINE __m256i lanes32(const int T, const void *x, int64_t b, __m256i yv, const int32_t *cz) {
+    if (T == T_Q8_0) {
+        const __m256i w = _mm256_loadu_si256((const __m256i *)((const block_q8_0 *)x)[b].qs);
+        return avx2_dot_u8i8_i32(_mm256_sign_epi8(w, w), _mm256_sign_epi8(yv, w));
+    }
+    __m256i u;
+    if (T == T_Q4_0) u = avx2_nibbles32(((const block_q4_0 *)x)[b].qs);
+    else {
+        const block_q5_0 *q = (const block_q5_0 *)x + b;
+        u = _mm256_or_si256(avx2_nibbles32(q->qs), _mm256_and_si256(avx2_bits32(q->qh), _mm256_set1_epi8(16)));
+    }
+    return _mm256_sub_epi32(avx2_dot_u8i8_i32(u, yv), _mm256_load_si256((const __m256i *)(cz + 8 * b)));
+}
+
+INLINE float wscale(const int T, const void *x, int64_t b) {
+    return T == T_Q8_0 ? h2f(((const block_q8_0 *)x)[b].d)
+           : T == T_Q4_0 ? h2f(((const block_q4_0 *)x)[b].d)
+                         : h2f(((const block_q5_0 *)x)[b].d);
+}
+
+INLINE size_t bsize(const int T) {
+    return T == T_Q8_0 ? sizeof(block_q8_0) : T == T_Q4_0 ? sizeof(block_q4_0) : sizeof(block_q5_0);
+}
+
+/* acc[j] = fma(dw * dx, lanes, acc[j]) for block b of the nr rows, as vec_dot */
+INLINE void block32(const int T, const int nr, const uint8_t *const *x, int64_t b, const block_q8_0 *yb,
+                    const float *yd, const int32_t *cz, __m256 *acc) {
+    const __m256i yv = _mm256_loadu_si256((const __m256i *)yb[b].qs);
+    const float dx = yd[b];
+    for (int j = 0; j < nr; j++) {
+        const __m256i li = lanes32(T, x[j], b, yv, cz);
+        acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(wscale(T, x[j], b) * dx), _mm256_cvtepi32_ps(li), acc[j]);
+    }
+}
+
+INLINE void rows32(const int T, const int nr, const uint8_t *const *x, const npl_gemv_x *g, float *out, size_t pf) {
+    const block_q8_0 *yb = (const block_q8_0 *)g->qs;
+    const float *yd = g->d;
+    const int32_t *cz = g->cz;
+    const int64_t nb = g->k / QK8_0;
+    const size_t bs = bsize(T);
+    __m256 acc0[NR], acc1[NR];
+    for (int j = 0; j < nr; j++) acc0[j] = acc1[j] = _mm256_setzero_ps();
+    int64_t b = 0;
+    if (T != T_Q5_0) /* q4_0 and q8_0: even and odd blocks in two accumulators, as vec_dot */
+        for (; b + 1 < nb; b += 2) {
+            if (pf)
+                for (int j = 0; j < nr; j++) {
+                    _mm_prefetch((const char *)x[j] + pf + b * bs, _MM_HINT_T0);
+                    if (2 * bs > 64) _mm_prefetch((const char *)x[j] + pf + b * bs + 64, _MM_HINT_T0);
+                }
+            block32(T, nr, x, b, yb, yd, cz, acc0);
+            block32(T, nr, x, b + 1, yb, yd, cz, acc1);
+        }
+    for (; b < nb; b++) {
+        if (pf && (T != T_Q5_0 || b % 2 == 0))
+            for (int j = 0; j < nr; j++) _mm_prefetch((const char *)x[j] + pf + b * bs, _MM_HINT_T0);
+        block32(T, nr, x, b, yb, yd, cz, acc0);
+    }
+    for (int j = 0; j < nr; j++) out[j] = avx2_hsum_f32(T != T_Q5_0 ? _mm256_add_ps(acc0[j], acc1[j]) : acc0[j]);
+}
+
+/* ---- q4_K and q6_K against q8_K: dot_k4's and dot_q6_K_q8_K's arithmetic ---- */
+
+#define B2(a) (2 * (a)), (2 * (a) + 1)
+#define B16(a) B2(a), B2(a), B2(a), B2(a), B2(a), B2(a), B2(a), B2(a)
+static const uint8_t pair_ctl[4][32] __attribute__((aligned(32))) = {
+    {B16(0), B16(1)}, {B16(2), B16(3)}, {B16(4), B16(5)}, {B16(6), B16(7)}};
+static const uint8_t same_ctl[8][32] __attribute__((aligned(32))) = {
+    {B16(0), B16(0)}, {B16(1), B16(1)}, {B16(2), B16(2)}, {B16(3), B16(3)},
+    {B16(4), B16(4)}, {B16(5), B16(5)}, {B16(6), B16(6)}, {B16(7), B16(7)}};
+#undef B16
+#undef B2
+
+INLINE __m256i ctl(const uint8_t c[32]) { return _mm256_load_si256((const __m256i *)c); }
+INLINE __m256i load256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+
+INLINE void rows_q4_K_nr(const int nr, const uint8_t *const *x, const npl_gemv_x *g, float *out, size_t pf) {
+    const block_q8_K *y = (const block_q8_K *)g->qs;
+    const __m256i m4 = _mm256_set1_epi8(0xF);
+    __m256 acc[NR];
+    __m128 accm[NR];
+    for (int j = 0; j < nr; j++) acc[j] = _mm256_setzero_ps(), accm[j] = _mm_setzero_ps();
+    for (int64_t i = 0; i < g->k / QK_K; i++) {
+        const __m256i bs = load256(y[i].bsums);
+        const __m128i bs2 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+        __m256i sc[NR], sumi[NR];
+        for (int j = 0; j < nr; j++) {
+            const block_q4_K *b = (const block_q4_K *)x[j] + i;
+            if (pf) {
+                _mm_prefetch((const char *)b + pf, _MM_HINT_T0);
+                _mm_prefetch((const char *)b + pf + 64, _MM_HINT_T0);
+                _mm_prefetch((const char *)b + pf + 128, _MM_HINT_T0);
+            }
+            const float dmin = -y[i].d * h2f(b->dmin);
+            const __m256i ms = _mm256_cvtepu8_epi16(unpack_k4_scales(b->scales));
+            const __m128i pm = _mm_madd_epi16(_mm256_extracti128_si256(ms, 1), bs2);
+            accm[j] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(pm), accm[j]);
+            sc[j] = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(ms));
+            sumi[j] = _mm256_setzero_si256();
+        }
+        for (int q = 0; q < 4; q++) {
+            const __m256i y0 = load256(y[i].qs + 64 * q), y1 = load256(y[i].qs + 64 * q + 32);
+            for (int j = 0; j < nr; j++) {
+                const __m256i bits = load256(((const block_q4_K *)x[j] + i)->qs + 32 * q);
+                const __m256i ql = _mm256_and_si256(bits, m4), qh = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+                const __m256i pl = _mm256_madd_epi16(_mm256_shuffle_epi8(sc[j], ctl(same_ctl[2 * q])), _mm256_maddubs_epi16(ql, y0));
+                const __m256i ph = _mm256_madd_epi16(_mm256_shuffle_epi8(sc[j], ctl(same_ctl[2 * q + 1])), _mm256_maddubs_epi16(qh, y1));
+                sumi[j] = _mm256_add_epi32(sumi[j], _mm256_add_epi32(pl, ph));
+            }
+        }
+        for (int j = 0; j < nr; j++) {
+            const float d = y[i].d * h2f(((const block_q4_K *)x[j] + i)->d);
+            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[j]), acc[j]);
+        }
+    }
+    for (int j = 0; j < nr; j++) {
+        __m128 m = _mm_add_ps(accm[j], _mm_movehl_ps(accm[j], accm[j]));
+        m = _mm_add_ss(m, _mm_movehdup_ps(m));
+        out[j] = avx2_hsum_f32(acc[j]) + _mm_cvtss_f32(m);
+    }
+}
+
+INLINE void rows_q6_K_nr(const int nr, const uint8_t *const *x, const npl_gemv_x *g, float *out, size_t pf) {
+    const block_q8_K *y = (const block_q8_K *)g->qs;
+    const __m256i m4 = _mm256_set1_epi8(0xF);
+    __m256 acc[NR];
+    for (int j = 0; j < nr; j++) acc[j] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < g->k / QK_K; i++) {
+        const __m256i bsum = load256(y[i].bsums);
+        __m256i scales[NR], sumi[NR];
+        for (int j = 0; j < nr; j++) {
+            const block_q6_K *b = (const block_q6_K *)x[j] + i;
+            if (pf)
+                for (int o = 0; o < (int)sizeof *b; o += 64) _mm_prefetch((const char *)b + pf + o, _MM_HINT_T0);
+            scales[j] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b->scales));
+            /* weights enter as q + 32 in [0, 63]; take 32 * sum(scale * q8) back out */
+            sumi[j] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(scales[j], bsum), 5));
+        }
+        for (int h = 0; h < 2; h++) {
+            const int8_t *q8 = y[i].qs + 128 * h;
+            const __m256i y0 = load256(q8), y1 = load256(q8 + 32), y2 = load256(q8 + 64), y3 = load256(q8 + 96);
+            for (int j = 0; j < nr; j++) {
+                const block_q6_K *b = (const block_q6_K *)x[j] + i;
+                const uint8_t *ql = b->ql + 64 * h, *qh = b->qh + 32 * h;
+                const __m256i sch = _mm256_broadcastsi128_si256(h ? _mm256_extracti128_si256(scales[j], 1)
+                                                                  : _mm256_castsi256_si128(scales[j]));
+                const __m256i l0 = load256(ql), l1 = load256(ql + 32), hb = load256(qh);
+                const __m256i q0 = _mm256_or_si256(_mm256_and_si256(l0, m4),
+                                                   _mm256_slli_epi16(_mm256_and_si256(hb, _mm256_set1_epi8(0x03)), 4));
+                const __m256i q1 = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                                   _mm256_slli_epi16(_mm256_and_si256(hb, _mm256_set1_epi8(0x0C)), 2));
+                const __m256i q2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                                   _mm256_and_si256(hb, _mm256_set1_epi8(0x30)));
+                const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                                   _mm256_srli_epi16(_mm256_and_si256(hb, _mm256_set1_epi8((char)0xC0)), 2));
+                __m256i s = sumi[j];
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_shuffle_epi8(sch, ctl(pair_ctl[0])), _mm256_maddubs_epi16(q0, y0)));
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_shuffle_epi8(sch, ctl(pair_ctl[1])), _mm256_maddubs_epi16(q1, y1)));
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_shuffle_epi8(sch, ctl(pair_ctl[2])), _mm256_maddubs_epi16(q2, y2)));
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_shuffle_epi8(sch, ctl(pair_ctl[3])), _mm256_maddubs_epi16(q3, y3)));
+                sumi[j] = s;
+            }
+        }
+        for (int j = 0; j < nr; j++) {
+            const float d = y[i].d * h2f(((const block_q6_K *)x[j] + i)->d);
+            acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sumi[j]), acc[j]);
+        }
+    }
+    for (int j = 0; j < nr; j++) out[j] = avx2_hsum_f32(acc[j]);
+}
+
+/* ---- the row loop ---- */
+
+enum { K_Q4_0, K_Q5_0, K_Q8_0, K_Q4_K, K_Q6_K };
+
+INLINE void rows_nr(const int K, const int nr, const uint8_t *const *x, const npl_gemv_x *g, float *out, size_t pf) {
+    switch (K) {
+    case K_Q4_0: rows32(T_Q4_0, nr, x, g, out, pf); break;
+    case K_Q5_0: rows32(T_Q5_0, nr, x, g, out, pf); break;
+    case K_Q8_0: rows32(T_Q8_0, nr, x, g, out, pf); break;
+    case K_Q4_K: rows_q4_K_nr(nr, x, g, out, pf); break;
+    default: rows_q6_K_nr(nr, x, g, out, pf); break;
+    }
+}
+
+/* Rows [r0, r1) in groups of NR; the first activation row prefetches (the
+ * later ones find the group in cache). The last group's prefetches may run
+ * past the matrix: prefetches do not fault. */
+INLINE void rows_with(const int K, const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
+                      float *y, int64_t ldy) {
+    const size_t pf = (size_t)PF_ROWS * w_row;
+    for (int64_t r = r0; r < r1; r += NR) {
+        const int nr = r1 - r < NR ? (int)(r1 - r) : NR;
+        const uint8_t *x[NR];
+        for (int j = 0; j < NR; j++) x[j] = (const uint8_t *)w + (size_t)(r + j) * w_row;
+        for (int c = 0; c < m; c++) {
+            float out[NR];
+            const size_t p = c ? 0 : pf;
+            if (nr == NR) rows_nr(K, NR, x, &gx[c], out, p);
+            else if (nr == 3) rows_nr(K, 3, x, &gx[c], out, p);
+            else if (nr == 2) rows_nr(K, 2, x, &gx[c], out, p);
+            else rows_nr(K, 1, x, &gx[c], out, p);
+            memcpy(y + (int64_t)c * ldy + r, out, sizeof(float) * (size_t)nr);
+        }
+    }
+}
+
+#define ROWS(name, K)                                                                                         \
+    static void rows_##name(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m, \
+                            float *y, int64_t ldy) {                                                         \
+        rows_with(K, w, w_row, r0, r1, gx, m, y, ldy);                                                        \
+    }
+ROWS(q4_0, K_Q4_0)
+ROWS(q5_0, K_Q5_0)
+ROWS(q8_0, K_Q8_0)
+ROWS(q4_K, K_Q4_K)
+ROWS(q6_K, K_Q6_K)
+
+static const npl_gemv_kernels g_q4_0 = {prep_q4_0, rows_q4_0}, g_q5_0 = {prep_q5_0, rows_q5_0},
+                              g_q8_0 = {prep_q8_0, rows_q8_0}, g_q4_K = {prep_q8_K, rows_q4_K},
+                              g_q6_K = {prep_q8_K, rows_q6_K};
+
+const npl_gemv_kernels *npl_gemv_get_avx2(npl_type t) {
+    switch (t) {
+    case NPL_TYPE_Q4_0: return &g_q4_0;
+    case NPL_TYPE_Q5_0: return &g_q5_0;
+    case NPL_TYPE_Q8_0: return &g_q8_0;
+    case NPL_TYPE_Q4_K: return &g_q4_K;
+    case NPL_TYPE_Q6_K: return &g_q6_K;
+    default: return NULL;
+    }
+}
+
+#else
+const npl_gemv_kernels *npl_gemv_get_avx2(npl_type t) {
+    (void)t;
+    return NULL;
+}
+#endif
