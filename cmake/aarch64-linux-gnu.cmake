@@ -1,5 +1,6 @@
 # Cross build for aarch64 Linux with Debian's gcc-aarch64-linux-gnu, the
-# arm64 multiarch PCRE2 / cJSON (libpcre2-dev:arm64, libcjson-dev:arm64) and
+# arm64 multiarch PCRE2 / utf8proc / cJSON (libpcre2-dev:arm64, libutf8proc-dev:arm64,
+# libcjson-dev:arm64) and
 # tests run under qemu-user (scripts/install-deps.sh installs all of them):
 #   cmake -S . -B build-aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake
 # ctest then runs each test as `qemu-aarch64 -cpu max <test>` (NPL_QEMU_CPU picks

@@ -36,16 +36,16 @@ if [ "$(id -u)" -ne 0 ]; then
     sudo=(sudo)
 fi
 # arm64 multiarch: the aarch64 cross build (cmake/aarch64-linux-gnu.cmake,
-# scripts/test_aarch64.sh) links PCRE2 and cJSON for arm64, and qemu-user runs
+# scripts/test_aarch64.sh) links PCRE2, utf8proc and cJSON for arm64, and qemu-user runs
 # its tests on the arm64 libc6 they pull in.
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
     echo "install-deps: dpkg --add-architecture arm64" >&2
     step dpkg-add-arch "${sudo[@]}" dpkg --add-architecture arm64
 fi
 need=()
-for p in build-essential cmake pkg-config libpcre2-dev libcjson-dev libmicrohttpd-dev clang libclang-rt-14-dev \
+for p in build-essential cmake pkg-config libpcre2-dev libutf8proc-dev libcjson-dev libmicrohttpd-dev clang libclang-rt-14-dev \
          ca-certificates python3 python3-venv \
-         gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libc6:arm64 libpcre2-dev:arm64 libcjson-dev:arm64 \
+         gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libc6:arm64 libpcre2-dev:arm64 libutf8proc-dev:arm64 libcjson-dev:arm64 \
          libmicrohttpd-dev:arm64 g++-aarch64-linux-gnu; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
 done

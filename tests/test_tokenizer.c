@@ -614,10 +614,13 @@ static void starcoder_family(void) {
     snprintf(p, sizeof(p), "%s/qwen25.gguf", dir);
     snprintf(json, sizeof(json), "%s/tokenizer/qwen25.json", data_dir());
     golden("qwen2.5-coder", p, json);
+    snprintf(p, sizeof(p), "%s/bert-bge.gguf", dir);   /* WordPiece, the corpus through llama.cpp */
+    snprintf(json, sizeof(json), "%s/tokenizer/bert_bge.json", data_dir());
+    golden("bert-bge", p, json);
     /* VOCABS of make_starcoder_fixtures.py */
     static const char *const names[] = { "smollm2.gguf", "starcoder", "refact", "command-r", "gpt-2",
                                          "llama-bpe", "llama-spm", "phi-3", "qwen2", "mpt", "qwen35",
-                                         "deepseek-llm", "deepseek-coder", "falcon", "gemma-4" };
+                                         "deepseek-llm", "deepseek-coder", "falcon", "gemma-4", "bert-bge" };
     enum { N_NAMES = (int)(sizeof(names) / sizeof(names[0])) };
     for (int i = 1; i < N_NAMES; i++) {
         snprintf(p, sizeof(p), "%s/%s.gguf", dir, names[i]);

@@ -205,7 +205,8 @@ static int64_t encode(const npl_tokenizer *t, const char *text, size_t len, int 
 
     npl_tok_out out = { NULL, 0, 0, 0 };
     int rc = 0;
-    if (add_special && t->add_bos) npl_tok_out_push(&out, t->bos);
+    /* WPM: [CLS] whatever add_bos says, as llama.cpp */
+    if (add_special && (t->add_bos || t->type == NPL_VOCAB_WPM) && t->bos >= 0) npl_tok_out_push(&out, t->bos);
     int prev_special = 1;   /* SPM: a space prefix goes before the first fragment */
     size_t pos = 0;
     for (size_t k = 0; k <= n_hits && rc == 0; k++) {
@@ -213,6 +214,8 @@ static int64_t encode(const npl_tokenizer *t, const char *text, size_t len, int 
         if (end > pos) {
             if (t->type == NPL_VOCAB_SPM)
                 rc = npl_spm_encode(t, text + pos, end - pos, t->add_space_prefix && prev_special, &out);
+            else if (t->type == NPL_VOCAB_WPM)
+                rc = npl_wpm_encode(t, text + pos, end - pos, &out);
             else
                 rc = npl_bpe_encode(t, text + pos, end - pos, &out);
             prev_special = 0;
@@ -224,6 +227,7 @@ static int64_t encode(const npl_tokenizer *t, const char *text, size_t len, int 
         }
     }
     if (add_special && t->add_eos) npl_tok_out_push(&out, t->eos);
+    if (add_special && t->type == NPL_VOCAB_WPM && t->sep >= 0) npl_tok_out_push(&out, t->sep);   /* [SEP] */
     free(hits);
     if (rc || out.oom) { /* the encoders fail only out of memory, or say why */
         if (out.oom) npl_status_note(NPL_ERR_MEMORY);
@@ -296,7 +300,7 @@ static void piece(const npl_tokenizer *t, int32_t id, int special, sink *s) {
     if (!special && (a & (NPL_TOKEN_ATTR_UNKNOWN | NPL_TOKEN_ATTR_CONTROL))) return;
     if (a & (NPL_TOKEN_ATTR_UNKNOWN | NPL_TOKEN_ATTR_CONTROL | NPL_TOKEN_ATTR_USER_DEFINED)) { put(s, txt, e->len); return; }
     if (a & NPL_TOKEN_ATTR_NORMAL) {
-        if (t->type == NPL_VOCAB_SPM || t->spm_bpe) {
+        if (t->type == NPL_VOCAB_SPM || t->type == NPL_VOCAB_WPM || t->spm_bpe) {
             /* "▁" (E2 96 81) -> ' ' */
             size_t i = 0, run = 0;
             while (i < e->len) {

@@ -6,7 +6,9 @@
  *   tokenizer.ggml.model = "gpt2"   byte-level BPE with merge ranks and the
  *                                   pre-tokenizer named by tokenizer.ggml.pre
  *                                   (llama.cpp's names and regex lists,
- *                                   tokenizer_pre.c).
+ *                                   tokenizer_pre.c);
+ *   tokenizer.ggml.model = "bert"   WordPiece (BERT-style embedding models:
+ *                                   [CLS] text [SEP], tokenizer_wpm.c).
  *
  * Output equals llama.cpp's llama_tokenize / llama_token_to_piece /
  * llama_detokenize ids and bytes (golden files in tests/data/tokenizer are
@@ -27,6 +29,7 @@ typedef struct npl_tokenizer npl_tokenizer;
 typedef enum {
     NPL_VOCAB_SPM = 1,   /* "llama" */
     NPL_VOCAB_BPE = 2,   /* "gpt2"  */
+    NPL_VOCAB_WPM = 3,   /* "bert"  */
 } npl_vocab_type;
 
 /* Token attributes (bit set), as llama.cpp derives them from

