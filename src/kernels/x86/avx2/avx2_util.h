@@ -81,4 +81,18 @@ static inline __m128i unpack_k4_scales(const uint8_t *s) {
     return _mm_blend_epi32(_mm_and_si128(b, _mm_set1_epi8(0x3F)), _mm_or_si128(lo4, hi2), 0xA);
 }
 
+/* shuffle_epi8 controls broadcasting int16 lane a of the low 128 bits over
+ * the low half and lane b of the high 128 bits over the high half
+ * (shuffle_epi8 stays within 128-bit lanes): the K-quant scales of vec_dot
+ * and of the GEMV. Tables, so that no control vector is built at run time. */
+#define B2(a) (2 * (a)), (2 * (a) + 1)
+#define B16(a) B2(a), B2(a), B2(a), B2(a), B2(a), B2(a), B2(a), B2(a)
+static const uint8_t bcast_pair_ctl[4][32] __attribute__((aligned(32))) = {
+    {B16(0), B16(1)}, {B16(2), B16(3)}, {B16(4), B16(5)}, {B16(6), B16(7)}};
+static const uint8_t bcast_same_ctl[8][32] __attribute__((aligned(32))) = {
+    {B16(0), B16(0)}, {B16(1), B16(1)}, {B16(2), B16(2)}, {B16(3), B16(3)},
+    {B16(4), B16(4)}, {B16(5), B16(5)}, {B16(6), B16(6)}, {B16(7), B16(7)}};
+#undef B16
+#undef B2
+
 #endif

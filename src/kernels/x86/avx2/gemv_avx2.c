@@ -142,16 +142,6 @@ INLINE void rows32(const int T, const int nr, const uint8_t *const *x, const npl
 
 /* ---- q4_K and q6_K against q8_K: dot_k4's and dot_q6_K_q8_K's arithmetic ---- */
 
-#define B2(a) (2 * (a)), (2 * (a) + 1)
-#define B16(a) B2(a), B2(a), B2(a), B2(a), B2(a), B2(a), B2(a), B2(a)
-static const uint8_t pair_ctl[4][32] __attribute__((aligned(32))) = {
-    {B16(0), B16(1)}, {B16(2), B16(3)}, {B16(4), B16(5)}, {B16(6), B16(7)}};
-static const uint8_t same_ctl[8][32] __attribute__((aligned(32))) = {
-    {B16(0), B16(0)}, {B16(1), B16(1)}, {B16(2), B16(2)}, {B16(3), B16(3)},
-    {B16(4), B16(4)}, {B16(5), B16(5)}, {B16(6), B16(6)}, {B16(7), B16(7)}};
-#undef B16
-#undef B2
-
 INLINE __m256i ctl(const uint8_t c[32]) { return _mm256_load_si256((const __m256i *)c); }
 INLINE __m256i load256(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
@@ -184,8 +174,8 @@ INLINE void rows_q4_K_nr(const int nr, const uint8_t *const *x, const npl_gemv_x
             for (int j = 0; j < nr; j++) {
                 const __m256i bits = load256(((const block_q4_K *)x[j] + i)->qs + 32 * q);
                 const __m256i ql = _mm256_and_si256(bits, m4), qh = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-                const __m256i pl = _mm256_madd_epi16(_mm256_shuffle_epi8(sc[j], ctl(same_ctl[2 * q])), _mm256_maddubs_epi16(ql, y0));
-                const __m256i ph = _mm256_madd_epi16(_mm256_shuffle_epi8(sc[j], ctl(same_ctl[2 * q + 1])), _mm256_maddubs_epi16(qh, y1));
+                const __m256i pl = _mm256_madd_epi16(_mm256_shuffle_epi8(sc[j], ctl(bcast_same_ctl[2 * q])), _mm256_maddubs_epi16(ql, y0));
+                const __m256i ph = _mm256_madd_epi16(_mm256_shuffle_epi8(sc[j], ctl(bcast_same_ctl[2 * q + 1])), _mm256_maddubs_epi16(qh, y1));
                 sumi[j] = _mm256_add_epi32(sumi[j], _mm256_add_epi32(pl, ph));
             }
         }
@@ -235,10 +225,10 @@ INLINE void rows_q6_K_nr(const int nr, const uint8_t *const *x, const npl_gemv_x
                 const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                                                    _mm256_srli_epi16(_mm256_and_si256(hb, _mm256_set1_epi8((char)0xC0)), 2));
                 __m256i s = sumi[j];
-                s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_shuffle_epi8(sch, ctl(pair_ctl[0])), _mm256_maddubs_epi16(q0, y0)));
-                s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_shuffle_epi8(sch, ctl(pair_ctl[1])), _mm256_maddubs_epi16(q1, y1)));
-                s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_shuffle_epi8(sch, ctl(pair_ctl[2])), _mm256_maddubs_epi16(q2, y2)));
-                s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_shuffle_epi8(sch, ctl(pair_ctl[3])), _mm256_maddubs_epi16(q3, y3)));
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_shuffle_epi8(sch, ctl(bcast_pair_ctl[0])), _mm256_maddubs_epi16(q0, y0)));
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_shuffle_epi8(sch, ctl(bcast_pair_ctl[1])), _mm256_maddubs_epi16(q1, y1)));
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_shuffle_epi8(sch, ctl(bcast_pair_ctl[2])), _mm256_maddubs_epi16(q2, y2)));
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_shuffle_epi8(sch, ctl(bcast_pair_ctl[3])), _mm256_maddubs_epi16(q3, y3)));
                 sumi[j] = s;
             }
         }

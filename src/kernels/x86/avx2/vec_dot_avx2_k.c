@@ -8,20 +8,6 @@
 #include "kernels/quant_blocks.h"
 #include "kernels/x86/avx2/avx2_util.h"
 
-/* shuffle_epi8 controls broadcasting int16 lane a of the low 128 bits over
- * the low half and lane b of the high 128 bits over the high half
- * (shuffle_epi8 stays within 128-bit lanes). Tables, so that no control
- * vector is ever built at run time. */
-#define B2(a) (2 * (a)), (2 * (a) + 1)
-#define B16(a) B2(a), B2(a), B2(a), B2(a), B2(a), B2(a), B2(a), B2(a)
-static const uint8_t bcast_pair_ctl[4][32] __attribute__((aligned(32))) = {
-    {B16(0), B16(1)}, {B16(2), B16(3)}, {B16(4), B16(5)}, {B16(6), B16(7)}};
-static const uint8_t bcast_same_ctl[8][32] __attribute__((aligned(32))) = {
-    {B16(0), B16(0)}, {B16(1), B16(1)}, {B16(2), B16(2)}, {B16(3), B16(3)},
-    {B16(4), B16(4)}, {B16(5), B16(5)}, {B16(6), B16(6)}, {B16(7), B16(7)}};
-#undef B16
-#undef B2
-
 /* lanes (2k, 2k+1) */
 static inline __m256i bcast_pair(__m256i v, int k) {
     return _mm256_shuffle_epi8(v, _mm256_load_si256((const __m256i *)bcast_pair_ctl[k]));
