@@ -30,8 +30,8 @@ static int g4_fail(npl_mb *b, const char *name, const char *what) {
 
 /* Refuse tensors of gemma4 variants not implemented here. */
 static int refuse_variant(npl_mb *b, int il) {
-    static const char *names[] = {"blk.%d.attn_qkv.weight", "blk.%d.ffn_gate_inp.weight"};
-    static const char *why[] = {"fused qkv is not supported for gemma4", "MoE layers are not supported for gemma4"};
+    static const char *const names[] = {"blk.%d.attn_qkv.weight", "blk.%d.ffn_gate_inp.weight"};
+    static const char *const why[] = {"fused qkv is not supported for gemma4", "MoE layers are not supported for gemma4"};
     for (int k = 0; k < 2; k++) {
         char name[96];
         snprintf(name, sizeof(name), names[k], il);
