@@ -43,30 +43,32 @@ static inline int8x16x2_t round32(const float *x, float id, int32x4_t *sum) {
     return q;
 }
 
+/* One block of 32: scale d = absmax / 127, the rounded int8 values into qs;
+ * returns d, and the values' int32 sum in *sum (q8_1 keeps it as s = d * sum). */
+static float quantize_block32(const float *x, int8_t *qs, int32_t *sum) {
+    const float d = absmax4n(x, 32 / 4) / 127;
+    const float id = d ? 1.0f / d : 0.0f;
+    int32x4_t acc = vdupq_n_s32(0);
+    const int8x16x2_t q = round32(x, id, &acc);
+    vst1q_s8(qs, q.val[0]);
+    vst1q_s8(qs + 16, q.val[1]);
+    *sum = vaddvq_s32(acc);
+    return d;
+}
+
 static void quantize_q8_0(const float *x, void *vy, int64_t n) {
     block_q8_0 *y = vy;
-    for (int64_t i = 0; i < n / QK8_0; i++, x += QK8_0) {
-        const float d = absmax4n(x, QK8_0 / 4) / 127;
-        const float id = d ? 1.0f / d : 0.0f;
-        y[i].d = npl_f32_to_f16(d);
-        int32x4_t sum = vdupq_n_s32(0);
-        const int8x16x2_t q = round32(x, id, &sum);
-        vst1q_s8(y[i].qs, q.val[0]);
-        vst1q_s8(y[i].qs + 16, q.val[1]);
-    }
+    int32_t sum;
+    for (int64_t i = 0; i < n / QK8_0; i++, x += QK8_0) y[i].d = npl_f32_to_f16(quantize_block32(x, y[i].qs, &sum));
 }
 
 static void quantize_q8_1(const float *x, void *vy, int64_t n) {
     block_q8_1 *y = vy;
     for (int64_t i = 0; i < n / QK8_1; i++, x += QK8_1) {
-        const float d = absmax4n(x, QK8_1 / 4) / 127;
-        const float id = d ? 1.0f / d : 0.0f;
+        int32_t sum;
+        const float d = quantize_block32(x, y[i].qs, &sum);
         y[i].d = npl_f32_to_f16(d);
-        int32x4_t sum = vdupq_n_s32(0);
-        const int8x16x2_t q = round32(x, id, &sum);
-        vst1q_s8(y[i].qs, q.val[0]);
-        vst1q_s8(y[i].qs + 16, q.val[1]);
-        y[i].s = npl_f32_to_f16((float)vaddvq_s32(sum) * d);
+        y[i].s = npl_f32_to_f16((float)sum * d);
     }
 }
 
