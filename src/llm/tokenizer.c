@@ -300,7 +300,7 @@ static void piece(const npl_tokenizer *t, int32_t id, int special, sink *s) {
     if (!special && (a & (NPL_TOKEN_ATTR_UNKNOWN | NPL_TOKEN_ATTR_CONTROL))) return;
     if (a & (NPL_TOKEN_ATTR_UNKNOWN | NPL_TOKEN_ATTR_CONTROL | NPL_TOKEN_ATTR_USER_DEFINED)) { put(s, txt, e->len); return; }
     if (a & NPL_TOKEN_ATTR_NORMAL) {
-        if (t->type == NPL_VOCAB_SPM || t->type == NPL_VOCAB_WPM || t->spm_bpe) {
+        if (t->type == NPL_VOCAB_SPM || t->type == NPL_VOCAB_WPM || t->escape_ws) {
             /* "▁" (E2 96 81) -> ' ' */
             size_t i = 0, run = 0;
             while (i < e->len) {

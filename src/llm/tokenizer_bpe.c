@@ -5,7 +5,8 @@
  * 2. The pre-tokenizer (tokenizer_pre.c: llama.cpp's regex list for
  *    tokenizer.ggml.pre, through PCRE2) cuts it into words.
  * 3. Each word is re-encoded to UTF-8, every byte mapped to its GPT-2
- *    character, and merged by rank (lowest first, ties leftmost) with the
+ *    character (or kept as it is where llama.cpp's byte_encode is off:
+ *    gemma4, sarvam-moe, whitespace), and merged by rank (lowest first, ties leftmost) with the
  *    pair tree of tokenizer_impl.h: O(m log m) for a word of m bytes. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +61,9 @@ static int bpe_word(const npl_tokenizer *t, bpe_scratch *sc, const uint32_t *cpt
         int32_t id = npl_tok_lookup(t, sc->word, m);
         if (id >= 0) return npl_tok_out_push(out, id);
     }
-    if (t->spm_bpe && m > 0 && sc->word[0] == '\n') { /* llama.cpp's gemma4 fix: a newline run that is a token */
+    size_t nl = 0;
+    while (t->gemma4_nl && nl < m && sc->word[nl] == '\n') nl++;
+    if (m > 0 && nl == m) { /* llama.cpp's gemma4 fix: a newline run that is a token */
         int32_t id = npl_tok_lookup(t, sc->word, m);
         if (id >= 0) return npl_tok_out_push(out, id);
     }
@@ -98,11 +101,11 @@ static int bpe_word(const npl_tokenizer *t, bpe_scratch *sc, const uint32_t *cpt
         int32_t id = npl_tok_lookup(t, sc->word + S->start, S->n);
         if (id >= 0) { npl_tok_out_push(out, id); continue; }
         /* llama.cpp looks each byte of the symbol up as a one-byte token
-         * (gemma4: as its <0xXX> token) */
+         * (raw UTF-8, byte_encode off: as its <0xXX> token) */
         for (uint32_t j = 0; j < S->n; j++) {
             char hex[7];
             snprintf(hex, sizeof(hex), "<0x%02X>", (unsigned char)sc->word[S->start + j]);
-            int32_t bid = t->spm_bpe ? npl_tok_lookup(t, hex, 6) : npl_tok_lookup(t, sc->word + S->start + j, 1);
+            int32_t bid = t->raw_bytes ? npl_tok_lookup(t, hex, 6) : npl_tok_lookup(t, sc->word + S->start + j, 1);
             if (bid >= 0) npl_tok_out_push(out, bid);
         }
     }
@@ -112,25 +115,10 @@ static int bpe_word(const npl_tokenizer *t, bpe_scratch *sc, const uint32_t *cpt
 /* ------------------------------------------------------------------ */
 /* fragment                                                            */
 
-/* gemma4's pre-tokenizer, llama.cpp's custom split for "[^\n]+|[\n]+":
- * runs of newlines and runs of anything else */
-static int newline_runs(const uint32_t *cpt, size_t n, uint32_t **words, size_t *n_words) {
-    *words = malloc(sizeof(uint32_t) * (n ? n : 1));
-    *n_words = 0;
-    if (!*words) return npl_status_note(NPL_ERR_MEMORY), -1;
-    for (size_t i = 0; i < n;) {
-        size_t j = i;
-        while (j < n && (cpt[j] == '\n') == (cpt[i] == '\n')) j++;
-        (*words)[(*n_words)++] = (uint32_t)(j - i);
-        i = j;
-    }
-    return 0;
-}
-
 int npl_bpe_encode(const npl_tokenizer *t, const char *text, size_t len, npl_tok_out *out) {
     const unsigned char *s = (const unsigned char *)text;
     unsigned char *esc = NULL;
-    if (t->spm_bpe) { /* gemma4: ' ' -> "▁" (E2 96 81) first, as llama.cpp's escape_whitespaces */
+    if (t->escape_ws) { /* gemma4 &c.: ' ' -> "▁" (E2 96 81) first, as llama.cpp's escape_whitespaces */
         esc = malloc(len * 3 + 1);
         if (!esc) return npl_status_note(NPL_ERR_MEMORY), -1;
         size_t o = 0;
@@ -150,8 +138,7 @@ int npl_bpe_encode(const npl_tokenizer *t, const char *text, size_t len, npl_tok
     if (!cpt) { npl_status_note(NPL_ERR_MEMORY); goto done; }
     size_t n_cpt = 0;
     for (size_t off = 0; off < len;) cpt[n_cpt++] = npl_utf8_decode_lenient(s, len, &off);
-    if (t->spm_bpe ? newline_runs(cpt, n_cpt, &words, &n_words)
-                   : npl_pre_split(t, cpt, n_cpt, &words, &n_words)) goto done;   /* status noted */
+    if (npl_pre_split(t, cpt, n_cpt, &words, &n_words)) goto done;   /* status noted */
     size_t at = 0;
     for (size_t w = 0; w < n_words; w++) {
         if (bpe_word(t, &sc, cpt + at, words[w], out)) { npl_status_note(NPL_ERR_MEMORY); goto done; }

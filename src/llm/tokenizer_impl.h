@@ -46,7 +46,7 @@ typedef struct {
 #define NPL_TOK_ROLL 0x100000001b3ull
 
 /* One regex of a BPE pre-tokenizer (tokenizer_pre.c): how it runs. */
-enum { NPL_PRE_STEP_UCP = 1, NPL_PRE_STEP_COLLAPSED, NPL_PRE_STEP_WIDE, NPL_PRE_STEP_DIGITS };
+enum { NPL_PRE_STEP_UCP = 1, NPL_PRE_STEP_COLLAPSED, NPL_PRE_STEP_WIDE, NPL_PRE_STEP_DIGITS, NPL_PRE_STEP_KIMI };
 #define NPL_PRE_MAX_STEPS 8
 typedef struct { void *code; int kind; } npl_pre_step;   /* code: pcre2_code_8 * */
 
@@ -67,7 +67,9 @@ struct npl_tokenizer {
 
     int32_t bos, eos, eot, eom, unk, pad, sep;
     int add_bos, add_eos, add_space_prefix, clean_spaces, ignore_merges;
-    int spm_bpe;            /* gemma4: BPE over raw UTF-8, spaces as "▁", <0xXX> byte tokens */
+    /* llama.cpp's escape_whitespaces (' ' as "▁" before BPE, undone when decoding), byte_encode off
+     * (raw UTF-8, <0xXX> byte tokens) and the GEMMA4 pre type (a newline run that is a token) */
+    int escape_ws, raw_bytes, gemma4_nl;
     int wpm_lowercase, wpm_strip_accents;                /* WPM: BERT normalizer options */
 
     int32_t byte_to_id[256];                             /* SPM byte fallback */
@@ -102,7 +104,8 @@ int npl_wpm_encode(const npl_tokenizer *t, const char *text, size_t len, npl_tok
  * for npl_pre_flag. */
 const char *const *npl_pre_find(const char *s, size_t n, int *flags);
 const char *const *npl_pre_default(void);   /* a missing tokenizer.ggml.pre */
-enum { NPL_PRE_NO_CLEAN = 1, NPL_PRE_IGNORE_MERGES, NPL_PRE_ADD_BOS, NPL_PRE_NO_BOS };
+enum { NPL_PRE_NO_CLEAN = 1, NPL_PRE_IGNORE_MERGES, NPL_PRE_ADD_BOS, NPL_PRE_NO_BOS, NPL_PRE_ESCAPE_WS,
+       NPL_PRE_RAW_BYTES, NPL_PRE_GEMMA4, NPL_PRE_NO_MERGES_OK };
 int npl_pre_flag(int flags, int which);
 void npl_pre_known_names(char *buf, size_t n);   /* "a, b, c and N aliases of these" */
 /* Compiles t->pre_exprs; 0 ok, -1 with msg. */

@@ -146,6 +146,17 @@ static const char *const k_minicpm5[] = {   /* MINICPM5 */
     "\\p{N}{1,3}",
     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
     NULL };
+/* GEMMA4, SARVAM_MOE: SPM-style BPE over the whole line (spaces already "▁") */
+static const char *const k_newlines[] = {   /* GEMMA4, SARVAM_MOE */
+    "[^\\n]+|[\\n]+",
+    NULL };
+static const char *const k_whitespace[] = {   /* WHITESPACE */
+    "\\S+",
+    NULL };
+/* the trigger of llama.cpp's custom K2 splitter (unicode_regex_split_custom_kimi_k2) */
+static const char *const k_kimi_k2[] = {   /* KIMI_K2 */
+    "\\p{Han}+",
+    NULL };
 static const char *const k_default[] = {   /* DEFAULT */
     "[\\p{P}\\$\\+<=>\\^~\\|]+",
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)",
@@ -158,7 +169,10 @@ static const char *const k_default[] = {   /* DEFAULT */
 #define AFMOE_DIGITS "\\p{AFMoE_digits}"
 #define TINY_AYA_DIGITS "\\d{1,3}(?=(?:\\d{3})*\\b)"
 
-enum { NC = 1, IM = 2, AB = 4, NB = 8 };   /* clean_spaces off, ignore_merges, add_bos, no default BOS */
+/* clean_spaces off, ignore_merges, add_bos, no default BOS; escape_whitespaces (' ' as "▁", undone when
+ * decoding), raw UTF-8 (byte_encode off: no GPT-2 byte map, <0xXX> byte tokens), the GEMMA4 type (a newline
+ * run that is a token stays whole; add_bos forced on), merges may be missing (kimi-k2) */
+enum { NC = 1, IM = 2, AB = 4, NB = 8, ES = 16, RB = 32, G4 = 64, NM = 128 };
 typedef struct { const char *name; const char *const *exprs; int flags; } npl_pre_name;
 
 /* llama_vocab::impl::load's tokenizer.ggml.pre names, in its order */
@@ -175,7 +189,10 @@ static const npl_pre_name k_names[] = {
     { "gigachat", k_gpt2, 0 }, { "jina-v2-es", k_gpt2, 0 }, { "jina-v2-de", k_gpt2, 0 }, { "a.x-4.0", k_gpt2, 0 },
     { "mellum", k_gpt2, 0 }, { "modern-bert", k_gpt2, 0 },
     { "jais-2", k_jais2, 0 },
+    { "gemma4", k_newlines, ES | RB | G4 }, { "granite-embed-multi-311m", k_newlines, ES | RB | G4 },
+    { "sarvam-moe", k_newlines, ES | RB | NC },
     { "jina-v1-en", k_gpt2, 0 }, { "jina-v2-code", k_gpt2, 0 }, { "roberta-bpe", k_gpt2, 0 },
+    { "whitespace", k_whitespace, RB },
     { "refact", k_starcoder, 0 }, { "command-r", k_starcoder, NC },
     { "qwen2", k_stablelm2, NC }, { "deepseek-r1-qwen", k_stablelm2, NC }, { "kormo", k_stablelm2, NC },
     { "f2llmv2", k_stablelm2, NC }, { "qwen35", k_qwen35, NC }, { "stablelm2", k_stablelm2, 0 },
@@ -192,7 +209,8 @@ static const npl_pre_name k_names[] = {
     { "trillion", k_gpt2, NC }, { "granite-docling", k_gpt2, NC },
     { "bailingmoe", k_bailingmoe, NC }, { "bailingmoe2", k_bailingmoe, NC }, { "llada-moe", k_bailingmoe, NC },
     { "seed-coder", k_seed_coder, NC }, { "hunyuan", k_stablelm2, NC }, { "hunyuan-dense", k_deepseek3_llm, NC },
-    { "hy_v4", k_deepseek3_llm, NC }, { "joyai-llm", k_deepseek3_llm, NC }, { "ufakzeka", k_ufakzeka, NC },
+    { "hy_v4", k_deepseek3_llm, NC }, { "joyai-llm", k_deepseek3_llm, NC }, { "kimi-k2", k_kimi_k2, NC | NM },
+    { "ufakzeka", k_ufakzeka, NC },
     { "grok-2", k_stablelm2, NC }, { "afmoe", k_afmoe, NC }, { "laguna", k_laguna, NC },
     { "minimax-m2", k_gpt4o, NC }, { "solar-open", k_stablelm2, NC }, { "mellum2", k_starcoder, 0 },
 };
@@ -214,6 +232,10 @@ int npl_pre_flag(int flags, int which) {
     case NPL_PRE_IGNORE_MERGES: return (flags & IM) != 0;
     case NPL_PRE_ADD_BOS: return (flags & AB) != 0;
     case NPL_PRE_NO_BOS: return (flags & NB) != 0;
+    case NPL_PRE_ESCAPE_WS: return (flags & ES) != 0;
+    case NPL_PRE_RAW_BYTES: return (flags & RB) != 0;
+    case NPL_PRE_GEMMA4: return (flags & G4) != 0;
+    case NPL_PRE_NO_MERGES_OK: return (flags & NM) != 0;
     default: return 0;
     }
 }
@@ -378,6 +400,11 @@ int npl_pre_init(npl_tokenizer *t, char *msg, size_t msglen) {
             t->pre_need_cat = 1;
             continue;
         }
+        if (strcmp(e, "\\p{Han}+") == 0) {   /* not a regex PCRE2 could run: the K2 loop */
+            st->kind = NPL_PRE_STEP_KIMI;
+            t->pre_need_cat = 1;
+            continue;
+        }
         const char *custom = NULL;
         for (size_t k = 0; k < sizeof(k_custom) / sizeof(k_custom[0]); k++)
             if (strcmp(e, k_custom[k].llama) == 0) custom = k_custom[k].pcre;
@@ -539,6 +566,98 @@ static int split_digits(const uint8_t *cat, const lens *in, lens *out) {
     return 0;
 }
 
+/* llama.cpp's unicode_cpt_is_han */
+static int is_han(uint32_t c) {
+    return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
+           (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B820 && c <= 0x2CEAF) ||
+           (c >= 0x2CEB0 && c <= 0x2EBEF) || (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
+}
+
+/* ASCII is enough: no other upper-case letter lowers to s t m d r e v l */
+static uint32_t lower_ascii(uint32_t c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+
+/* unicode_regex_split_custom_kimi_k2, step for step (its quirks included):
+ * Han runs, non-Han letter runs with one optional leading non-letter and an
+ * optional contraction, digit triples, punctuation runs with trailing
+ * newlines, then the whitespace rules of the gpt-4o regex. "Letter" is
+ * \p{L} only, without the marks the original regex also names. */
+static int split_kimi(const uint32_t *cpt, const uint8_t *cat, const lens *in, lens *out) {
+    size_t a = 0;
+    for (size_t w = 0; w < in->n; w++) {
+        const size_t end = a + in->v[w];
+        size_t prev = a;
+#define K_IN(p) ((p) < end)
+#define K_CPT(p) (K_IN(p) ? cpt[p] : 0xFFFFFFFFu)
+#define K_IS(p, c) (K_IN(p) && cat[p] == (c))
+#define K_ADD(e) do { if ((e) > prev && push(out, (e) - prev)) return -1; prev = (e); } while (0)
+        for (size_t pos = a; pos < end;) {
+            const uint32_t c = cpt[pos];
+            if (is_han(c)) {
+                while (is_han(K_CPT(pos))) pos++;
+                K_ADD(pos);
+                continue;
+            }
+            const int lead_ok = !(c == '\r' || c == '\n' || K_IS(pos, CAT_L) || K_IS(pos, CAT_N));
+            if ((K_IS(pos, CAT_L) && !is_han(c)) || (lead_ok && K_IS(pos + 1, CAT_L) && !is_han(K_CPT(pos + 1)))) {
+                int has_lead = 0, has_letters = 0;
+                if (lead_ok) { has_lead = 1; pos++; }
+                while (K_IS(pos, CAT_L) && !is_han(K_CPT(pos))) { has_letters = 1; pos++; }
+                if (has_letters || (!has_lead && K_IS(pos, CAT_L) && !is_han(K_CPT(pos)))) {
+                    if (!has_letters) pos++;
+                    while (K_IS(pos, CAT_L) && !is_han(K_CPT(pos))) pos++;
+                    if (K_CPT(pos) == '\'' && pos + 1 < end) {
+                        uint32_t n1 = lower_ascii(K_CPT(pos + 1));
+                        if (n1 == 's' || n1 == 't' || n1 == 'm' || n1 == 'd') {
+                            pos += 2;
+                        } else if (pos + 2 < end) {
+                            uint32_t n2 = lower_ascii(K_CPT(pos + 2));
+                            if ((n1 == 'r' && n2 == 'e') || (n1 == 'v' && n2 == 'e') || (n1 == 'l' && n2 == 'l')) pos += 3;
+                        }
+                    }
+                    K_ADD(pos);
+                    continue;
+                } else if (has_lead) {
+                    pos--;
+                }
+            }
+            if (K_IS(pos, CAT_N)) {   /* \p{N}{1,3} */
+                size_t ini = pos;
+                while (K_IS(pos, CAT_N))
+                    if (++pos - ini >= 3) { K_ADD(pos); ini = pos; }
+                K_ADD(pos);
+                continue;
+            }
+            /*  ?[^\s\p{L}\p{N}]+[\r\n]* */
+            size_t q = c == ' ' ? pos + 1 : pos;
+            if (K_IN(q) && cat[q] != CAT_W && cat[q] != CAT_L && cat[q] != CAT_N) {
+                pos = q;
+                while (K_IN(pos) && cat[pos] != CAT_W && cat[pos] != CAT_L && cat[pos] != CAT_N) pos++;
+                while (K_CPT(pos) == '\r' || K_CPT(pos) == '\n') pos++;
+                K_ADD(pos);
+                continue;
+            }
+            size_t nws = 0, last_nl = 0;
+            while (K_IS(pos + nws, CAT_W)) {
+                uint32_t c2 = cpt[pos + nws];
+                if (c2 == '\r' || c2 == '\n') last_nl = pos + nws + 1;
+                nws++;
+            }
+            if (last_nl > 0) { pos = last_nl; K_ADD(pos); continue; }        /* \s*[\r\n]+ */
+            if (nws > 1 && K_IN(pos + nws)) { pos += nws - 1; K_ADD(pos); continue; }   /* \s+(?!\S) */
+            if (nws > 0) { pos += nws; K_ADD(pos); continue; }             /* \s+ */
+            pos++;
+            K_ADD(pos);
+        }
+        K_ADD(end);   /* nothing is left over: every branch above cut at pos */
+#undef K_IN
+#undef K_CPT
+#undef K_IS
+#undef K_ADD
+        a = end;
+    }
+    return 0;
+}
+
 int npl_pre_split(const npl_tokenizer *t, const uint32_t *cpt, size_t n, uint32_t **words, size_t *n_words) {
     lens cur = { NULL, 0, 0 }, next = { NULL, 0, 0 };
     char *ucp = NULL, *wide = NULL;
@@ -582,6 +701,7 @@ int npl_pre_split(const npl_tokenizer *t, const uint32_t *cpt, size_t n, uint32_
         int r;
         switch (st->kind) {
         case NPL_PRE_STEP_DIGITS: r = split_digits(cat, &cur, &next); break;
+        case NPL_PRE_STEP_KIMI: r = split_kimi(cpt, cat, &cur, &next); break;
         case NPL_PRE_STEP_UCP: r = split_regex(t, st->code, ucp, ucp_off, &cur, &next, md, &why); break;
         case NPL_PRE_STEP_COLLAPSED: r = split_regex(t, st->code, coll, NULL, &cur, &next, md, &why); break;
         default: r = split_regex(t, st->code, wide, wide_off, &cur, &next, md, &why); break;

@@ -394,6 +394,7 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
     if (rc == -1) pre.len = 0;
 
     int32_t def_bos = -1, def_eos = -1, def_unk = -1, def_sep = -1, def_pad = -1;
+    int pre_flags = 0;
     if (model.len == 5 && memcmp(model.ptr, "llama", 5) == 0) {
         t->type = NPL_VOCAB_SPM;
         def_bos = 1; def_eos = 2; def_unk = 0;
@@ -416,14 +417,15 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
         if (npl_pre_flag(pf, NPL_PRE_IGNORE_MERGES)) t->ignore_merges = 1;
         if (npl_pre_flag(pf, NPL_PRE_ADD_BOS)) t->add_bos = 1;
         if (npl_pre_flag(pf, NPL_PRE_NO_BOS)) def_bos = -1;
+        pre_flags = pf;
     } else if (model.len == 6 && memcmp(model.ptr, "gemma4", 6) == 0) {
-        /* llama.cpp's gemma4: BPE merges over raw UTF-8 with SPM's "▁" for
-         * spaces and <0xXX> byte tokens, its own pre-tokenizer (runs of
-         * newlines and of the rest) whatever tokenizer.ggml.pre says, no
-         * default special ids, BOS always added */
+        /* llama.cpp's gemma4: the gpt2 model with tokenizer.ggml.pre taken
+         * as "gemma4" whatever it says (BPE merges over raw UTF-8 with SPM's
+         * "▁" for spaces, <0xXX> byte tokens, runs of newlines and of the
+         * rest, BOS always added), and no default special ids */
         t->type = NPL_VOCAB_BPE;
-        t->spm_bpe = 1;
         t->clean_spaces = 1;
+        t->pre_exprs = npl_pre_find("gemma4", 6, &pre_flags);
     } else if (model.len == 4 && memcmp(model.ptr, "bert", 4) == 0) {
         /* llama.cpp's WPM defaults: [CLS] 101 (as BOS), [UNK] 100, [SEP] 102, [PAD] 0;
          * tokenizer.ggml.pre is not read */
@@ -434,6 +436,10 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
         fail(err, errlen, g, "tokenizer.ggml.model", "unsupported tokenizer model \"%.*s\"", (int)(model.len > 64 ? 64 : model.len), model.ptr);
         goto fail;
     }
+
+    t->escape_ws = npl_pre_flag(pre_flags, NPL_PRE_ESCAPE_WS);
+    t->raw_bytes = npl_pre_flag(pre_flags, NPL_PRE_RAW_BYTES);
+    t->gemma4_nl = npl_pre_flag(pre_flags, NPL_PRE_GEMMA4);
 
     /* ---- tokens, scores, types ---- */
     int64_t ti = find_array(g, "tokenizer.ggml.tokens", NPL_GGUF_STRING, &bad, err, errlen);
@@ -474,8 +480,12 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
     if (t->type == NPL_VOCAB_BPE) {
         mi = find_array(g, "tokenizer.ggml.merges", NPL_GGUF_STRING, &bad, err, errlen);
         if (bad) goto fail;
-        if (mi < 0) { fail(err, errlen, g, "tokenizer.ggml.merges", "missing (required for gpt2 vocabularies)"); goto fail; }
-        n_merges = npl_gguf_arr_n(g, mi);
+        /* llama.cpp lets kimi-k2 go without merges (every code point its own symbol) */
+        if (mi < 0 && !npl_pre_flag(pre_flags, NPL_PRE_NO_MERGES_OK)) {
+            fail(err, errlen, g, "tokenizer.ggml.merges", "missing (required for gpt2 vocabularies)");
+            goto fail;
+        }
+        n_merges = mi < 0 ? 0 : npl_gguf_arr_n(g, mi);
         if (n_merges > (uint64_t)INT32_MAX / 4) { fail(err, errlen, g, "tokenizer.ggml.merges", "too many merges"); goto fail; }
     }
 
@@ -666,7 +676,7 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
     if (read_bool(g, "tokenizer.ggml.add_bos_token", &t->add_bos, err, errlen)) goto fail;
     if (read_bool(g, "tokenizer.ggml.add_eos_token", &t->add_eos, err, errlen)) goto fail;
     if (read_bool(g, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix, err, errlen)) goto fail;
-    if (t->spm_bpe) t->add_bos = 1; /* llama.cpp overrides add_bos_token false for gemma4 */
+    if (t->gemma4_nl) t->add_bos = 1; /* llama.cpp overrides add_bos_token false for the GEMMA4 pre type */
     t->wpm_lowercase = 1;   /* llama.cpp: strip_accents defaults to lowercase */
     if (read_bool(g, "tokenizer.ggml.normalizer.lowercase", &t->wpm_lowercase, err, errlen)) goto fail;
     t->wpm_strip_accents = t->wpm_lowercase;
@@ -685,13 +695,13 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
         t->byte_to_id[b] = id;
     }
     build_byte_tables(t);
-    if (t->spm_bpe) /* raw UTF-8: every byte stands for itself */
+    if (t->raw_bytes) /* raw UTF-8: every byte stands for itself */
         for (int b = 0; b < 256; b++) {
             t->byte_enc[b][0] = (char)b;
             t->byte_enc_len[b] = 1;
         }
     if (build_special_groups(t)) { fail(err, errlen, g, "tokenizer", "out of memory"), npl_status_note(NPL_ERR_MEMORY); goto fail; }
-    if (t->type == NPL_VOCAB_BPE && !t->spm_bpe) {
+    if (t->type == NPL_VOCAB_BPE) {
         char msg[160];
         if (npl_pre_init(t, msg, sizeof(msg))) { fail(err, errlen, g, "tokenizer.ggml.pre", "%s", msg); goto fail; }
     }
