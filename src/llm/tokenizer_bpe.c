@@ -115,6 +115,40 @@ static int bpe_word(const npl_tokenizer *t, bpe_scratch *sc, const uint32_t *cpt
 /* ------------------------------------------------------------------ */
 /* fragment                                                            */
 
+/* cpt[0..n): the pre-tokenizer's words, each merged */
+static int encode_cpts(const npl_tokenizer *t, bpe_scratch *sc, const uint32_t *cpt, size_t n, npl_tok_out *out) {
+    uint32_t *words = NULL;
+    size_t n_words = 0, at = 0;
+    if (npl_pre_split(t, cpt, n, &words, &n_words)) return -1;   /* status noted */
+    for (size_t w = 0; w < n_words; w++) {
+        if (bpe_word(t, sc, cpt + at, words[w], out)) { npl_status_note(NPL_ERR_MEMORY); free(words); return -1; }
+        at += words[w];
+    }
+    free(words);
+    return 0;
+}
+
+/* llama.cpp's unicode_set_whitespace */
+static int is_ws(uint32_t c) {
+    return (c >= 9 && c <= 13) || c == 32 || c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
+           c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+/* llm_tokenizer_whitespace_session (tokenizer model "whitespace"): whitespace
+ * is dropped, each run between is lowered (normalizer lowercase) and
+ * tokenized on its own */
+static int encode_ws_model(const npl_tokenizer *t, bpe_scratch *sc, uint32_t *cpt, size_t n, npl_tok_out *out) {
+    for (size_t i = 0; i < n;) {
+        if (is_ws(cpt[i])) { i++; continue; }
+        size_t j = i;
+        for (; j < n && !is_ws(cpt[j]); j++)
+            if (t->wpm_lowercase) cpt[j] = npl_tok_lower(cpt[j]);
+        if (encode_cpts(t, sc, cpt + i, j - i, out)) return -1;
+        i = j;
+    }
+    return 0;
+}
+
 int npl_bpe_encode(const npl_tokenizer *t, const char *text, size_t len, npl_tok_out *out) {
     const unsigned char *s = (const unsigned char *)text;
     unsigned char *esc = NULL;
@@ -130,25 +164,16 @@ int npl_bpe_encode(const npl_tokenizer *t, const char *text, size_t len, npl_tok
         len = o;
     }
     uint32_t *cpt = malloc(sizeof(uint32_t) * (len ? len : 1));
-    uint32_t *words = NULL;
-    size_t n_words = 0;
     bpe_scratch sc;
     memset(&sc, 0, sizeof(sc));
     int rc = -1;
     if (!cpt) { npl_status_note(NPL_ERR_MEMORY); goto done; }
     size_t n_cpt = 0;
     for (size_t off = 0; off < len;) cpt[n_cpt++] = npl_utf8_decode_lenient(s, len, &off);
-    if (npl_pre_split(t, cpt, n_cpt, &words, &n_words)) goto done;   /* status noted */
-    size_t at = 0;
-    for (size_t w = 0; w < n_words; w++) {
-        if (bpe_word(t, &sc, cpt + at, words[w], out)) { npl_status_note(NPL_ERR_MEMORY); goto done; }
-        at += words[w];
-    }
-    rc = 0;
+    rc = t->ws_model ? encode_ws_model(t, &sc, cpt, n_cpt, out) : encode_cpts(t, &sc, cpt, n_cpt, out);
 done:
     free(esc);
     free(cpt);
-    free(words);
     free(sc.word);
     free(sc.sym);
     free(sc.tree.v);

@@ -70,6 +70,7 @@ struct npl_tokenizer {
     /* llama.cpp's escape_whitespaces (' ' as "▁" before BPE, undone when decoding), byte_encode off
      * (raw UTF-8, <0xXX> byte tokens) and the GEMMA4 pre type (a newline run that is a token) */
     int escape_ws, raw_bytes, gemma4_nl;
+    int ws_model;           /* tokenizer model "whitespace": whitespace dropped, runs lowered (wpm_lowercase) */
     int wpm_lowercase, wpm_strip_accents;                /* WPM: BERT normalizer options */
 
     int32_t byte_to_id[256];                             /* SPM byte fallback */
@@ -98,6 +99,8 @@ int npl_tok_out_push(npl_tok_out *o, int32_t id);
 int npl_spm_encode(const npl_tokenizer *t, const char *text, size_t len, int add_prefix, npl_tok_out *out);
 int npl_bpe_encode(const npl_tokenizer *t, const char *text, size_t len, npl_tok_out *out);
 int npl_wpm_encode(const npl_tokenizer *t, const char *text, size_t len, npl_tok_out *out);
+/* simple lowercase (utf8proc's Unicode data; tokenizer_wpm.c) */
+uint32_t npl_tok_lower(uint32_t c);
 
 /* ---- BPE pre-tokenizers (tokenizer_pre.c) ---- */
 /* llama.cpp's regex list for a tokenizer.ggml.pre name, or NULL; *flags
@@ -105,7 +108,7 @@ int npl_wpm_encode(const npl_tokenizer *t, const char *text, size_t len, npl_tok
 const char *const *npl_pre_find(const char *s, size_t n, int *flags);
 const char *const *npl_pre_default(void);   /* a missing tokenizer.ggml.pre */
 enum { NPL_PRE_NO_CLEAN = 1, NPL_PRE_IGNORE_MERGES, NPL_PRE_ADD_BOS, NPL_PRE_NO_BOS, NPL_PRE_ESCAPE_WS,
-       NPL_PRE_RAW_BYTES, NPL_PRE_GEMMA4, NPL_PRE_NO_MERGES_OK };
+       NPL_PRE_RAW_BYTES, NPL_PRE_GEMMA4, NPL_PRE_NO_MERGES_OK, NPL_PRE_NO_LOWERCASE };
 int npl_pre_flag(int flags, int which);
 void npl_pre_known_names(char *buf, size_t n);   /* "a, b, c and N aliases of these" */
 /* Compiles t->pre_exprs; 0 ok, -1 with msg. */

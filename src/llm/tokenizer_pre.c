@@ -171,8 +171,9 @@ static const char *const k_default[] = {   /* DEFAULT */
 
 /* clean_spaces off, ignore_merges, add_bos, no default BOS; escape_whitespaces (' ' as "▁", undone when
  * decoding), raw UTF-8 (byte_encode off: no GPT-2 byte map, <0xXX> byte tokens), the GEMMA4 type (a newline
- * run that is a token stays whole; add_bos forced on), merges may be missing (kimi-k2) */
-enum { NC = 1, IM = 2, AB = 4, NB = 8, ES = 16, RB = 32, G4 = 64, NM = 128 };
+ * run that is a token stays whole; add_bos forced on), merges may be missing (kimi-k2), the normalizer's
+ * lowercase off unless the GGUF says otherwise (whitespace) */
+enum { NC = 1, IM = 2, AB = 4, NB = 8, ES = 16, RB = 32, G4 = 64, NM = 128, LO = 256 };
 typedef struct { const char *name; const char *const *exprs; int flags; } npl_pre_name;
 
 /* llama_vocab::impl::load's tokenizer.ggml.pre names, in its order */
@@ -192,7 +193,7 @@ static const npl_pre_name k_names[] = {
     { "gemma4", k_newlines, ES | RB | G4 }, { "granite-embed-multi-311m", k_newlines, ES | RB | G4 },
     { "sarvam-moe", k_newlines, ES | RB | NC },
     { "jina-v1-en", k_gpt2, 0 }, { "jina-v2-code", k_gpt2, 0 }, { "roberta-bpe", k_gpt2, 0 },
-    { "whitespace", k_whitespace, RB },
+    { "whitespace", k_whitespace, RB | LO },
     { "refact", k_starcoder, 0 }, { "command-r", k_starcoder, NC },
     { "qwen2", k_stablelm2, NC }, { "deepseek-r1-qwen", k_stablelm2, NC }, { "kormo", k_stablelm2, NC },
     { "f2llmv2", k_stablelm2, NC }, { "qwen35", k_qwen35, NC }, { "stablelm2", k_stablelm2, 0 },
@@ -236,6 +237,7 @@ int npl_pre_flag(int flags, int which) {
     case NPL_PRE_RAW_BYTES: return (flags & RB) != 0;
     case NPL_PRE_GEMMA4: return (flags & G4) != 0;
     case NPL_PRE_NO_MERGES_OK: return (flags & NM) != 0;
+    case NPL_PRE_NO_LOWERCASE: return (flags & LO) != 0;
     default: return 0;
     }
 }

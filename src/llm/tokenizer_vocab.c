@@ -399,8 +399,11 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
         t->type = NPL_VOCAB_SPM;
         def_bos = 1; def_eos = 2; def_unk = 0;
         t->add_space_prefix = 1; t->add_bos = 1;
-    } else if (model.len == 4 && memcmp(model.ptr, "gpt2", 4) == 0) {
+    } else if ((model.len == 4 && memcmp(model.ptr, "gpt2", 4) == 0) ||
+               (model.len == 10 && memcmp(model.ptr, "whitespace", 10) == 0)) {
+        /* "whitespace" is gpt2 whose session drops whitespace and lowers the rest first */
         t->type = NPL_VOCAB_BPE;
+        t->ws_model = model.len == 10;
         def_bos = 11; def_eos = 11;
         t->clean_spaces = 1;
         /* llama.cpp takes a missing name as "default" (with a warning) */
@@ -677,7 +680,7 @@ npl_tokenizer *npl_tokenizer_load(const npl_gguf *g, char *err, size_t errlen) {
     if (read_bool(g, "tokenizer.ggml.add_eos_token", &t->add_eos, err, errlen)) goto fail;
     if (read_bool(g, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix, err, errlen)) goto fail;
     if (t->gemma4_nl) t->add_bos = 1; /* llama.cpp overrides add_bos_token false for the GEMMA4 pre type */
-    t->wpm_lowercase = 1;   /* llama.cpp: strip_accents defaults to lowercase */
+    t->wpm_lowercase = !npl_pre_flag(pre_flags, NPL_PRE_NO_LOWERCASE);   /* llama.cpp: strip_accents defaults to lowercase */
     if (read_bool(g, "tokenizer.ggml.normalizer.lowercase", &t->wpm_lowercase, err, errlen)) goto fail;
     t->wpm_strip_accents = t->wpm_lowercase;
     if (read_bool(g, "tokenizer.ggml.normalizer.strip_accents", &t->wpm_strip_accents, err, errlen)) goto fail;

@@ -23,6 +23,10 @@
 #include "llm/tokenizer_impl.h"
 
 /* llama.cpp's unicode whitespace set */
+uint32_t npl_tok_lower(uint32_t c) {
+    return c > 0x10ffff ? c : (uint32_t)utf8proc_tolower((utf8proc_int32_t)c);
+}
+
 static int wpm_space(uint32_t c) {
     return (c >= 0x09 && c <= 0x0d) || c == 0x20 || c == 0x85 || c == 0xa0 || c == 0x1680 ||
            (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f ||
@@ -102,7 +106,7 @@ int npl_wpm_encode(const npl_tokenizer *t, const char *text, size_t len, npl_tok
             continue;
         int alone = (cat >= UTF8PROC_CATEGORY_PC && cat <= UTF8PROC_CATEGORY_PO) ||
                     (c < 0x7f && cat >= UTF8PROC_CATEGORY_SM && cat <= UTF8PROC_CATEGORY_SO) || wpm_chinese(c);
-        if (t->wpm_lowercase) c = (uint32_t)utf8proc_tolower((utf8proc_int32_t)c);
+        if (t->wpm_lowercase) c = npl_tok_lower(c);
         char enc[4];
         int k = npl_utf8_encode(c, enc);
         if (alone) {   /* a word of its own */

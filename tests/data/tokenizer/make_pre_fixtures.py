@@ -17,7 +17,8 @@ tests/test_tokenizer_pre.c.
         "▁" for spaces and <0xXX> byte tokens, as tokenizer.ggml.model gpt2
         with that pre name: the SPM-style and raw-UTF-8 names) or
         kimi-k2@no-merges (the gpt-2 vocabulary without its merges, which
-        llama.cpp allows for kimi-k2 only).
+        llama.cpp allows for kimi-k2 only) or NAME@ws-model (the gpt-2
+        vocabulary as tokenizer.ggml.model "whitespace").
     scripts/python tests/data/tokenizer/make_pre_fixtures.py --audit
         prints llama.cpp's LLAMA_VOCAB_PRE_TYPE_* types with their names.
     scripts/python tests/data/tokenizer/make_pre_fixtures.py --link DIR [CASE...]
@@ -55,7 +56,10 @@ NAMES = [
 # the names whose text is not GPT-2 byte-encoded (escape_whitespaces and/or
 # byte_encode off), also on a vocabulary made for that: gemma-4's
 SPM_NAMES = ["gemma4", "granite-embed-multi-311m", "sarvam-moe", "whitespace"]
-CASES = NAMES + [n + "@gemma-4" for n in SPM_NAMES] + ["kimi-k2@no-merges"]
+# tokenizer.ggml.model "whitespace" (llama.cpp's whitespace session: whitespace
+# dropped, the rest lowered unless the pre name is whitespace), the gpt-2 vocabulary
+WS_MODEL = ["whitespace@ws-model", "gpt-2@ws-model"]
+CASES = NAMES + [n + "@gemma-4" for n in SPM_NAMES] + ["kimi-k2@no-merges"] + WS_MODEL
 
 
 # ---------------------------------------------------------------------------
@@ -123,6 +127,9 @@ def make_case(case, dst):
     if variant == "gemma-4":
         edit_gguf(os.path.join(d, "ggml-vocab-gemma-4.gguf"), dst,
                   {"tokenizer.ggml.model": "gpt2", "tokenizer.ggml.pre": name})
+    elif variant == "ws-model":
+        edit_gguf(os.path.join(d, "ggml-vocab-gpt-2.gguf"), dst,
+                  {"tokenizer.ggml.model": "whitespace", "tokenizer.ggml.pre": name})
     elif variant == "no-merges":
         edit_gguf(os.path.join(d, "ggml-vocab-gpt-2.gguf"), dst, {"tokenizer.ggml.pre": name},
                   drop=("tokenizer.ggml.merges",))
@@ -184,7 +191,8 @@ def llama_aborts(case, b):
     find_bpe_rank's GGML_ASSERT (no space in a symbol) fail. The prediction is
     checked: each such text is tokenized in a child process that must die of
     SIGABRT."""
-    if case.partition("@")[0] != "whitespace":
+    name, _, variant = case.partition("@")
+    if name != "whitespace" or variant == "ws-model":   # the whitespace model drops the spaces first
         return False
     run = []
     for c in make_fixtures.lenient_cpts(b) + [None]:
