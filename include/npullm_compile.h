@@ -69,6 +69,8 @@ typedef struct {
                                   says (norm_in, qkv, qknorm, rope, attn, o, post, gu, glu, down, other) */
     const char *soc;           /* the target's device option "soc" (qnn-htp: SM8650, ...); NULL = its default */
     const char *calib;         /* UTF-8 text whose tokens drive the check's CPU samples; NULL = built-in ids */
+    int weight_sharing;        /* the target's weight sharing between a binary's graphs (qnn-htp: each weight
+                                  once; such a binary loads on a device, not in QNN's x86 emulator) */
 } npl_compile_options;
 
 NPL_API npl_compile_options npl_compile_default_options(void);

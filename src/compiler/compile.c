@@ -374,8 +374,9 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         npl_segment *sg = &part.segs[si];
         seg_result *r = &res[si];
         if (!sg->keep) continue;
-        npl_accel_context *ctx = NULL;
-        if (api->context_create(abe, dev, NULL, 0, &ctx) != NPL_ACCEL_OK) {
+        npl_accel_context *ctx = NULL, *live = NULL; /* live: kept for the check of a weight-shared binary */
+        const npl_accel_option ws = {"weight_sharing", "1"};
+        if (api->context_create(abe, dev, p.weight_sharing ? &ws : NULL, p.weight_sharing ? 1 : 0, &ctx) != NPL_ACCEL_OK) {
             snprintf(err, errlen, "%s: %s", p.target, api->last_error(abe));
             free(shapes);
             goto done;
@@ -412,7 +413,8 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
                 r->finalize_s[c] = pr.finalize_ns * 1e-9;
         }
         if (ok && !stop) r->checksum = npl_fnv1a64(r->bin, r->bin_size);
-        api->context_free(ctx);
+        if (ok && !stop && p.check && p.weight_sharing) live = ctx;
+        else api->context_free(ctx);
         if (stop) {
             free(shapes);
             goto done;
@@ -428,6 +430,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         /* check: the binary as the package will hold it, against the CPU samples */
         if (p.check) {
             if (prog(&pg, 3, 0, n_cases, "check vs CPU samples")) {
+                if (live) api->context_free(live);
                 free(shapes);
                 goto done;
             }
@@ -436,10 +439,14 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
             double tol = p.tolerance > 0 ? p.tolerance : 0.25; /* random ids drive Gemma far off its data */
             if (run_samples(&mg, &hp, sg, cases, n_cases, smp, pool, err, errlen)) {
                 samples_free(smp, n_cases, sg->n_inputs);
+                if (live) api->context_free(live);
                 free(shapes);
                 goto done;
             }
-            if (api->context_create_from_binary(abe, dev, NULL, 0, r->bin, r->bin_size, &lc) != NPL_ACCEL_OK) ok = 0;
+            /* a weight-shared binary does not load in QNN's x86 emulator: its
+             * graphs run in the context that wrote it */
+            if (live) lc = live;
+            else if (api->context_create_from_binary(abe, dev, NULL, 0, r->bin, r->bin_size, &lc) != NPL_ACCEL_OK) ok = 0;
             float *y = NULL;
             for (int c = 0; c < n_cases && ok && !stop; c++) {
                 npl_accel_graph *ag;
@@ -655,7 +662,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         const int have_info = api->backend_get_info && api->backend_get_info(abe, &bi) == NPL_ACCEL_OK;
         npl_pkg_config pc = {p.chunk, n_ctx, npl_act_prec_name(p.act), npl_weight_prec_name(p.weights),
                              out_weight >= 0 ? npl_type_name((npl_type)p.output_weights) : NULL, p.target, p.soc,
-                             have_info ? bi.available_families : NULL, bins, nb, shared, n_shared};
+                             have_info ? bi.available_families : NULL, bins, nb, shared, n_shared, p.weight_sharing};
         if (npl_pkg_write_config(tmp, &pc, err, errlen)) goto done;
     }
     if (p.keep_intermediate) {
@@ -734,6 +741,15 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         struct stat gs;
         fprintf(o, "  files      model.gguf %.2f MiB, context binaries %.2f MiB\n",
                 stat(path, &gs) == 0 ? gs.st_size / 1048576.0 : 0.0, total_bin / 1048576.0);
+        uint64_t wbytes = 0;
+        for (int si = 0; si < part.n_segs; si++)
+            if (part.segs[si].keep) wbytes += res[si].static_bytes;
+        if (wbytes)
+            fprintf(o, "  weights    %.2f MiB at the chosen encoding%s; the context binaries are %.3fx that (%s)\n",
+                    wbytes / 1048576.0, p.weights == NPL_WEIGHTS_W4 ? " (w4 counted as its int8 containers)" : "",
+                    (double)total_bin / (double)wbytes,
+                    p.weight_sharing ? "weight sharing: each weight once; for a device, QNN on x86 cannot load it"
+                                     : "no weight sharing: each graph holds its own copy; loads in QNN's x86 emulator");
         for (int i = 0; i < n_shared; i++)
             fprintf(o, "  shared     %s (%.2f MiB): stored once, the CPU side reads it from %s at offset %llu\n",
                     shared[i].name, shared_bytes[i] / 1048576.0, shared[i].file, (unsigned long long)shared[i].offset);

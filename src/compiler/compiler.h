@@ -74,6 +74,9 @@ typedef struct {
     const char *soc;          /* the target's device option "soc" (qnn-htp: SM8650 ...); NULL: default */
     const char *calib;        /* calibration text (UTF-8, non-empty): its tokens are the IO samples'
                                  (the check runs on real text); NULL: built-in token ids */
+    int weight_sharing;       /* the target's weight sharing between a binary's graphs (qnn-htp:
+                                 each weight once; such a binary loads on a device, not in QNN's
+                                 x86 emulator, so the check runs before serialization) */
 } npl_compile_params;
 
 npl_compile_params npl_compile_default_params(void);

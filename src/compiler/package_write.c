@@ -60,6 +60,8 @@ int npl_pkg_write_config(const char *dir, const npl_pkg_config *c, char *err, si
             cJSON_AddItemToArray(bins, e);
         }
         cJSON_AddItemToObject(o, "context_binaries", bins);
+        /* true: each weight once, and the binaries load on a device only (QNN on x86 refuses them) */
+        cJSON_AddBoolToObject(o, "weight_sharing", c->weight_sharing != 0);
         bins = NULL;
         for (int i = 0; ok && i < c->n_shared; i++) {
             cJSON *e = cJSON_CreateObject();

@@ -20,7 +20,7 @@
 static const char *USAGE =
     "usage: npullm compile -m MODEL.gguf -o PKG [--chunk N] [--ctx N] [--act f16|fp16|bf16|int16|f32]\n"
     "                      [--weights keep|q4|q8|w8|w4] [--output-weights T] [--calib FILE] [-t N] [--keep-intermediate]\n"
-    "                      [--force] [--no-check] [--tolerance X] [--target NAME] [--soc NAME] [--plugin-dir DIR]\n"
+    "                      [--force] [--no-check] [--weight-sharing] [--tolerance X] [--target NAME] [--soc NAME] [--plugin-dir DIR]\n"
     "                      [--keep-f32 CLASSES]\n"
     "  --chunk N     prefill graph size (AR-N), default 128; decode uses AR-1\n"
     "  --ctx N       KV cache positions, default the model's capped at 4096\n"
@@ -40,6 +40,9 @@ static const char *USAGE =
     "                --act says, to find which roundings cost agreement with the CPU path:\n"
     "                norm_in, qkv, qknorm, rope, attn, o, post, gu, glu, down, other\n"
     "  --force       replace PKG if it is an npullm package; anything else there is refused\n"
+    "  --weight-sharing  the target stores each weight once for all graphs of a binary (qnn-htp:\n"
+    "                a package for a device; QNN's x86 emulator cannot load it, so the check runs\n"
+    "                the graphs before serialization and running it here is refused)\n"
     "  --target NAME the accelerator to compile for: the plugin libnpl_accel_NAME.so next to\n"
     "                the npullm executable (or in --plugin-dir); default %s. Ops it refuses\n"
     "                stay on the CPU; the package names it, and running it loads that plugin\n"
@@ -95,7 +98,7 @@ int npl_cmd_compile(int argc, char **argv) {
         {"-m", "--model", 1}, {"-o", "--output", 1}, {"--chunk", NULL, 1}, {"--ctx", "-c|--ctx-size", 1},
         {"-t", "--threads", 1}, {"--act", NULL, 1}, {"--tolerance", NULL, 1}, {"--weights", NULL, 1},
         {"--output-weights", NULL, 1}, {"--keep-f32", NULL, 1}, {"--keep-intermediate", NULL, 0}, {"--force", NULL, 0},
-        {"--no-check", NULL, 0}, {"--calib", NULL, 1}, {"--target", NULL, 1}, {"--soc", NULL, 1}, {"--plugin-dir", NULL, 1}, {NULL, NULL, 0}};
+        {"--no-check", NULL, 0}, {"--weight-sharing", NULL, 0}, {"--calib", NULL, 1}, {"--target", NULL, 1}, {"--soc", NULL, 1}, {"--plugin-dir", NULL, 1}, {NULL, NULL, 0}};
     for (int i = 1; i < argc; i++) {
         const char *a;
         int k = cli_next("compile", OPTS, argc, argv, &i, &a, &v);
@@ -104,6 +107,7 @@ int npl_cmd_compile(int argc, char **argv) {
         if (!strcmp(a, "--keep-intermediate")) p.keep_intermediate = 1;
         else if (!strcmp(a, "--force")) p.force = 1;
         else if (!strcmp(a, "--no-check")) p.check = 0;
+        else if (!strcmp(a, "--weight-sharing")) p.weight_sharing = 1;
         else if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "-o")) out = v;
         else if (!strcmp(a, "--target")) p.target = v;

@@ -189,9 +189,10 @@ typedef struct {
 enum { QNN_HTP_CONTEXT_CONFIG_OPTION_WEIGHT_SHARING_ENABLED = 1 };
 typedef struct {
     uint32_t option;
-    union {
+    union { /* 8-aligned (its largest member, groupRegistration, is {pointer, uint64}): the flag is at +8 */
         uint8_t weightSharingEnabled;
-        uint8_t size_[16];
+        struct { void *handle; uint64_t max_spill_fill; } groupRegistration_;
+        uint64_t u64_;
     };
 } QnnHtpContext_CustomConfig_t;
 
@@ -292,6 +293,7 @@ _Static_assert(sizeof(Qnn_BwAxisScaleOffset_t) == 32 && offsetof(Qnn_BwAxisScale
                "Qnn_BwAxisScaleOffset_t (the probe's pc4u layout)");
 _Static_assert(offsetof(Qnn_TensorV2_t, quantizeParams) == 32, "Qnn_TensorV2_t.quantizeParams");
 _Static_assert(offsetof(Qnn_TensorV2_t, rank) == 72, "Qnn_TensorV2_t.rank");
+_Static_assert(offsetof(QnnHtpContext_CustomConfig_t, weightSharingEnabled) == 8, "QnnHtpContext_CustomConfig_t: the flag after the 8-aligned union start");
 _Static_assert(offsetof(Qnn_TensorV2_t, clientBuf) == 96, "Qnn_TensorV2_t.clientBuf");
 _Static_assert(sizeof(Qnn_TensorV2_t) == 136, "Qnn_TensorV2_t");
 _Static_assert(sizeof(Qnn_Tensor_t) == 144, "Qnn_Tensor_t (version 2)");

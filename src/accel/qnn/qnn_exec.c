@@ -264,7 +264,11 @@ npl_accel_status qnn_context_create_from_binary(npl_accel_backend *be, npl_accel
     const uint64_t full = size;
     size = qnn_binrec_split(bin, size); /* QNN's part; the Rope record after it */
     uint32_t n_graphs = 0;
+    const long anon_info = be->profile > 0 ? qnn_rss_anon_kb() : 0;
     const void *info = qnn_binary_info(be, bin, size, &n_graphs);
+    if (be->profile > 0 && info) /* libQnnSystem's record of the graphs and their tensors */
+        fprintf(stderr, "qnn-htp profile: libQnnSystem binary info: RssAnon %+.1f MiB (QNN's own)\n",
+                (qnn_rss_anon_kb() - anon_info) / 1024.0);
     if (!info) return be->err[0] && strstr(be->err, "version") ? NPL_ACCEL_ERR_BINARY_VERSION : NPL_ACCEL_ERR_BINARY_CORRUPT;
     /* The HTP records its target in the binary as text ("soc_type=SM8650;arch=75;..."),
      * not in the system info (its socVersion is empty in v2.51): a binary for
@@ -294,12 +298,30 @@ npl_accel_status qnn_context_create_from_binary(npl_accel_backend *be, npl_accel
             return FAIL(be, NPL_ACCEL_ERR_BINARY_VERSION, "the binary was written by QNN %.*s; the library in %s is %s",
                         (int)vl, v, be->lib_dir, bid);
     }
+#if defined(__x86_64__)
+    /* A weight-shared binary names its shared weight blobs "WEIGHTS/<i>"
+     * (absent from the others). QNN's x86 emulator cannot load one: it
+     * answers 1000 in a process that wrote one and crashes in a fresh
+     * process (v2.51), so it is refused here, before QNN sees it. */
+    if (size > 9 && memmem(bin, size, "WEIGHTS/0", 9))
+        return FAIL(be, NPL_ACCEL_ERR_HW_UNSUPPORTED,
+                    "the context binary shares weights between its graphs (npullm compile --weight-sharing): a "
+                    "device's QNN loads it, QNN's x86 emulator cannot; compile without --weight-sharing to run it here");
+#endif
     npl_accel_context *c;
     npl_accel_status st = qnn_context_new(be, dev, &c);
     if (st) return st;
     c->from_binary = 1;
     qnn_log_reset();
+    /* QNN copies what it needs (the context config "persistent binary",
+     * which would let it keep pointing into the caller's mapping, is refused
+     * on x86: "Persistent Binary is not supported") */
+    const long anon0 = be->profile > 0 ? qnn_rss_anon_kb() : 0;
+    const uint64_t t0 = qnn_now_ns();
     Qnn_ErrorHandle_t e = be->q->contextCreateFromBinary(be->be, dev ? dev->dev : NULL, NULL, bin, size, &c->ctx, NULL);
+    if (be->profile > 0 && e == QNN_SUCCESS) /* what QNN itself keeps of the binary (on x86: the emulator's copy) */
+        fprintf(stderr, "qnn-htp profile: contextCreateFromBinary of a %.1f MiB binary: %.1f ms, RssAnon %+.1f MiB (QNN's own)\n",
+                size / 1048576.0, (qnn_now_ns() - t0) / 1e6, (qnn_rss_anon_kb() - anon0) / 1024.0);
     if (e != QNN_SUCCESS) {
         qnn_context_free(c);
         return qnn_fail_q(be, e, NPL_ACCEL_ERR_BINARY_CORRUPT, "loading the context binary");

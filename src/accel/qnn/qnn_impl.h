@@ -128,6 +128,9 @@ void qnn_log_reset(void);
 /* libQnnSystem binary info: graph count and entries (NULL on failure, message set). */
 const void *qnn_binary_info(npl_accel_backend *be, const void *bin, uint64_t size, uint32_t *n_graphs);
 const QnnSystemContext_GraphInfo_t *qnn_binary_graph(const void *info, uint32_t i);
+/* This process's RssAnon in KiB (/proc/self/status; -1 where there is none):
+ * the profile's account of what QNN's own calls allocate. */
+long qnn_rss_anon_kb(void);
 
 /* qnn_tensor.c: types and tensors. */
 uint32_t qnn_dtype(npl_accel_dtype dt); /* 0 if the ABI type has no QNN mapping */

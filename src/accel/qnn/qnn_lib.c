@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "accel/qnn/qnn_impl.h"
@@ -194,4 +195,14 @@ const QnnSystemContext_GraphInfo_t *qnn_binary_graph(const void *info, uint32_t 
     const char *graphs;
     memcpy(&graphs, (const char *)info + QNN_BININFO_GRAPHS_OFF, sizeof graphs);
     return (const QnnSystemContext_GraphInfo_t *)(graphs + (size_t)i * QNN_BININFO_GRAPH_STRIDE + 8);
+}
+
+long qnn_rss_anon_kb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[128];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "RssAnon:", 8)) kb = strtol(line + 8, NULL, 10);
+    if (f) fclose(f);
+    return kb;
 }

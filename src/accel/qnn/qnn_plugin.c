@@ -44,7 +44,11 @@ static npl_accel_status backend_create(const npl_accel_option *opts, uint32_t n_
     if (!st && !*dir)
         st = FAIL(be, NPL_ACCEL_ERR_HW_UNSUPPORTED,
                   "no QNN library folder: pass qnn_lib=DIR (--qnn-lib) or install onnxruntime-qnn with scripts/install-deps.sh");
+    const long anon0 = qnn_rss_anon_kb();
     if (!st) st = qnn_load(be, dir);
+    if (!st && be->profile > 0) /* libQnnHtp.so's own start (threads, tables), before any context */
+        fprintf(stderr, "qnn-htp profile: loading QNN and creating the HTP backend: RssAnon %+.1f MiB (QNN's own)\n",
+                (qnn_rss_anon_kb() - anon0) / 1024.0);
     if (st) {
         if (err && errlen) snprintf(err, errlen, "%s", be->err);
         if (be->q) qnn_unload(be);
@@ -176,12 +180,28 @@ npl_accel_status qnn_context_new(npl_accel_backend *be, npl_accel_device *dev, n
 static npl_accel_status context_create(npl_accel_backend *be, npl_accel_device *dev, const npl_accel_option *opts,
                                        uint32_t n_opts, npl_accel_context **out) {
     if (out) *out = NULL;
-    for (uint32_t i = 0; i < n_opts; i++)
-        return FAIL(be, NPL_ACCEL_ERR_INVALID_ARG, "unknown context option '%s'", opts[i].key ? opts[i].key : "(null)");
+    int share = 0;
+    for (uint32_t i = 0; i < n_opts; i++) {
+        if (opts[i].key && !strcmp(opts[i].key, "weight_sharing") && opts[i].value &&
+            (!strcmp(opts[i].value, "0") || !strcmp(opts[i].value, "1")))
+            share = opts[i].value[0] == '1';
+        else
+            return FAIL(be, NPL_ACCEL_ERR_INVALID_ARG, "unknown context option '%s' (known: weight_sharing=0|1)",
+                        opts[i].key ? opts[i].key : "(null)");
+    }
     npl_accel_status st = qnn_context_new(be, dev, out);
     if (st) return st;
+    /* weight_sharing=1: the HTP stores a static tensor that several graphs
+     * name once in the binary (QNN computes the sharing at get-binary). QNN
+     * on x86 cannot load such a binary ("Shared weights buffer isn't
+     * supported on this platform"); a device's QNN can. */
+    QnnHtpContext_CustomConfig_t hc;
+    memset(&hc, 0, sizeof hc);
+    hc.option = QNN_HTP_CONTEXT_CONFIG_OPTION_WEIGHT_SHARING_ENABLED, hc.weightSharingEnabled = 1;
+    Qnn_Config_t cc = {.option = QNN_CONFIG_OPTION_CUSTOM, .custom = &hc};
+    const Qnn_Config_t *cl[2] = {&cc, NULL};
     qnn_log_reset();
-    Qnn_ErrorHandle_t e = be->q->contextCreate(be->be, dev ? dev->dev : NULL, NULL, &(*out)->ctx);
+    Qnn_ErrorHandle_t e = be->q->contextCreate(be->be, dev ? dev->dev : NULL, share ? cl : NULL, &(*out)->ctx);
     if (e != QNN_SUCCESS) {
         qnn_context_free(*out);
         *out = NULL;
