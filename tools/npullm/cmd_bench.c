@@ -179,10 +179,12 @@ int npl_cmd_bench(int argc, char **argv) {
                    mean, sd, cm);
         else {
             char jn[512], jc[300];
+            double ms = 0; /* wall ms per token, mean over reps: precise where tps rounds to 0.01 (emulation) */
+            for (int k = 0; k < (int)reps; k++) ms += 1000.0 / tps[k] / (double)reps;
             printf("%s  {\"model\": \"%s\", \"arch\": \"%s\", \"isa\": \"%s\", \"threads\": %d, \"cpu\": \"%s\", "
-                   "\"test\": \"%s\", \"n\": %d, \"tps_mean\": %.3f, \"tps_std\": %.3f, \"cpu_s\": %.4f}",
+                   "\"test\": \"%s\", \"n\": %d, \"tps_mean\": %.3f, \"tps_std\": %.3f, \"cpu_s\": %.4f, \"ms_per_token\": %.3f}",
                    t ? ",\n" : "", cli_json_esc(name, jn, sizeof jn), arch, isa, n_threads,
-                   cli_json_esc(cpu_model, jc, sizeof jc), test, n, mean, sd, cm);
+                   cli_json_esc(cpu_model, jc, sizeof jc), test, n, mean, sd, cm, ms);
         }
     }
     npl_session_free(r);
