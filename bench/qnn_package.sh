@@ -82,7 +82,7 @@ function ms(file, test,    line, v) { # wall ms per token of test in a bench -o 
 /^qnn-htp profile: graph / {
     g = $4; sub(":", "", g); mean = $8
     if (g ~ ("_ar" chunk "_o1$")) pre += mean
-    else if (g ~ "_ar1_o1$") d1 += mean
+    else if (g ~ "_ar1_(o1|kv[0-9]+)$") { d1s += mean * $5; d1n += $5 } # decode buckets: mean per step
     printf "  emulator (QNN graphExecute, x86 software emulation): %s %s ms mean over %s executions\n", g, mean, $5
 }
 /^qnn-htp profile: loading QNN/ { v = $(NF-3); qnn += v; printf "  RssAnon: loading QNN + creating the HTP backend %s MiB (QNN)\n", v }
@@ -91,6 +91,7 @@ function ms(file, test,    line, v) { # wall ms per token of test in a bench -o 
 /^  before open/ { before = $3 }
 /^  after open/ { after = $3; file = $4 }
 END {
+    d1 = d1n ? d1s / d1n : 0
     pp = ms(out, "pp" chunk); tg = ms(out, "tg" dec); cpp = ms(cpu, "pp" chunk); ctg = ms(cpu, "tg" dec)
     if (pp > 0) printf "  package: prefill chunk of %d: %.1f ms wall (emulator %.1f ms in its AR-%d graph)\n", chunk, chunk * pp, pre, chunk
     if (tg > 0) printf "  package: decode step: %.1f ms wall, emulator %.1f ms in the AR-1 graph, host outside QNN execute %.2f ms\n", tg, d1, tg - d1

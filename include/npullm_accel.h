@@ -275,7 +275,9 @@ typedef struct {
  *                  (Hq / Hkv query heads share a KV head):
  *                  softmax(softcap(q.k * scale)) . v.
  *                  [scale FLOAT 1/sqrt(D), window INT 0 (> 0: only the last window
- *                  positions), softcap FLOAT 0 (> 0: softcap * tanh(s / softcap))]
+ *                  positions), softcap FLOAT 0 (> 0: softcap * tanh(s / softcap)),
+ *                  kv_len INT 0 (> 0: reads only the first kv_len cache rows, a
+ *                  KV-length bucket's graph; every position must be below it)]
  *   Add, Mul       a, b -> the larger's shape; the smaller broadcasts over the
  *                  other's leading dims (its trailing dims equal, leading ones 1).
  *   Scale          x -> x * scale. [scale FLOAT 1]

@@ -71,6 +71,8 @@ typedef struct {
     const char *calib;         /* UTF-8 text whose tokens drive the check's CPU samples; NULL = built-in ids */
     int weight_sharing;        /* the target's weight sharing between a binary's graphs (qnn-htp: each weight
                                   once; such a binary loads on a device, not in QNN's x86 emulator) */
+    const char *buckets;       /* decode KV-length buckets below n_ctx, comma list ("512,1024"), "none";
+                                  NULL = 512, 1024, 2048, ... below n_ctx (an AR-1 graph at n_ctx always) */
 } npl_compile_options;
 
 NPL_API npl_compile_options npl_compile_default_options(void);

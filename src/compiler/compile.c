@@ -26,7 +26,8 @@
 #include "format/graph_file.h"
 #include "llm/tokenizer.h"
 
-#define MAX_SHAPES 3
+#define MAX_BASE 3 /* AR-N (last row), AR-1 over every cache row, AR-N (every row) */
+#define MAX_SHAPES (MAX_BASE + 2 * NPL_MAX_BUCKETS) /* + AR-1 and AR-N (last row) per KV-length bucket */
 #define MAX_SHARED 4 /* CPU-side weights a context binary may hold (the tied embedding) */
 
 #ifndef NPL_DEFAULT_TARGET
@@ -110,7 +111,7 @@ static int write_file(const char *path, const void *data, size_t n, char *err, s
 /* ---- IO samples: the CPU graph run at every compiled shape ---- */
 
 typedef struct {
-    int seq, n_out;
+    int seq, n_out, kv; /* kv > 0: a KV-length bucket's graph, reading the first kv cache rows */
     int32_t *tokens, *pos, *rows;
 } shape_case;
 
@@ -201,9 +202,9 @@ typedef struct {
     uint64_t static_bytes, checksum;
 } seg_result;
 
-static int shape_index_ok(const shape_case *c, int n, int seq, int n_out) {
+static int shape_index_ok(const shape_case *c, int n, int seq, int n_out, int kv) {
     for (int i = 0; i < n; i++)
-        if (c[i].seq == seq && c[i].n_out == n_out) return 1;
+        if (c[i].seq == seq && c[i].n_out == n_out && c[i].kv == kv) return 1;
     return 0;
 }
 
@@ -221,7 +222,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     npl_lower_weight *wc = NULL;
     seg_result *res = NULL;
     shape_case cases[MAX_SHAPES] = {0};
-    int n_cases = 0, rc = -1, n_nodes = 0;
+    int n_cases = 0, n_base = 0, rc = -1, n_nodes = 0, buckets[NPL_MAX_BUCKETS], n_buckets = 0;
     char out[NPL_PKG_PATH_MAX], path[NPL_PKG_PATH_MAX + 64], warn[NPL_PKG_PATH_MAX + 128];
     const char *tmp = g->tmp;
     const npl_accel_api *api = NULL;
@@ -295,15 +296,25 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         snprintf(err, errlen, "--chunk %d is larger than the context of %d", p.chunk, n_ctx);
         goto done;
     }
-    if (npl_model_build(f, &hp, n_ctx, &mg, err, errlen)) goto done;
+    if ((n_buckets = npl_compile_buckets(p.buckets, n_ctx, buckets, err, errlen)) < 0 ||
+        npl_model_build(f, &hp, n_ctx, &mg, err, errlen))
+        goto done;
     n_nodes = npl_graph_n_nodes(mg.g);
-    {   /* shapes: AR-N (last row), AR-1, AR-N with every row (perplexity, eval) */
-        int sizes[MAX_SHAPES][2] = {{p.chunk, 1}, {1, 1}, {p.chunk, p.chunk}};
-        for (int i = 0; i < MAX_SHAPES; i++) {
-            if (shape_index_ok(cases, n_cases, sizes[i][0], sizes[i][1])) continue;
+    {   /* shapes: AR-N (last row), AR-1, AR-N with every row (perplexity, eval),
+         * then per bucket AR-1 and (when it holds a chunk) AR-N (last row),
+         * sampled with their last row at the bucket's last: the boundary */
+        int sizes[MAX_SHAPES][3] = {{p.chunk, 1, 0}, {1, 1, 0}, {p.chunk, p.chunk, 0}}, n_sizes = MAX_BASE;
+        for (int b = 0; b < n_buckets; b++) {
+            sizes[n_sizes][0] = sizes[n_sizes][1] = 1, sizes[n_sizes++][2] = buckets[b];
+            if (buckets[b] >= p.chunk) sizes[n_sizes][0] = p.chunk, sizes[n_sizes][1] = 1, sizes[n_sizes++][2] = buckets[b];
+        }
+        for (int i = 0; i < n_sizes; i++) {
+            if (i == MAX_BASE) n_base = n_cases;
+            if (shape_index_ok(cases, n_cases, sizes[i][0], sizes[i][1], sizes[i][2])) continue;
             shape_case *c = &cases[n_cases++];
             c->seq = sizes[i][0];
             c->n_out = sizes[i][1];
+            c->kv = sizes[i][2];
             c->tokens = calloc((size_t)c->seq, 4);
             c->pos = calloc((size_t)c->seq, 4);
             c->rows = calloc((size_t)c->n_out, 4);
@@ -311,6 +322,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
             /* prefill at 0..N-1 with the last rows padded; decode right after */
             int base = c->seq == 1 ? p.chunk : 0, valid = c->seq > 4 ? c->seq - 2 : c->seq;
             if (c->seq == 1 && p.chunk >= n_ctx) base = n_ctx - 1;
+            if (c->kv) base = c->kv - valid;
             for (int t = 0; t < c->seq; t++) {
                 c->tokens[t] = n_calib ? calib_ids[(base + t) % n_calib] : (int32_t)((t * 7919u + 13u) % (unsigned)hp.n_vocab);
                 c->pos[t] = t < valid ? base + t : -1;
@@ -318,6 +330,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
             for (int r = 0; r < c->n_out; r++) c->rows[r] = c->n_out == 1 ? valid - 1 : r;
         }
     }
+    if (!n_buckets) n_base = n_cases;
     if (prog(&pg, 0, 2, 2, "model graph")) goto done;
 
     /* the output matrix, when it gets a type of its own */
@@ -350,10 +363,10 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     for (;;) {
         if (npl_partition_graph(mg.g, &mg.logits, 1, refused, &part, err, errlen)) goto done;
         int seq[MAX_SHAPES], nout[MAX_SHAPES];
-        for (int c = 0; c < n_cases; c++) seq[c] = cases[c].seq, nout[c] = cases[c].n_out;
+        for (int c = 0; c < n_base; c++) seq[c] = cases[c].seq, nout[c] = cases[c].n_out; /* buckets: AR-1's ops */
         npl_lower_args la = {.act = act, .wprec = p.weights, .wc = wc, .out_weight = out_weight,
                              .out_type = (npl_type)p.output_weights};
-        npl_validate_args va = {api, abe, p.target, mg.g, &part, seq, nout, n_cases, &la};
+        npl_validate_args va = {api, abe, p.target, mg.g, &part, seq, nout, n_base, &la};
         int n_new = npl_validate_segments(&va, refused, err, errlen);
         if (n_new < 0) goto done;
         if (!n_new) break;
@@ -385,8 +398,10 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         for (int c = 0; c < n_cases && ok; c++) {
             if ((stop = prog(&pg, 2, c, n_cases, "lower + compile per shape"))) break;
             npl_lower_args la = {.g = mg.g, .seg = sg, .shapes = shapes, .act = act, .wprec = p.weights, .wc = wc,
-                                 .f32_classes = f32_classes, .out_weight = out_weight, .out_type = (npl_type)p.output_weights};
-            snprintf(r->names[c], sizeof r->names[c], "s%d_ar%d_o%d", si, cases[c].seq, cases[c].n_out);
+                                 .f32_classes = f32_classes, .out_weight = out_weight, .out_type = (npl_type)p.output_weights,
+                                 .kv_len = cases[c].kv};
+            if (cases[c].kv) snprintf(r->names[c], sizeof r->names[c], "s%d_ar%d_kv%d", si, cases[c].seq, cases[c].kv);
+            else snprintf(r->names[c], sizeof r->names[c], "s%d_ar%d_o%d", si, cases[c].seq, cases[c].n_out);
             la.gname = r->names[c];
             if (npl_infer_all(mg.g, cases[c].seq, cases[c].n_out, shapes, err, errlen) ||
                 npl_lower_segment(api, abe, ctx, &la, err, errlen)) {
@@ -569,6 +584,17 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
                 npl_attr_set_strs(pkg, id, "outputs", outs, r->n_shapes);
                 npl_attr_set_strs(pkg, id, "allGraphName", names, r->n_shapes);
                 npl_attr_set_ints(pkg, id, "allInputShape", ashape, (int64_t)r->n_shapes * sg->n_inputs * 4);
+                /* buckets: graphs of one input shape told apart by the cache rows
+                 * they read; the runtime picks by the positions (input kv_pos_input) */
+                int pos_in = -1;
+                for (int k = 0; k < sg->n_inputs; k++)
+                    if (sg->inputs[k] == mg.pos) pos_in = k;
+                if (n_buckets && pos_in >= 0) {
+                    int64_t kv[MAX_SHAPES];
+                    for (int c = 0; c < r->n_shapes; c++) kv[c] = cases[c].kv;
+                    npl_attr_set_ints(pkg, id, "kv_len", kv, r->n_shapes);
+                    npl_attr_set_ints(pkg, id, "kv_pos_input", (const int64_t[]){pos_in}, 1);
+                }
                 if (nd->name) npl_graph_set_name(pkg, id, nd->name);
                 map[i] = id;
             } else {
@@ -637,6 +663,11 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         npl_gguf_writer_set_u32(w, "npullm.package.version", NPL_PACKAGE_VERSION);
         npl_gguf_writer_set_u32(w, "npullm.package.n_ctx", (uint32_t)n_ctx);
         if (n_shared) npl_gguf_writer_set_u32(w, "npullm.package.n_vocab", (uint32_t)hp.n_vocab);
+        if (n_buckets) {
+            int64_t bk[NPL_MAX_BUCKETS];
+            for (int b = 0; b < n_buckets; b++) bk[b] = buckets[b];
+            npl_gguf_writer_set_arr(w, "npullm.package.buckets", NPL_GGUF_INT64, bk, (uint64_t)n_buckets);
+        }
         npl_gguf_writer_set_arr(w, "npullm.package.chunk_limits", NPL_GGUF_INT64, cl, 2);
         npl_gguf_writer_set_str(w, "npullm.package.precision", npl_act_prec_name(p.act));
         npl_gguf_writer_set_str(w, "npullm.package.weights", npl_weight_prec_name(p.weights));
@@ -662,7 +693,8 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         const int have_info = api->backend_get_info && api->backend_get_info(abe, &bi) == NPL_ACCEL_OK;
         npl_pkg_config pc = {p.chunk, n_ctx, npl_act_prec_name(p.act), npl_weight_prec_name(p.weights),
                              out_weight >= 0 ? npl_type_name((npl_type)p.output_weights) : NULL, p.target, p.soc,
-                             have_info ? bi.available_families : NULL, bins, nb, shared, n_shared, p.weight_sharing};
+                             have_info ? bi.available_families : NULL, bins, nb, shared, n_shared, p.weight_sharing,
+                             buckets, n_buckets};
         if (npl_pkg_write_config(tmp, &pc, err, errlen)) goto done;
     }
     if (p.keep_intermediate) {
@@ -710,6 +742,12 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
                 hp.n_layer, n_ctx, p.chunk, npl_act_prec_name(p.act), npl_weight_prec_name(p.weights));
         fprintf(o, "  target     %s\n", p.target);
         if (p.soc) fprintf(o, "  soc        %s\n", p.soc);
+        fprintf(o, "  buckets    ");
+        if (!n_buckets) fprintf(o, "none: every graph reads all %d cache rows\n", n_ctx);
+        for (int b = 0; b < n_buckets; b++) fprintf(o, "%s%d", b ? ", " : "graphs over the first ", buckets[b]);
+        if (n_buckets)
+            fprintf(o, ", %d cache rows (AR-1; AR-%d from %d): each step runs the smallest that holds its positions\n",
+                    n_ctx, p.chunk, p.chunk);
         if (f32_classes) fprintf(o, "  keep-f32   %s: these tensor classes stay f32\n", p.keep_f32);
         if (calib) fprintf(o, "  samples    %lld tokens of %s (cycled)\n", (long long)n_calib, p.calib);
         if (p.weights == NPL_WEIGHTS_W8 || p.weights == NPL_WEIGHTS_W4)

@@ -77,11 +77,19 @@ typedef struct {
     int weight_sharing;       /* the target's weight sharing between a binary's graphs (qnn-htp:
                                  each weight once; such a binary loads on a device, not in QNN's
                                  x86 emulator, so the check runs before serialization) */
+    const char *buckets;      /* decode KV-length buckets (npl_compile_buckets); NULL: the default */
 } npl_compile_params;
 
 npl_compile_params npl_compile_default_params(void);
 const char *npl_act_prec_name(npl_act_prec p);
 const char *npl_weight_prec_name(npl_weight_prec p);
+
+/* The decode KV-length buckets below n_ctx of list (comma-separated lengths
+ * in [1, n_ctx]; n_ctx itself is dropped: its AR-1 graph always exists;
+ * "none" or "": no bucket; NULL: 512, 1024, 2048, ... below n_ctx), ascending
+ * and distinct in out (at most NPL_MAX_BUCKETS). Their count, or -1 with err. */
+#define NPL_MAX_BUCKETS 8
+int npl_compile_buckets(const char *list, int n_ctx, int *out, char *err, size_t errlen);
 
 /* Compiles model_path into the package directory out_dir. 0, or -1 with a
  * message in err; on failure nothing is left at out_dir (or its old content

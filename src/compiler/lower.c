@@ -5,7 +5,8 @@
  *   RMS_NORM, ADD, MUL, SCALE, SWIGLU, GEGLU, ROPE, SOFTMAX -> the op of the same name
  *   ATTENTION q,k,v,kc,vc,pos -> Attention (caches = APP_READWRITE f16 [C, Hkv, D]
  *                               context tensors named like the STATE nodes,
- *                               shared by every graph of the context) + Reshape
+ *                               shared by every graph of the context; kv_len
+ *                               for a decode bucket's graph) + Reshape
  *   GET_ROWS act[e,s], ids   -> Gather
  *   RESHAPE                  -> Reshape
  * (each op's lowering is lower_<x> below, the lower column of core/ops.h).
@@ -396,7 +397,8 @@ static const op_lowering lower_rope = {.lower = lower_rope_fn, .tensor_class = r
 static int lower_attention_fn(lw *l, int id) {
     const npl_node *nd = npl_graph_node(l->a->g, id);
     const npl_accel_dtype act = act_of(l, id);
-    npl_accel_param p[3] = {pflt("scale", nd->fp[0]), pint("window", nd->ip[0]), pflt("softcap", nd->fp[1])};
+    npl_accel_param p[4] = {pflt("scale", nd->fp[0]), pint("window", nd->ip[0]), pflt("softcap", nd->fp[1]),
+                            pint("kv_len", l->a->kv_len)};
     const npl_shape *q = &l->a->shapes[nd->src[0]], *k = &l->a->shapes[nd->src[1]];
     uint32_t in[6], o;
     for (int s = 0; s < 3; s++)
@@ -417,7 +419,7 @@ static int lower_attention_fn(lw *l, int id) {
     uint32_t heads;
     npl_accel_dtype hdt = id == l->a->seg->outputs[0] ? NPL_ACCEL_DT_F32 : act;
     if (mk(l, name, NPL_ACCEL_NATIVE, hdt, q, &heads)) return -1; /* [S, Hq, D] */
-    if (node(l, "Attention", p, 3, in, 6, heads, id)) return -1;
+    if (node(l, "Attention", p, l->a->kv_len > 0 ? 4 : 3, in, 6, heads, id)) return -1;
     if (out_tensor(l, id, act, &o)) return -1;
     return node(l, "Reshape", NULL, 0, &heads, 1, o, id);
 }

@@ -28,6 +28,7 @@ typedef struct {
                                    (set it explicitly: 0 is a node id) */
     npl_type out_type;
     npl_lower_weight *wc;       /* per node id, owned by the caller */
+    int kv_len;                 /* > 0: the cache rows Attention reads (a decode bucket), 0: all */
     const char *gname;
     /* out: accelerator tensor names of the segment's inputs and output */
     char in_names[NPL_SEG_MAX_IO][96];

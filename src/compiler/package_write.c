@@ -34,6 +34,9 @@ int npl_pkg_write_config(const char *dir, const npl_pkg_config *c, char *err, si
         if (c->accel_version) cJSON_AddStringToObject(o, "accel_version", c->accel_version);
         cJSON_AddItemToObject(o, "chunk_limits", cJSON_CreateIntArray(cl, 2));
         cJSON_AddNumberToObject(o, "max_context_length", c->n_ctx);
+        cJSON *bk = cJSON_AddArrayToObject(o, "buckets"); /* decode KV lengths: graphs s*_ar1_kvL, then s*_ar1_o1 */
+        for (int i = 0; bk && i <= c->n_buckets; i++)
+            cJSON_AddItemToArray(bk, cJSON_CreateNumber(i < c->n_buckets ? c->buckets[i] : c->n_ctx));
         cJSON_AddStringToObject(o, "precision", c->act);
         cJSON_AddStringToObject(o, "weights", c->weights);
         cJSON_AddStringToObject(prec, "activations", c->act);

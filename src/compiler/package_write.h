@@ -25,6 +25,8 @@ typedef struct {
     const npl_graph_ext *shared; /* CPU-side weights read from a context binary */
     int n_shared;
     int weight_sharing;          /* the binaries share weights between graphs (for a device) */
+    const int *buckets;          /* decode KV-length buckets below n_ctx (ascending) */
+    int n_buckets;
 } npl_pkg_config;
 
 /* DIR/config.json: npullm_package_version, llm_model, backend_type "cpu" (the
@@ -32,7 +34,8 @@ typedef struct {
  * accel, soc, accel_version, chunk_limits [N, 1], max_context_length,
  * precision, weights, precisions {activations, weights, output_weights,
  * kv_cache}, context_binaries [{file, size, fnv1a64, graphs}], shared_weights
- * [{name, file, offset}], weight_sharing. 0 or -1 with err. */
+ * [{name, file, offset}], weight_sharing, buckets (the decode graphs' KV lengths, ascending,
+ * max_context_length last). 0 or -1 with err. */
 int npl_pkg_write_config(const char *dir, const npl_pkg_config *c, char *err, size_t errlen);
 
 /* Where the n bytes of data occur in bin (compared in full), or -1. */

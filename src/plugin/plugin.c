@@ -108,6 +108,7 @@ void npl_plugin_rt_free(npl_plugin_rt *rt) {
 
 const char *npl_plugin_rt_base_dir(const npl_plugin_rt *rt) { return rt->base_dir; }
 int npl_plugin_rt_n_threads(const npl_plugin_rt *rt) { return rt->n_threads; }
+int npl_plugin_rt_profile(const npl_plugin_rt *rt) { return rt->profile; }
 
 /* ---- registries ---- */
 

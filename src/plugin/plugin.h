@@ -20,6 +20,10 @@
  *   allGraphName   STRS  one graph per shape index
  *   allInputShape  INTS  [shape][input][4]: the ggml ne[] of every input
  *   o_<s>_<i>      INTS  ne[] of output i at shape index s
+ *   kv_len         INTS  optional, per graph: the cache rows its attention reads (0: all);
+ *                        graphs of equal input shapes are decode buckets: each run takes
+ *                        the smallest kv_len > every position of input kv_pos_input
+ *   kv_pos_input   INTS  [1]: the node input holding the positions (with kv_len)
  * A shape that is not in allInputShape is an error naming the shapes. */
 #ifndef NPL_PLUGIN_H
 #define NPL_PLUGIN_H
@@ -57,6 +61,7 @@ npl_plugin_rt *npl_plugin_rt_new(const npl_plugin_rt_params *p, char *err, size_
 void npl_plugin_rt_free(npl_plugin_rt *rt);
 const char *npl_plugin_rt_base_dir(const npl_plugin_rt *rt);
 int npl_plugin_rt_n_threads(const npl_plugin_rt *rt);
+int npl_plugin_rt_profile(const npl_plugin_rt *rt); /* the "profile" level (0: off) */
 
 /* ---- registries ---- */
 typedef int (*npl_plugin_shape_kernel)(void *user, const npl_graph *g, int id, const npl_shape *src, npl_shape *out,

@@ -14,7 +14,7 @@
 #include "core/status.h"
 #include "plugin/plugin.h"
 
-#define MAX_SHAPES 16
+#define MAX_SHAPES 32 /* 3 + 2 per KV-length bucket (compile's NPL_MAX_BUCKETS 8) */
 
 typedef struct {
     const npl_accel_api *api;
@@ -25,8 +25,14 @@ typedef struct {
     size_t map_size;
     int n_shapes, n_src;
     npl_accel_graph *graphs[MAX_SHAPES];
-    const npl_attr *ins, *outs;        /* accelerator tensor names (graph attributes) */
+    const npl_attr *ins, *outs, *names; /* accelerator tensor and graph names (graph attributes) */
     int shape_index;
+    /* decode buckets (attributes kv_len, kv_pos_input): graphs of one input
+     * shape (same group) that read the first kv[s] cache rows (0: all) */
+    int kv_pos, group[MAX_SHAPES];
+    int64_t kv[MAX_SHAPES];
+    uint64_t runs[MAX_SHAPES]; /* executions per graph, printed at release with profile on */
+    int profile;
     char path[4096];
 } accel_state;
 
@@ -72,6 +78,10 @@ static int accel_shape(void *user, const npl_graph *g, int id, const npl_shape *
 static void accel_release(void *state) {
     accel_state *st = state;
     if (!st) return;
+    for (int s = 0; st->profile && s < st->n_shapes; s++) /* which graphs ran: the bucket choice made visible */
+        if (st->runs[s])
+            fprintf(stderr, "accel profile: %s: graph %s: %llu executions\n", st->path, st->names->strs[s],
+                    (unsigned long long)st->runs[s]);
     if (st->ctx) st->api->context_free(st->ctx);
     if (st->dev) st->api->device_free(st->dev);
     if (st->map) munmap(st->map, st->map_size);
@@ -114,6 +124,28 @@ static int accel_init(npl_plugin_rt *rt, const npl_graph *g, int id, void **stat
     st->shape_index = -1;
     st->ins = ins;
     st->outs = outs;
+    st->names = names;
+    st->kv_pos = -1;
+    st->profile = npl_plugin_rt_profile(rt);
+    for (int s = 0; s < st->n_shapes; s++) { /* group: the first graph of the same input shapes */
+        st->group[s] = s;
+        for (int o = 0; o < s && st->group[s] == s; o++)
+            if (!memcmp(&shapes->ints[(int64_t)o * nd->n_src * 4], &shapes->ints[(int64_t)s * nd->n_src * 4],
+                        sizeof(int64_t) * 4 * (size_t)nd->n_src))
+                st->group[s] = o;
+    }
+    const npl_attr *kv = npl_attr_get(g, id, "kv_len"), *kp = npl_attr_get(g, id, "kv_pos_input");
+    if (kv || kp) {
+        if (!kv || !kp || kv->kind != NPL_ATTR_INTS || kp->kind != NPL_ATTR_INTS || kv->n != names->n || kp->n != 1 ||
+            kp->ints[0] < 0 || kp->ints[0] >= nd->n_src) {
+            snprintf(err, errlen, "plugin node %d: attributes kv_len (one length per graph) and kv_pos_input (an input "
+                     "index) must come together and be valid", id);
+            free(st);
+            return -1;
+        }
+        st->kv_pos = (int)kp->ints[0];
+        for (int s = 0; s < st->n_shapes; s++) st->kv[s] = kv->ints[s];
+    }
     if (path->strs[0][0] == '/') snprintf(st->path, sizeof st->path, "%s", path->strs[0]);
     else snprintf(st->path, sizeof st->path, "%s/%s", npl_plugin_rt_base_dir(rt), path->strs[0]);
 
@@ -208,6 +240,22 @@ static uint64_t tensor_bytes(const npl_tensor *t) {
     return (uint64_t)row * (uint64_t)(t->shape.ne[1] * t->shape.ne[2] * t->shape.ne[3]);
 }
 
+/* The graph for this step: among the graphs of shape index si's input
+ * shapes, the bucket with the fewest cache rows that holds every position
+ * (si itself, which reads them all, when none does). */
+static int pick_bucket(const accel_state *st, int si, const npl_tensor *pos) {
+    if (st->kv_pos < 0 || pos->type != NPL_TYPE_I32) return si;
+    const int32_t *p = pos->data;
+    int64_t need = 0, n = npl_shape_nelements(&pos->shape);
+    for (int64_t i = 0; i < n; i++)
+        if ((int64_t)p[i] + 1 > need) need = (int64_t)p[i] + 1;
+    int best = si;
+    for (int s = 0; s < st->n_shapes; s++)
+        if (st->group[s] == st->group[si] && st->kv[s] >= need && st->kv[s] > 0 && (best == si || st->kv[s] < st->kv[best]))
+            best = s;
+    return best;
+}
+
 static int accel_compute(void *state, const npl_exec_ctx *c, char *err, size_t errlen) {
     accel_state *st = state;
     if (st->shape_index < 0 || st->shape_index >= st->n_shapes) {
@@ -215,17 +263,19 @@ static int accel_compute(void *state, const npl_exec_ctx *c, char *err, size_t e
         return -1;
     }
     npl_accel_buffer in[NPL_MAX_SRC], out;
-    int si = st->shape_index, ib = st->ins->n == st->n_src ? 0 : si * st->n_src;
+    int si = st->kv_pos >= 0 ? pick_bucket(st, st->shape_index, &c->src[st->kv_pos]) : st->shape_index;
+    int ib = st->ins->n == st->n_src ? 0 : si * st->n_src;
     for (int i = 0; i < c->n_src; i++)
         in[i] = (npl_accel_buffer){st->ins->strs[ib + i], c->src[i].data, tensor_bytes(&c->src[i])};
     out = (npl_accel_buffer){st->outs->strs[st->outs->n == 1 ? 0 : si], c->dst.data, tensor_bytes(&c->dst)};
-    npl_accel_status as = st->api->graph_execute(st->graphs[st->shape_index], in, (uint32_t)c->n_src, &out, 1);
+    npl_accel_status as = st->api->graph_execute(st->graphs[si], in, (uint32_t)c->n_src, &out, 1);
     if (as != NPL_ACCEL_OK) {
         npl_plugin_accel_status(as);
-        snprintf(err, errlen, "plugin node %d (%s, shape %d): %s", c->id, st->path, st->shape_index,
+        snprintf(err, errlen, "plugin node %d (%s, graph %s): %s", c->id, st->path, st->names->strs[si],
                  st->api->last_error(st->be));
         return -1;
     }
+    st->runs[si]++;
     return 0;
 }
 

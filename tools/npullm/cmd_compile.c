@@ -21,9 +21,13 @@ static const char *USAGE =
     "usage: npullm compile -m MODEL.gguf -o PKG [--chunk N] [--ctx N] [--act f16|fp16|bf16|int16|f32]\n"
     "                      [--weights keep|q4|q8|w8|w4] [--output-weights T] [--calib FILE] [-t N] [--keep-intermediate]\n"
     "                      [--force] [--no-check] [--weight-sharing] [--tolerance X] [--target NAME] [--soc NAME] [--plugin-dir DIR]\n"
-    "                      [--keep-f32 CLASSES]\n"
+    "                      [--keep-f32 CLASSES] [--buckets LIST]\n"
     "  --chunk N     prefill graph size (AR-N), default 128; decode uses AR-1\n"
     "  --ctx N       KV cache positions, default the model's capped at 4096\n"
+    "  --buckets LIST  AR-1 (and AR-N) graphs that read only the first L cache rows, for each L\n"
+    "                of the comma list (below --ctx; \"none\": only the graphs over all of them);\n"
+    "                default 512,1024,2048,... below --ctx. Each step runs the smallest that\n"
+    "                holds its positions\n"
     "  --act P       activation precision inside the accelerator graphs (default f16; fp16 = f16)\n"
     "  --weights W   keep: f32/f16/bf16/q4_0/q8_0 as they are, others to q8_0 (default);\n"
     "                q4 / q8: every matmul weight to q4_0 / q8_0 (GGML blocks, vnpu);\n"
@@ -98,7 +102,8 @@ int npl_cmd_compile(int argc, char **argv) {
         {"-m", "--model", 1}, {"-o", "--output", 1}, {"--chunk", NULL, 1}, {"--ctx", "-c|--ctx-size", 1},
         {"-t", "--threads", 1}, {"--act", NULL, 1}, {"--tolerance", NULL, 1}, {"--weights", NULL, 1},
         {"--output-weights", NULL, 1}, {"--keep-f32", NULL, 1}, {"--keep-intermediate", NULL, 0}, {"--force", NULL, 0},
-        {"--no-check", NULL, 0}, {"--weight-sharing", NULL, 0}, {"--calib", NULL, 1}, {"--target", NULL, 1}, {"--soc", NULL, 1}, {"--plugin-dir", NULL, 1}, {NULL, NULL, 0}};
+        {"--no-check", NULL, 0}, {"--weight-sharing", NULL, 0}, {"--calib", NULL, 1}, {"--target", NULL, 1}, {"--soc", NULL, 1}, {"--plugin-dir", NULL, 1},
+        {"--buckets", NULL, 1}, {NULL, NULL, 0}};
     for (int i = 1; i < argc; i++) {
         const char *a;
         int k = cli_next("compile", OPTS, argc, argv, &i, &a, &v);
@@ -113,6 +118,7 @@ int npl_cmd_compile(int argc, char **argv) {
         else if (!strcmp(a, "--target")) p.target = v;
         else if (!strcmp(a, "--soc")) p.soc = v;
         else if (!strcmp(a, "--calib")) p.calib = v;
+        else if (!strcmp(a, "--buckets")) p.buckets = v;
         else if (!strcmp(a, "--plugin-dir")) p.plugin_dir = v;
         else if (!strcmp(a, "--keep-f32")) p.keep_f32 = v;
         else if (!strcmp(a, "--chunk")) { if (cli_int("compile", a, v, 1, 1 << 16, &x)) return 2; p.chunk = (int)x; }

@@ -1,18 +1,24 @@
 /* npullm inspect FILE: validate a GGUF file and print its metadata and
- * tensor table. A file the reader rejects gives one line on stderr, exit 1. */
+ * tensor table. A file the reader rejects gives one line on stderr, exit 1.
+ * A package directory: cmd_inspect_pkg.c. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "commands.h"
 #include "npullm_gguf.h"
 
 static void usage(FILE *out) {
     fprintf(out,
-            "usage: npullm inspect FILE\n"
+            "usage: npullm inspect FILE|PKG\n"
             "\n"
             "Validate a GGUF file (v2 or v3) and print its header, every key/value pair\n"
             "(long arrays and strings shortened) and the tensor table: index, name, type,\n"
             "shape, offset in the data section and size in bytes.\n"
+            "A package directory (npullm compile -o PKG): its target, SoC, context, chunk and\n"
+            "decode buckets, then what each context binary holds as the target reads it\n"
+            "(qnn-htp: libQnnSystem's binary info): the SoC / HTP arch and every graph with\n"
+            "its input and output tensors.\n"
             "\n"
             "exit status: 0 on success, 1 if the file is not a valid GGUF file, 2 on usage errors\n");
 }
@@ -39,6 +45,8 @@ int npl_cmd_inspect(int argc, char **argv) {
         fprintf(stderr, "npullm inspect: FILE is required (npullm inspect --help)\n");
         return 2;
     }
+    struct stat sb;
+    if (!stat(file, &sb) && S_ISDIR(sb.st_mode)) return npl_cmd_inspect_package(file);
     char err[512];
     npl_gguf_file *g = npl_gguf_file_open(file, NULL, err, sizeof err);
     if (!g) {

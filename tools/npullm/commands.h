@@ -2,6 +2,7 @@
 #ifndef NPL_COMMANDS_H
 #define NPL_COMMANDS_H
 int npl_cmd_inspect(int argc, char **argv);
+int npl_cmd_inspect_package(const char *dir); /* cmd_inspect_pkg.c */
 int npl_cmd_eval_logits(int argc, char **argv);
 int npl_cmd_bench(int argc, char **argv);
 int npl_cmd_bench_matmul(int argc, char **argv);

@@ -3,7 +3,8 @@
  * ScaledDotProductAttention) and no context tensors for the KV cache.
  *
  *   q [S, Hq, D], k, v [S, Hkv, D], k_cache, v_cache (APP_READWRITE F16
- *   [C, Hkv, D]), positions INT32 [S] -> [S, Hq, D]
+ *   [C, Hkv, D]), positions INT32 [S] -> [S, Hq, D]; kv_len (0: C) = len,
+ *   the cache rows the graph reads (a KV-length bucket: its positions < len)
  *
  * The caches are host buffers of the context (qnn_plugin.c), read by the
  * graph as hidden F16 inputs [len, Hkv, D] (the first len cache rows, bound
@@ -166,13 +167,13 @@ npl_accel_status qnn_lower_attention(qnn_lw *L) {
                      *pt = qnn_lw_t(L, 5), *o = &c->t[n->outputs[0]];
     if (q->rank != 3 || k->rank != 3 || v->rank != 3 || kc->rank != 3 || vc->rank != 3 || o->rank != 3)
         return BAD("takes q [S, Hq, D], k / v [S, Hkv, D], caches [C, Hkv, D] -> [S, Hq, D]", nm);
-    const uint32_t S = q->dims[0], Hq = q->dims[1], D = q->dims[2], Hkv = k->dims[1], C = kc->dims[0];
+    const uint32_t S = q->dims[0], Hq = q->dims[1], D = q->dims[2], Hkv = k->dims[1], C_all = kc->dims[0];
     for (uint32_t i = 0; i < 3; i++)
         if (v->dims[i] != k->dims[i] || vc->dims[i] != kc->dims[i] || o->dims[i] != q->dims[i])
             return BAD("needs v shaped like k, v_cache like k_cache and the output like q", nm);
     if (k->dims[0] != S || k->dims[2] != D || kc->dims[1] != Hkv || kc->dims[2] != D || !Hkv || Hq % Hkv)
         return BAD("shapes: q [%u, %u, %u], k [%u, %u, %u], cache [%u, %u, %u] (Hq must be a multiple of Hkv)", nm, S, Hq, D,
-                   k->dims[0], k->dims[1], k->dims[2], C, kc->dims[1], kc->dims[2]);
+                   k->dims[0], k->dims[1], k->dims[2], C_all, kc->dims[1], kc->dims[2]);
     if (kc->kind != NPL_ACCEL_APP_READWRITE || vc->kind != NPL_ACCEL_APP_READWRITE || kc->dtype != NPL_ACCEL_DT_F16 ||
         vc->dtype != NPL_ACCEL_DT_F16 || n->inputs[3] == n->inputs[4])
         return BAD("needs two APP_READWRITE F16 caches", nm);
@@ -185,9 +186,15 @@ npl_accel_status qnn_lower_attention(qnn_lw *L) {
     if (o->dtype != NPL_ACCEL_DT_F16 && o->dtype != NPL_ACCEL_DT_F32)
         return qnn_fail(L->be, NPL_ACCEL_ERR_UNSUPPORTED, "qnn-htp: node '%s': Attention's output must be F16 / F32", nm);
     const double scale = fparam(n, "scale", 1.0 / __builtin_sqrt((double)D)), softcap = fparam(n, "softcap", 0);
-    const int64_t window = (int64_t)fparam(n, "window", 0);
+    const int64_t window = (int64_t)fparam(n, "window", 0), kv_len = (int64_t)fparam(n, "kv_len", 0);
     if (!(scale > 0) || softcap < 0 || window < 0 || window > UINT32_MAX)
         return qnn_fail(L->be, NPL_ACCEL_ERR_BAD_PARAM, "qnn-htp: node '%s': Attention needs scale > 0, softcap >= 0, window >= 0", nm);
+    if (kv_len < 0 || kv_len > C_all)
+        return qnn_fail(L->be, NPL_ACCEL_ERR_BAD_PARAM, "qnn-htp: node '%s': Attention kv_len %lld is outside [0, %u] (the cache rows)",
+                        nm, (long long)kv_len, C_all);
+    /* the cache rows this graph reads: a decode bucket's graph reads the first
+     * kv_len (the host picks the bucket that holds the positions) */
+    const uint32_t C = kv_len ? (uint32_t)kv_len : C_all;
     const npl_accel_dtype odt = o->dtype;
     const uint32_t G = Hq / Hkv, T = C + S;
     qnn_attn A = {n->inputs[5], n->inputs[3], n->inputs[4], 0, 0, 0, 0, 0, S, C, (uint32_t)window};

@@ -113,6 +113,11 @@ npl_accel_status qnn_graph_execute(npl_accel_graph *g, const npl_accel_buffer *i
             st = FAIL(be, NPL_ACCEL_ERR_NO_MEMORY, "out of memory");
             break;
         }
+        for (uint32_t i = 0; i < a->n_pos && !st; i++) /* a bucket's graph reads the first len rows only */
+            if (pos[i] < -1 || (pos[i] >= 0 && (uint32_t)pos[i] >= a->len))
+                st = FAIL(be, NPL_ACCEL_ERR_INVALID_ARG, "graph '%s': Attention: position %d of row %u is outside the %u "
+                          "cache rows the graph reads (-1 marks padding)", g->name, pos[i], i, a->len);
+        if (st) break;
         qnn_attn_mask(a, pos, t4[0], t4[1]);
         void *data[5] = {c->t[a->kc].data, c->t[a->vc].data, t4[0], t4[2], t4[3]};
         for (int k = 0; k < 5; k++) {
@@ -360,6 +365,19 @@ static void tinfo(const Qnn_Tensor_t *q, npl_accel_tensor_info *ti, npl_accel_ki
     for (uint32_t i = 0; i < ti->rank; i++) ti->dims[i] = q->v2.dimensions[i];
 }
 
+/* The HTP's own record of its target, "KEY=VALUE;" text in the binary (the
+ * system info's socVersion is empty in v2.51): the value of key, or "?". */
+static void htp_record(const void *bin, uint64_t size, const char *key, char *out, size_t n) {
+    const size_t kl = strlen(key);
+    const char *rec = size > kl ? memmem(bin, size, key, kl) : NULL;
+    size_t len = 0;
+    if (rec) {
+        const size_t left = size - (size_t)(rec - (const char *)bin) - kl;
+        while (len < left && len + 1 < n && rec[kl + len] != ';' && rec[kl + len] >= ' ' && rec[kl + len] <= '~') len++;
+    }
+    snprintf(out, n, "%.*s", len ? (int)len : 1, len ? rec + kl : "?");
+}
+
 npl_accel_status qnn_binary_info_get(npl_accel_backend *be, const void *bin, uint64_t size, npl_accel_binary_info **out) {
     if (!be || !out || (!bin && size)) return NPL_ACCEL_ERR_INVALID_ARG;
     *out = NULL;
@@ -375,7 +393,11 @@ npl_accel_status qnn_binary_info_get(npl_accel_backend *be, const void *bin, uin
     npl_accel_tensor_info *ts = (npl_accel_tensor_info *)(gs + ng);
     bi->abi_version = 1;
     bi->total_size = size;
-    snprintf(bi->kernel_family, sizeof bi->kernel_family, "qnn-htp");
+    /* the kernels are the HTP arch's: "qnn-htp SM8650 v75", the target the binary was finalized for */
+    char soc[12], arch[8];
+    htp_record(bin, size, "soc_type=", soc, sizeof soc);
+    htp_record(bin, size, ";arch=", arch, sizeof arch);
+    snprintf(bi->kernel_family, sizeof bi->kernel_family, "qnn-htp %s v%s", soc, arch);
     bi->n_graphs = ng;
     bi->graphs = gs;
     for (uint32_t i = 0; i < ng; i++) {

@@ -424,7 +424,7 @@ static const qnn_op_row ops[] = {
     {"GeGLU", "Gelu + ElementWiseMultiply", 2, 2, {0}, qnn_lower_glu},
     {"Rope", "StridedSlice + ElementWise* + Concat", 2, 3,
      {"n_rot", "neox", "base", "freq_scale", "ext_factor", "attn_factor", "corr_low", "corr_high"}, qnn_lower_rope},
-    {"Attention", "MatMul + Concat + Softmax (host KV caches)", 6, 6, {"scale", "window", "softcap"}, qnn_lower_attention},
+    {"Attention", "MatMul + Concat + Softmax (host KV caches)", 6, 6, {"scale", "window", "softcap", "kv_len"}, qnn_lower_attention},
     {"Reshape", "Reshape", 1, 1, {0}, lower_plain},
     {"Transpose", "Transpose", 1, 1, {"perm"}, lower_transpose},
     {"Concat", "Concat", 1, QNN_MAX_IN, {"axis"}, lower_concat},

@@ -71,7 +71,9 @@ npl_accel_status vnpu_op_attention(vnpu_xc *x) {
     float *y = vnpu_xc_out_f32(x);
     const int amx = amx_ok(x);
     const vnpu_tensor *ct3 = T(3);
-    uint8_t *scratch = amx ? vnpu_xc_alloc(x, npl_attn_amx_scratch(ct3->dims[0], (int)T(1)->dims[1], (int)T(0)->dims[2],
+    /* kv_len (ip[1], 0: all): a bucket's graph holds positions below it */
+    const int64_t kv_len = x->n->ip[1] > 0 && x->n->ip[1] < ct3->dims[0] ? x->n->ip[1] : ct3->dims[0];
+    uint8_t *scratch = amx ? vnpu_xc_alloc(x, npl_attn_amx_scratch(kv_len, (int)T(1)->dims[1], (int)T(0)->dims[2],
                                                                    npl_pool_size(x->be->pool)))
                            : NULL;
     if (vnpu_xc_measuring(x)) return NPL_ACCEL_OK;
@@ -80,13 +82,14 @@ npl_accel_status vnpu_op_attention(vnpu_xc *x) {
     const int prof = vnpu_prof_on(x->g);
     uint64_t tp = prof ? vnpu_now_ns() : 0;
     const vnpu_tensor *qt = T(0), *kt = T(1), *ct = T(3);
-    const int64_t s = qt->dims[0], hq = qt->dims[1], hd = qt->dims[2], hkv = kt->dims[1], n_ctx = ct->dims[0];
+    const int64_t s = qt->dims[0], hq = qt->dims[1], hd = qt->dims[2], hkv = kt->dims[1], n_ctx = kv_len;
     uint16_t *kc = vnpu_xc_addr(x, x->n->in[3]), *vc = vnpu_xc_addr(x, x->n->in[4]);
     const int32_t *pos = vnpu_xc_addr(x, x->n->in[5]);
     for (int64_t i = 0; i < s; i++)
         if (pos[i] < -1 || pos[i] >= n_ctx)
             return vnpu_fail(x->be, NPL_ACCEL_ERR_INVALID_ARG, "vnpu: Attention: position %d of row %lld is outside "
-                             "the cache [0, %lld) (-1 marks padding)", pos[i], (long long)i, (long long)n_ctx);
+                             "the %s [0, %lld) (-1 marks padding)", pos[i], (long long)i,
+                             n_ctx < ct->dims[0] ? "graph's kv_len" : "cache", (long long)n_ctx);
     cache_job c = {x, pos, hkv * hd, kc, vc};
     vnpu_par_for(x->be, s, cache_row, &c);
     if (prof) {

@@ -8,7 +8,8 @@
  *                 (output channel) or per-block (along K, block % 32 == 0) params,
  *                 or GGML blocks Q4_0..Q6_K (STATIC, transpose_in1=1);
  *                 transpose_in0 = 0 only. FullyConnected's keep_dims is ignored.
- *   Attention     D <= NPL_ATTN_MAX_HD (1024).
+ *   Attention     D <= NPL_ATTN_MAX_HD (1024); kv_len (the rows read) only bounds the
+ *                 positions: the kernels read the rows up to each position anyway.
  *   Gather        table: float, GGML blocks or per-row (axis 0) quantized ints.
  *   Cast          to any float type. */
 #include <math.h>
@@ -29,7 +30,7 @@ static const npl_accel_param_info p_rope[] = {{"n_rot", INT_P},       {"neox", I
                                               {"base", FLOAT_P},      {"freq_scale", FLOAT_P},
                                               {"ext_factor", FLOAT_P}, {"attn_factor", FLOAT_P},
                                               {"corr_low", INT_P},    {"corr_high", INT_P}};
-static const npl_accel_param_info p_attn[] = {{"window", INT_P}, {"scale", FLOAT_P}, {"softcap", FLOAT_P}};
+static const npl_accel_param_info p_attn[] = {{"window", INT_P}, {"kv_len", INT_P}, {"scale", FLOAT_P}, {"softcap", FLOAT_P}};
 static const npl_accel_param_info p_scale[] = {{"scale", FLOAT_P}};
 static const npl_accel_param_info p_softmax[] = {{"beta", FLOAT_P}};
 static const npl_accel_param_info p_transpose[] = {{"perm", NPL_ACCEL_PARAM_INTS}};
@@ -277,6 +278,9 @@ static npl_accel_status check_attention(const chk *c) {
     if (pos->rank != 1 || pos->dims[0] != s) return shape_err(c, pos, "[S]");
     if (c->n->ip[0] < 0 || c->n->fp[0] < 0 || c->n->fp[1] < 0)
         return vnpu_fail(c->be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: window, scale and softcap must be >= 0", c->where);
+    if (c->n->ip[1] < 0 || c->n->ip[1] > kc->dims[0])
+        return vnpu_fail(c->be, NPL_ACCEL_ERR_BAD_PARAM, "vnpu: %s: kv_len %lld is outside [0, %lld] (the cache rows)",
+                         c->where, (long long)c->n->ip[1], (long long)kc->dims[0]);
     return want_out_like(c, q);
 }
 
