@@ -24,6 +24,13 @@ Usage:
                                    Gemma-3 270M Q4_K_M, GPL-3, ctx 512, 2
                                    chunks: 13.8433 off (= this script) vs
                                    13.9290 on)
+      [--fa-floor]                 also run llama.cpp with the other flash
+                                   attention setting on the same chunks and
+                                   report its KL / top-1 / ppl against the
+                                   main llama.cpp run: llama.cpp's own noise
+                                   floor, next to npullm's KL
+      [--max-floor-ratio R]        with --fa-floor: fail if npullm's mean KL
+                                   > R x the floor's (default: report only)
 
 What it does:
  1. Tokenizes the text with llama.cpp (llama-cpp-python, add_bos as the model
@@ -53,6 +60,10 @@ if agreement < --min-agree or KL > --max-kl, 2 on usage/run errors.
 Self-test of the comparison code (llama.cpp against itself -> 100%, KL 0):
   bench/verify_llamacpp.py M.gguf --save-llama-logits /tmp/l.f32
   bench/verify_llamacpp.py M.gguf --npullm-logits /tmp/l.f32
+
+With --fa-floor a second llama.cpp context (flash attention flipped) evaluates
+every chunk too; "floor KL mean" = mean KL(llama.cpp || llama.cpp other FA)
+over the same rows, and "KL / floor" = npullm's KL mean over it.
 """
 
 import argparse
@@ -193,6 +204,10 @@ def main():
     ap.add_argument("--no-extra-bufts", action="store_true",
                     help="load without llama.cpp's extra buffer types (AMX, repacked weights): its AMX "
                          "matmul crashes on some small random models (tests/data/llamacpp/record_reference.py)")
+    ap.add_argument("--fa-floor", action="store_true",
+                    help="also measure llama.cpp against itself with flash attention flipped (its noise floor)")
+    ap.add_argument("--max-floor-ratio", type=float, default=0.0,
+                    help="with --fa-floor: fail if npullm's mean KL exceeds this multiple of the floor's")
     ap.add_argument("--batch-rows", type=int, default=0,
                     help="rows compared at a time (default: ~64 MB of float64)")
     a = ap.parse_args()
@@ -215,6 +230,13 @@ def main():
                 flash_attn=a.flash_attn, verbose=False,
                 yarn_beta_fast=-1.0, yarn_beta_slow=-1.0)  # the model's values, as llama.cpp's tools
     n_vocab = llm.n_vocab()
+    # the same model with flash attention flipped: llama.cpp's own noise floor
+    llm2 = None
+    if a.fa_floor:
+        llm2 = Llama(model_path=a.model, n_ctx=a.ctx, n_batch=a.ctx, n_ubatch=min(a.ctx, 512),
+                     logits_all=True, n_threads=a.threads, n_threads_batch=a.threads,
+                     flash_attn=not a.flash_attn, verbose=False,
+                     yarn_beta_fast=-1.0, yarn_beta_slow=-1.0)
     ids, add_bos = make_ids(llm, text, a.tokens, a.ctx)
     n = len(ids)
     if n < 2:
@@ -266,6 +288,7 @@ def main():
 
         # ---- llama.cpp side, chunk by chunk ----------------------------------
         st = Stats()
+        fl = Stats() if llm2 is not None else None
         rows_per_batch = a.batch_rows or max(1, (64 << 20) // (8 * n_vocab))
         first = a.ctx // 2
         llama_time = 0.0
@@ -290,6 +313,13 @@ def main():
                 r1 = min(len(chunk), r0 + rows_per_batch)
                 b = np.asarray(peer[s + r0:s + r1]) if peer is not None else None
                 st.add_rows(s + r0, logits[r0:r1], b, targets[r0:r1], scored[r0:r1])
+            if fl is not None:
+                llm2.reset()
+                llm2.eval(chunk)
+                other = np.asarray(llm2.scores[:len(chunk)], dtype=np.float32)
+                for r0 in range(0, len(chunk), rows_per_batch):
+                    r1 = min(len(chunk), r0 + rows_per_batch)
+                    fl.add_rows(s + r0, logits[r0:r1], other[r0:r1], targets[r0:r1], scored[r0:r1])
         if save is not None:
             save.flush()
             del save
@@ -323,8 +353,29 @@ def main():
         print("top-2 gap      median %.3f; %.1f %% of rows under 0.2, %.1f %% under 0.05 (llama.cpp's logits)"
               % (np.median(g), 100.0 * (g < 0.2).mean(), 100.0 * (g < 0.05).mean()))
         ok = agree >= a.min_agree and kl <= a.max_kl and np.isfinite(st.absdiff_max)
-        print("RESULT         %s (min agree %.2f %%, max KL %.4g)"
-              % ("PASS" if ok else "FAIL", a.min_agree, a.max_kl))
+        if fl is not None:
+            fkl = fl.kl_sum / fl.n
+            other = "on" if not a.flash_attn else "off"
+            print("floor          llama.cpp flash attention %s vs %s, same chunks:"
+                  % ("on" if a.flash_attn else "off", other))
+            print("floor top-1    %.3f %%  (%d / %d)" % (100.0 * fl.agree / fl.n, fl.agree, fl.n))
+            print("floor KL mean  %.6g nats  (max %.6g at row %d)" % (fkl, fl.kl_max, fl.kl_argmax))
+            print("floor |dlogit| max %.6g  (mean %.6g)"
+                  % (fl.absdiff_max, fl.absdiff_sum / max(1, fl.absdiff_count)))
+            if fl.n_scored:
+                print("floor ppl      %.4f  (llama.cpp flash attention %s)"
+                      % (np.exp(fl.nll_peer / fl.n_scored), other))
+                print("ppl diff       npullm %+.3f %%, llama.cpp FA %s %+.3f %% (vs llama.cpp FA %s)"
+                      % (100.0 * (np.exp((st.nll_peer - st.nll_llama) / st.n_scored) - 1), other,
+                         100.0 * (np.exp((fl.nll_peer - fl.nll_llama) / fl.n_scored) - 1),
+                         "on" if a.flash_attn else "off"))
+            ratio = kl / fkl if fkl > 0 else float("inf")
+            print("KL / floor     %.3g  (npullm's KL mean / llama.cpp's FA on-vs-off KL mean)" % ratio)
+            if a.max_floor_ratio > 0 and not ratio <= a.max_floor_ratio:
+                ok = False
+        print("RESULT         %s (min agree %.2f %%, max KL %.4g%s)"
+              % ("PASS" if ok else "FAIL", a.min_agree, a.max_kl,
+                 ", max KL / floor %.3g" % a.max_floor_ratio if a.max_floor_ratio > 0 else ""))
         rc = 0 if ok else 1
     finally:
         if not a.workdir and not a.keep:

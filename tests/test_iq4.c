@@ -9,8 +9,9 @@
  *     dequantizers the same floats, bit for bit.
  *   - dequantization equals a double-precision decode written here from the
  *     block layout (to f32 rounding).
- *   - every family's vec_dot (generic, AVX2, AVX-512; AMX uses the AVX-512
- *     table) against a double dot of the dequantized rows, on the fixture's
+ *   - every family's vec_dot (generic, AVX2, AVX-512, AMX uses the AVX-512
+ *     table; on aarch64 generic, NEON, dotprod, i8mm, run under qemu by
+ *     scripts/test_aarch64.sh) against a double dot of the dequantized rows, on the fixture's
  *     blocks and on random rows; the largest error relative to sum |x_i y_i|
  *     is printed per family and type. */
 #include <math.h>
@@ -27,6 +28,13 @@
 #include "kernels/vec_dot.h"
 
 enum { N = 4096 };
+#if defined(__aarch64__)
+#define FIRST_DOT4_ISA NPL_ISA_NEON
+#define LAST_OWN_TABLE_ISA NPL_ISA_I8MM
+#else
+#define FIRST_DOT4_ISA NPL_ISA_AVX512
+#define LAST_OWN_TABLE_ISA NPL_ISA_AMX
+#endif
 
 static uint64_t rng_next(uint64_t *s) {
     *s ^= *s << 13;
@@ -287,11 +295,15 @@ int main(void) {
         CHECK_EQ_INT(k->isa, isa);
         CHECK(k->vec_dot[NPL_TYPE_IQ4_NL] != NULL && k->vec_dot[NPL_TYPE_IQ4_XS] != NULL &&
               k->vec_dot[NPL_TYPE_MXFP4] != NULL);
-        /* AVX-512 (and AMX) decode iq4_nl / mxfp4 once for four activation
-         * rows; test_vec_dot checks those kernels against vec_dot */
-        CHECK((npl_vec_dot4_get((npl_isa)isa, NPL_TYPE_IQ4_NL) != NULL) == (isa >= NPL_ISA_AVX512));
-        CHECK((npl_vec_dot4_get((npl_isa)isa, NPL_TYPE_MXFP4) != NULL) == (isa >= NPL_ISA_AVX512));
-        if (isa > NPL_ISA_GENERIC && isa < NPL_ISA_AMX) { /* AMX shares the AVX-512 table */
+        /* AVX-512 (and AMX) and every aarch64 family decode iq4_nl / mxfp4
+         * once for four activation rows; test_vec_dot checks those kernels
+         * against vec_dot */
+        CHECK((npl_vec_dot4_get((npl_isa)isa, NPL_TYPE_IQ4_NL) != NULL) == (isa >= FIRST_DOT4_ISA));
+        CHECK((npl_vec_dot4_get((npl_isa)isa, NPL_TYPE_MXFP4) != NULL) == (isa >= FIRST_DOT4_ISA));
+#if defined(__aarch64__) /* x86 runs iq4_xs through vec_dot row by row */
+        CHECK((npl_vec_dot4_get((npl_isa)isa, NPL_TYPE_IQ4_XS) != NULL) == (isa >= FIRST_DOT4_ISA));
+#endif
+        if (isa > NPL_ISA_GENERIC && isa < LAST_OWN_TABLE_ISA) { /* AMX shares the AVX-512 table, i8mm dotprod's */
             CHECK(k->vec_dot[NPL_TYPE_IQ4_NL] != gen->vec_dot[NPL_TYPE_IQ4_NL]);
             CHECK(k->vec_dot[NPL_TYPE_IQ4_XS] != gen->vec_dot[NPL_TYPE_IQ4_XS]);
             CHECK(k->vec_dot[NPL_TYPE_MXFP4] != gen->vec_dot[NPL_TYPE_MXFP4]);
