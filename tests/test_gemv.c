@@ -1,6 +1,6 @@
 /* The GEMV (kernels/gemv.h) for every weight type that has one, with 1
  * to 15 activation rows: against a double-precision dot of the dequantized
- * rows, and, where the CPU has AMX, bit for bit against the AMX GEMM's
+ * rows, and, on AVX-512 and AMX, bit for bit against that ISA's GEMM's
  * result for the same activation rows inside a batch of 17 (what makes
  * chunked prefill equal unchunked); the AVX2 and aarch64 GEMVs bit for bit
  * against their vec_dot (which their GEMMs equal). Then npl_cpu_matmul with few rows on
@@ -72,7 +72,7 @@ static double worst;
 #define NPL_GEMV_SAME(isa) ", GEMV == vec_dot bit for bit"
 #else
 #define NPL_GEMV_SAME(isa) ((isa) == NPL_ISA_AVX2 ? ", GEMV == vec_dot bit for bit" \
-                            : npl_cpu_best_isa() >= NPL_ISA_AMX ? ", GEMV == AMX GEMM bit for bit" : "")
+                            : (isa) >= NPL_ISA_AMX ? ", GEMV == AMX GEMM bit for bit" : ", GEMV == AVX-512 GEMM bit for bit")
 #endif
 
 /* y against the double dot of the dequantized row and activation: f32
@@ -127,8 +127,9 @@ static void check_kernel(npl_type t, const npl_kernels *kt, const npl_gemv_kerne
         CHECK(same);
     }
 
-    /* the AVX-512 GEMV keeps the AMX GEMM's order */
-    const npl_gemm_kernels *amx = x86_wide && npl_cpu_best_isa() >= NPL_ISA_AMX ? npl_gemm_get(NPL_ISA_AMX, t) : NULL;
+    /* the AVX-512 and AMX GEMVs keep their family's GEMM order: the GEMM
+     * that prefill runs at this ISA (AMX where the CPU has it) */
+    const npl_gemm_kernels *amx = x86_wide ? npl_gemm_get(kt->isa, t) : NULL;
     if (amx) {
         void *xp_mem = malloc(npl_gemm_x_size(BATCH, k));
         float *yb = malloc(sizeof(float) * (size_t)n * BATCH);
@@ -139,7 +140,8 @@ static void check_kernel(npl_type t, const npl_kernels *kt, const npl_gemv_kerne
         int diff = 0;
         for (int i = 0; i < n * m; i++)
             if (memcmp(&y[i], &yb[(size_t)c0 * n + i], sizeof(float)) && diff++ < 3)
-                fprintf(stderr, "gemv %s m=%d n=%d k=%d [%d,%d]: %.9g, AMX GEMM %.9g\n", npl_type_name(t), m, n, k,
+                fprintf(stderr, "gemv %s %s m=%d n=%d k=%d [%d,%d]: %.9g, GEMM %.9g\n", npl_isa_name(kt->isa),
+                        npl_type_name(t), m, n, k,
                         c0 + i / n, i % n, y[i], yb[(size_t)c0 * n + i]);
         CHECK_EQ_INT(diff, 0);
         free(xp_mem), free(yb);
@@ -198,7 +200,7 @@ int main(void) {
                 }
             }
             printf("%-7s %-5s matmul of 1-15 rows%s: worst |y - ref| %.2e of sum |w x|%s\n", npl_isa_name((npl_isa)isa),
-                   npl_type_name(t), gv && gfni && isa >= NPL_ISA_AVX512 && t != NPL_TYPE_Q8_0 ? tj < sizeof types / sizeof types[0] ? " (GFNI)" : " (no GFNI)" : "",
+                   npl_type_name(t), gv && gfni && isa >= NPL_ISA_AMX && t != NPL_TYPE_Q8_0 ? tj < sizeof types / sizeof types[0] ? " (GFNI)" : " (no GFNI)" : "",
                    worst, !gv ? "" : NPL_GEMV_SAME(isa));
         }
     }

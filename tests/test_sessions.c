@@ -235,20 +235,10 @@ static void test_params(npl_model *m) {
     npl_session_free(s);
 }
 
-/* exact: the kernels give a row the same bits whatever the batch (plain C,
- * AVX2, AMX, ARM). The AVX-512 family without AMX does not: its GEMV (the 7
- * rows prefilled after the cached prefix) and its GEMM (the 24 rows of a
- * fresh prefill) sum in other orders (see test_engine), so there the reused
- * prefix must give the same top-1 and logits within the bound test_engine
- * uses for that family. */
-static int argmax(const float *x, int n) {
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
-}
-
-static void test_prefix_reuse(npl_model *m, int exact) {
+/* The kernels give a row the same bits whatever the batch in every family
+ * (plain C, AVX2, AVX-512, AMX, ARM): the 7 rows prefilled after the cached
+ * prefix (GEMV) get what a fresh prefill of all 24 (GEMM) gives them. */
+static void test_prefix_reuse(npl_model *m) {
     const char *sys = "You are a helpful assistant who answers questions about geography. ";
     char q1[512], q2[512];
     snprintf(q1, sizeof q1, "%sQuestion: what is the capital of France? Answer:", sys);
@@ -277,19 +267,11 @@ static void test_prefix_reuse(npl_model *m, int exact) {
     const int V = npl_model_n_vocab(m);
     const float *la = npl_session_logits(s), *lb = npl_session_logits(fresh);
     CHECK(la && lb);
-    if (la && lb && exact) {
+    if (la && lb) {
         const int same = memcmp(la, lb, sizeof(float) * (size_t)V) == 0;
         printf("prefix reuse (%s kernels): next-token logits over %d entries %s a fresh session's (all %d "
                "prefilled)\n", npl_session_kernel_family(s), V, same ? "bit-identical to" : "DIFFER FROM", n2);
         CHECK(same);
-    }
-    if (la && lb && !exact) {
-        double d = 0;
-        for (int i = 0; i < V; i++) d = fmax(d, fabs((double)la[i] - lb[i]));
-        printf("prefix reuse (%s kernels): top-1 %d vs %d, max logit diff %.3g (bound 2)\n",
-               npl_session_kernel_family(s), argmax(la, V), argmax(lb, V), d);
-        CHECK_EQ_INT(argmax(la, V), argmax(lb, V));
-        CHECK(d <= 2.0);
     }
     /* the token ids as they are */
     CHECK_EQ_INT(npl_session_set_tokens(s, t1, n1, &gp), NPL_OK);
@@ -446,20 +428,17 @@ int main(void) {
     test_sharing(m);
     test_params(m);
     const int best = npl_kernel_family_best();
-#if defined(__x86_64__) || defined(__i386__)
-    const int invariant = best != 2; /* AVX-512 without AMX */
-#else
-    const int invariant = 1; /* aarch64: every family's GEMM follows vec_dot's steps */
-    (void)best;
-#endif
-    test_prefix_reuse(m, invariant);
+    test_prefix_reuse(m);
     test_save_load(m);
     npl_model_close(m);
-    if (!invariant) { /* bit for bit where the arithmetic allows it: plain C */
-        mp.kernel_family = 0;
+    /* the families below the best too: plain C, and AVX-512 without AMX
+     * where this CPU lets it be chosen */
+    for (int fam = 0; fam < best; fam++) {
+        if (fam == 1 || (fam == 2 && best != 3)) continue; /* AVX2: test_engine; AVX-512 was the best */
+        mp.kernel_family = fam;
         npl_model *mc = npl_model_open(model_path, &mp, NULL, err, sizeof err);
         CHECK(mc != NULL);
-        if (mc) test_prefix_reuse(mc, 1);
+        if (mc) test_prefix_reuse(mc);
         npl_model_close(mc);
     }
     TEST_MAIN_END();

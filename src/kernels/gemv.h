@@ -9,7 +9,9 @@
  * acc = fma(dx * dw, (float)isum, acc) over the blocks of the row, then
  * q4_K's mins as acc = fma(x_sum_g, m_g, acc) over groups of 16. So a row
  * decoded alone gives bit for bit what it gives inside a prefill batch, and
- * chunked prefill equals unchunked with the AMX kernels.
+ * chunked prefill equals unchunked with the AMX kernels. (Without AMX,
+ * the AVX-512 family's GEMV takes the AVX-512 GEMM's steps instead,
+ * row by row: x86/avx512/gemv_avx512_gemm.c.)
  *
  * Unsigned quants u stand for w = u - offset (q8_0: 128, q5_0: 16, q4_0: 8,
  * q6_K: 32, q4_K: 0); the offset times the block's activation quant sum is
@@ -62,5 +64,9 @@ const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t, int gfni);
  * kernels' arithmetic, bit for bit, with a prepared row of their own), or
  * NULL. */
 const npl_gemv_kernels *npl_gemv_get_avx2(npl_type t);
+/* Internal: the AVX-512 family's kernels without AMX
+ * (x86/avx512/gemv_avx512_gemm.c: the AVX-512 GEMM's arithmetic, bit for
+ * bit, row by row), or NULL. */
+const npl_gemv_kernels *npl_gemv_get_avx512_gemm(npl_type t);
 
 #endif

@@ -1,8 +1,9 @@
-/* One-row matmul for AVX-512 VNNI, 16 weight rows as lanes (see gemv.h).
+/* One-row matmul for AVX-512 VNNI with AMX, 16 weight rows as lanes (see gemv.h).
  * Block scales of the 16 rows come in by gathers at the rows' byte offsets;
  * the last group of a range repeats its last row in the missing lanes and
  * stores only the real ones. */
 #include "kernels/gemv.h"
+#include "kernels/gemm.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <string.h>
@@ -432,6 +433,9 @@ const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t, int gfni) {
     const npl_isa best = npl_cpu_best_isa();
     if ((int)want < (int)NPL_ISA_AVX512 || (int)best < (int)NPL_ISA_AVX512)
         return (int)want >= (int)NPL_ISA_AVX2 && (int)best >= (int)NPL_ISA_AVX2 ? npl_gemv_get_avx2(t) : NULL;
+    /* without AMX the prefill GEMM is the AVX-512 one: its order */
+    if ((int)want < (int)NPL_ISA_AMX || (int)best < (int)NPL_ISA_AMX || !npl_gemm_get_amx(t))
+        return npl_gemv_get_avx512_gemm(t);
     const int gf = gfni && npl_cpu_has_gfni();
     switch (t) {
     case NPL_TYPE_Q4_0: return gf ? &k_q4_0g : &k_q4_0;

@@ -1,0 +1,233 @@
+/* One-row matmul for the AVX-512 family without AMX: each weight row's sum
+ * takes the float steps of the AVX-512 GEMM (gemm_avx512.c), in its order,
+ * so a row decoded alone gets the bits it gets inside a prefill batch.
+ *
+ * The GEMM keeps 16 float lanes per (weight row, activation row): per
+ * 64-element step, lane 4q + g (interleaved order) gets
+ * fma(dw_g * dx_g, (float)dpbusd, lane) of elements 16g + 4q .. + 3; after
+ * the steps, lane l gets fma(m_j, xsum_j, lane) for groups j = l, l + 16, ...;
+ * then a fixed add tree. Here the quants stay in element order (no permute
+ * per step): lane 4g + q is the GEMM's lane 4q + g, the mins come in
+ * transposed, and the add tree pairs the same lanes. R weight rows are in
+ * flight at once, each read front to back (contiguous rows: one stream),
+ * the next R rows prefetched during the steps. */
+#include "kernels/gemv.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <string.h>
+
+#include "kernels/gemm.h"
+#include "kernels/quant.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/x86/avx2/q6k_unpack.h"
+#include "kernels/x86/avx512/avx512_util.h"
+
+enum { R = 4 }; /* weight rows per pass */
+#define INLINE static inline __attribute__((always_inline))
+
+/* ---- the activation row, as the GEMM packs it (gemm_decode.h) ---- */
+
+/* qs [kp] in element order; d: [kp / 64][16] the groups' scales, lane p =
+ * group p / 4 of the step; xs: [ng] d * sum per group, transposed per 16:
+ * lane p of a chunk = group 4 (p % 4) + p / 4 (the GEMM's lane p). */
+static void layout(npl_gemv_x *gx, void *mem, int64_t k, int8_t **qs, float **d, float **xs, int64_t *ng) {
+    const int64_t kp = npl_gemm_kp(k);
+    *ng = npl_gemm_ng(k);
+    uintptr_t p = ((uintptr_t)mem + 63) & ~(uintptr_t)63;
+    *qs = (int8_t *)p;
+    *d = (float *)(p + (uintptr_t)kp);
+    *xs = *d + kp / 4;
+    memset(*qs, 0, (size_t)kp);
+    memset(*d, 0, (size_t)(kp / 4 + *ng) * sizeof(float));
+    gx->k = k, gx->kp = kp, gx->qs = *qs, gx->cz = NULL, gx->d = *d, gx->xs = *xs;
+}
+
+INLINE void put_group(float *d, float *xs, int64_t g, float dg, float sg) {
+    for (int q = 0; q < 4; q++) d[(g / 4) * 16 + (g % 4) * 4 + q] = dg;
+    const int64_t l = g % 16;
+    xs[g - l + 4 * (l % 4) + l / 4] = sg;
+}
+
+static int group_sum(const int8_t *q) {
+    int s = 0;
+    for (int i = 0; i < 16; i++) s += q[i];
+    return s;
+}
+
+static void prep_q8_0(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) {
+    int8_t *qs;
+    float *d, *xs;
+    int64_t ng;
+    layout(gx, mem, k, &qs, &d, &xs, &ng);
+    const block_q8_0 *x = xq;
+    for (int64_t b = 0; b < k / QK8_0; b++) { /* the pad block of an odd count: d 0, sums 0, as memset */
+        memcpy(qs + 32 * b, x[b].qs, 32);
+        const float db = h2f(x[b].d);
+        put_group(d, xs, 2 * b, db, db * (float)group_sum(x[b].qs));
+        put_group(d, xs, 2 * b + 1, db, db * (float)group_sum(x[b].qs + 16));
+    }
+}
+
+static void prep_q8_K(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) {
+    int8_t *qs;
+    float *d, *xs;
+    int64_t ng;
+    layout(gx, mem, k, &qs, &d, &xs, &ng);
+    const block_q8_K *x = xq;
+    for (int64_t i = 0; i < k / QK_K; i++) {
+        memcpy(qs + QK_K * i, x[i].qs, QK_K);
+        for (int g = 0; g < QK_K / 16; g++) put_group(d, xs, 16 * i + g, x[i].d, x[i].d * (float)x[i].bsums[g]);
+    }
+}
+
+/* ---- one 64-element step of a weight row, as gemm_decode.h decodes it:
+ * unsigned quants u in element order, the four groups' scales d4 and
+ * mins m4 (w = d * u + m) ---- */
+
+typedef enum { T_Q4_0, T_Q5_0, T_Q8_0, T_Q4_K, T_Q6_K } wtype;
+
+/* [a a b b] and -o * [a a b b] (pair_scales) */
+INLINE void pair(uint16_t ha, uint16_t hb, float o, __m128 *d, __m128 *m) {
+    const float a = h2f(ha), b = h2f(hb);
+    *d = _mm_setr_ps(a, a, b, b);
+    *m = _mm_mul_ps(*d, _mm_set1_ps(-o));
+}
+
+INLINE __m512i step_w(wtype t, const uint8_t *row, int64_t s, int64_t k, __m128 *d, __m128 *m) {
+    if (t == T_Q4_K) {
+        const block_q4_K *x = (const block_q4_K *)row + s / 4;
+        const int c = (int)(s % 4);
+        const float dd = h2f(x->d), dmin = h2f(x->dmin);
+        uint8_t sc0, m0, sc1, m1;
+        npl_get_scale_min_k4(2 * c, x->scales, &sc0, &m0);
+        npl_get_scale_min_k4(2 * c + 1, x->scales, &sc1, &m1);
+        const float a = dd * sc0, b = dd * sc1, ma = -dmin * m0, mb = -dmin * m1;
+        *d = _mm_setr_ps(a, a, b, b);
+        *m = _mm_setr_ps(ma, ma, mb, mb);
+        const __m256i lo4 = _mm256_set1_epi8(0x0F);
+        const __m256i q = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * c));
+        return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(q, lo4)),
+                                  _mm256_and_si256(_mm256_srli_epi16(q, 4), lo4), 1);
+    }
+    if (t == T_Q6_K) {
+        const block_q6_K *x = (const block_q6_K *)row + s / 4;
+        const int h = (int)(s % 4) / 2, c = (int)(s % 2);
+        const int8_t *sc = x->scales + 8 * h;
+        __m256i q[4];
+        q6k_unpack128(x->ql + 64 * h, x->qh + 32 * h, q);
+        *d = _mm_mul_ps(_mm_set1_ps(h2f(x->d)), _mm_setr_ps(sc[4 * c], sc[4 * c + 1], sc[4 * c + 2], sc[4 * c + 3]));
+        *m = _mm_mul_ps(*d, _mm_set1_ps(-32.0f));
+        return _mm512_inserti64x4(_mm512_castsi256_si512(q[2 * c]), q[2 * c + 1], 1);
+    }
+    static const uint8_t zero[sizeof(block_q8_0)]; /* the pad block of an odd count */
+    const size_t bb = t == T_Q4_0 ? sizeof(block_q4_0) : t == T_Q5_0 ? sizeof(block_q5_0) : sizeof(block_q8_0);
+    const uint8_t *a = row + (size_t)(2 * s) * bb, *b = 2 * s + 1 < k / 32 ? a + bb : zero;
+    if (t == T_Q8_0) {
+        pair(((const block_q8_0 *)a)->d, ((const block_q8_0 *)b)->d, 128.0f, d, m);
+        return _mm512_xor_si512(load2x256(((const block_q8_0 *)a)->qs, ((const block_q8_0 *)b)->qs),
+                                _mm512_set1_epi8((char)0x80));
+    }
+    if (t == T_Q4_0) {
+        pair(((const block_q4_0 *)a)->d, ((const block_q4_0 *)b)->d, 8.0f, d, m);
+        return nibbles2x32(((const block_q4_0 *)a)->qs, ((const block_q4_0 *)b)->qs);
+    }
+    const block_q5_0 *x = (const block_q5_0 *)a, *y = (const block_q5_0 *)b;
+    uint32_t ha, hb;
+    memcpy(&ha, x->qh, 4);
+    memcpy(&hb, y->qh, 4);
+    pair(x->d, y->d, 16.0f, d, m);
+    const __m512i u = nibbles2x32(x->qs, y->qs);
+    return _mm512_mask_add_epi8(u, (__mmask64)ha | ((__mmask64)hb << 32), u, _mm512_set1_epi8(16));
+}
+
+/* Step s of S prefetches the s-th of S slices of the next rows' lines. */
+INLINE void ahead(const uint8_t *next, size_t bytes, int64_t s, int64_t S) {
+    const uintptr_t first = (uintptr_t)next & ~(uintptr_t)63;
+    const size_t lines = ((uintptr_t)next + bytes - first + 63) / 64, per = (lines + (size_t)S - 1) / (size_t)S;
+    const size_t from = (size_t)s * per, to = from + per < lines ? from + per : lines;
+    for (size_t i = from; i < to; i++) _mm_prefetch((const char *)(first + 64 * i), _MM_HINT_T0);
+}
+
+/* the GEMM tile's add tree over a (weight row, activation row) pair's lanes,
+ * here in element order: lanes p and p ^ 8, then p ^ 4, p ^ 2, p ^ 1 */
+INLINE float tree(__m512 v) {
+    const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    const __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    const __m128 r = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    return _mm_cvtss_f32(_mm_add_ss(r, _mm_shuffle_ps(r, r, 1)));
+}
+
+INLINE void rows_as(wtype t, const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
+                    float *y, int64_t ldy) {
+    const int64_t k = gx->k, S = gx->kp / 64, ng = npl_gemm_ng(k);
+    const __m512i bcast = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m512i transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    _Alignas(64) float mins[R][ng]; /* per row and group, element order; zero past kp / 16 as the GEMM's */
+    memset(mins, 0, sizeof mins);
+    const uint8_t *end = (const uint8_t *)w + r1 * (int64_t)w_row;
+    for (int64_t rb = r0; rb < r1; rb += R) {
+        const int nr = r1 - rb < R ? (int)(r1 - rb) : R;
+        const uint8_t *p[R];
+        for (int i = 0; i < R; i++) p[i] = (const uint8_t *)w + (rb + (i < nr ? i : nr - 1)) * (int64_t)w_row;
+        const uint8_t *next = p[0] + R * w_row;
+        const size_t nbytes = next < end ? (size_t)(end - next) < R * w_row ? (size_t)(end - next) : R * w_row : 0;
+        for (int c = 0; c < m; c++) {
+            const npl_gemv_x *x = gx + c;
+            __m512 acc[R];
+            for (int i = 0; i < R; i++) acc[i] = _mm512_setzero_ps();
+            for (int64_t s = 0; s < S; s++) {
+                const __m512i xq = _mm512_load_si512(x->qs + 64 * s);
+                const __m512 sx = _mm512_load_ps(x->d + 16 * s);
+                if (c == 0 && nbytes) ahead(next, nbytes, s, S);
+#pragma GCC unroll 4
+                for (int i = 0; i < R; i++) {
+                    __m128 d4, m4;
+                    const __m512i u = step_w(t, p[i], s, k, &d4, &m4);
+                    if (c == 0) _mm_store_ps(&mins[i][4 * s], m4);
+                    const __m512 wd = _mm512_permutexvar_ps(bcast, _mm512_castps128_ps512(d4));
+                    const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, xq);
+                    acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(wd, sx), _mm512_cvtepi32_ps(dot), acc[i]);
+                }
+            }
+            for (int64_t g = 0; g < ng; g += 16) {
+                const __m512 xs = _mm512_load_ps(x->xs + g);
+                for (int i = 0; i < R; i++)
+                    acc[i] = _mm512_fmadd_ps(_mm512_permutexvar_ps(transpose, _mm512_load_ps(&mins[i][g])), xs, acc[i]);
+            }
+            for (int i = 0; i < nr; i++) y[c * ldy + rb + i] = tree(acc[i]);
+        }
+    }
+}
+
+#define ROWS_FN(name, t)                                                                                       \
+    static void name(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m, float *y, \
+                     int64_t ldy) {                                                                            \
+        rows_as(t, w, w_row, r0, r1, gx, m, y, ldy);                                                           \
+    }
+ROWS_FN(rows_q4_0, T_Q4_0)
+ROWS_FN(rows_q5_0, T_Q5_0)
+ROWS_FN(rows_q8_0, T_Q8_0)
+ROWS_FN(rows_q4_K, T_Q4_K)
+ROWS_FN(rows_q6_K, T_Q6_K)
+
+static const npl_gemv_kernels k_q4_0 = {prep_q8_0, rows_q4_0}, k_q5_0 = {prep_q8_0, rows_q5_0},
+                              k_q8_0 = {prep_q8_0, rows_q8_0}, k_q4_K = {prep_q8_K, rows_q4_K},
+                              k_q6_K = {prep_q8_K, rows_q6_K};
+
+const npl_gemv_kernels *npl_gemv_get_avx512_gemm(npl_type t) {
+    switch (t) {
+    case NPL_TYPE_Q4_0: return &k_q4_0;
+    case NPL_TYPE_Q5_0: return &k_q5_0;
+    case NPL_TYPE_Q8_0: return &k_q8_0;
+    case NPL_TYPE_Q4_K: return &k_q4_K;
+    case NPL_TYPE_Q6_K: return &k_q6_K;
+    default: return NULL;
+    }
+}
+
+#else
+const npl_gemv_kernels *npl_gemv_get_avx512_gemm(npl_type t) {
+    (void)t;
+    return NULL;
+}
+#endif
