@@ -86,56 +86,72 @@ static void prep_q8_K(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) {
 
 typedef enum { T_Q4_0, T_Q5_0, T_Q8_0, T_Q4_K, T_Q6_K } wtype;
 
-/* [a a b b] and -o * [a a b b] (pair_scales) */
-INLINE void pair(uint16_t ha, uint16_t hb, float o, __m128 *d, __m128 *m) {
-    const float a = h2f(ha), b = h2f(hb);
-    *d = _mm_setr_ps(a, a, b, b);
-    *m = _mm_mul_ps(*d, _mm_set1_ps(-o));
+/* the four groups' [a a b b] of pair_scales, each group's value in its four
+ * lanes: [a x8 | b x8], and -o times it */
+INLINE void pair16(uint16_t ha, uint16_t hb, float o, __m512 *d, __m512 *m) {
+    *d = _mm512_cvtph_ps(_mm256_mask_set1_epi16(_mm256_set1_epi16((short)ha), (__mmask16)0xFF00, (short)hb));
+    *m = _mm512_mul_ps(*d, _mm512_set1_ps(-o));
 }
 
-INLINE __m512i step_w(wtype t, const uint8_t *row, int64_t s, int64_t k, __m128 *d, __m128 *m) {
-    if (t == T_Q4_K) {
+/* A K super-block's scales, once per row and super-block: the products
+ * decode_q4_K / decode_q6_K form (d * sc, -dmin * m), 16 lanes. */
+INLINE __m512 sb_scales(wtype t, const uint8_t *row, int64_t i) {
+    if (t == T_Q6_K) {
+        const block_q6_K *x = (const block_q6_K *)row + i;
+        return _mm512_mul_ps(_mm512_set1_ps(h2f(x->d)),
+                             _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)x->scales))));
+    }
+    const block_q4_K *x = (const block_q4_K *)row + i;
+    uint32_t q[3]; /* npl_get_scale_min_k4 for j = 0..7, four bytes at a time: scales, then mins */
+    memcpy(q, x->scales, 12);
+    const uint32_t m6 = 0x3f3f3f3f, m4 = 0x0f0f0f0f, m2 = 0x03030303;
+    const __m128i sm = _mm_setr_epi32((int)(q[0] & m6), (int)((q[2] & m4) | (((q[0] >> 6) & m2) << 4)),
+                                      (int)(q[1] & m6), (int)(((q[2] >> 4) & m4) | (((q[1] >> 6) & m2) << 4)));
+    const __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(sm));
+    const float dd = h2f(x->d), dmin = h2f(x->dmin);
+    return _mm512_mul_ps(_mm512_mask_blend_ps((__mmask16)0xFF00, _mm512_set1_ps(dd), _mm512_set1_ps(-dmin)), f);
+}
+
+INLINE __m512i step_w(wtype t, const uint8_t *row, int64_t s, int64_t k, __m512 sb, __m512 *d, __m512 *m) {
+    /* group g of the step in lanes 4g .. 4g + 3: q4_K's two sub-blocks, q6_K's four groups */
+    const __m512i pick_k = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m512i pick_6 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    if (t == T_Q4_K) { /* sb: d * sc_j in lanes 0-7, -dmin * m_j in 8-15 */
         const block_q4_K *x = (const block_q4_K *)row + s / 4;
         const int c = (int)(s % 4);
-        const float dd = h2f(x->d), dmin = h2f(x->dmin);
-        uint8_t sc0, m0, sc1, m1;
-        npl_get_scale_min_k4(2 * c, x->scales, &sc0, &m0);
-        npl_get_scale_min_k4(2 * c + 1, x->scales, &sc1, &m1);
-        const float a = dd * sc0, b = dd * sc1, ma = -dmin * m0, mb = -dmin * m1;
-        *d = _mm_setr_ps(a, a, b, b);
-        *m = _mm_setr_ps(ma, ma, mb, mb);
+        *d = _mm512_permutexvar_ps(_mm512_add_epi32(pick_k, _mm512_set1_epi32(2 * c)), sb);
+        *m = _mm512_permutexvar_ps(_mm512_add_epi32(pick_k, _mm512_set1_epi32(8 + 2 * c)), sb);
         const __m256i lo4 = _mm256_set1_epi8(0x0F);
         const __m256i q = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * c));
         return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(q, lo4)),
                                   _mm256_and_si256(_mm256_srli_epi16(q, 4), lo4), 1);
     }
-    if (t == T_Q6_K) {
+    if (t == T_Q6_K) { /* sb: d * sc_j, j = 0..15 */
         const block_q6_K *x = (const block_q6_K *)row + s / 4;
-        const int h = (int)(s % 4) / 2, c = (int)(s % 2);
-        const int8_t *sc = x->scales + 8 * h;
+        const int st = (int)(s % 4), h = st / 2, c = st % 2;
         __m256i q[4];
         q6k_unpack128(x->ql + 64 * h, x->qh + 32 * h, q);
-        *d = _mm_mul_ps(_mm_set1_ps(h2f(x->d)), _mm_setr_ps(sc[4 * c], sc[4 * c + 1], sc[4 * c + 2], sc[4 * c + 3]));
-        *m = _mm_mul_ps(*d, _mm_set1_ps(-32.0f));
+        *d = _mm512_permutexvar_ps(_mm512_add_epi32(pick_6, _mm512_set1_epi32(4 * st)), sb);
+        *m = _mm512_mul_ps(*d, _mm512_set1_ps(-32.0f));
         return _mm512_inserti64x4(_mm512_castsi256_si512(q[2 * c]), q[2 * c + 1], 1);
     }
     static const uint8_t zero[sizeof(block_q8_0)]; /* the pad block of an odd count */
     const size_t bb = t == T_Q4_0 ? sizeof(block_q4_0) : t == T_Q5_0 ? sizeof(block_q5_0) : sizeof(block_q8_0);
     const uint8_t *a = row + (size_t)(2 * s) * bb, *b = 2 * s + 1 < k / 32 ? a + bb : zero;
     if (t == T_Q8_0) {
-        pair(((const block_q8_0 *)a)->d, ((const block_q8_0 *)b)->d, 128.0f, d, m);
+        pair16(((const block_q8_0 *)a)->d, ((const block_q8_0 *)b)->d, 128.0f, d, m);
         return _mm512_xor_si512(load2x256(((const block_q8_0 *)a)->qs, ((const block_q8_0 *)b)->qs),
                                 _mm512_set1_epi8((char)0x80));
     }
     if (t == T_Q4_0) {
-        pair(((const block_q4_0 *)a)->d, ((const block_q4_0 *)b)->d, 8.0f, d, m);
+        pair16(((const block_q4_0 *)a)->d, ((const block_q4_0 *)b)->d, 8.0f, d, m);
         return nibbles2x32(((const block_q4_0 *)a)->qs, ((const block_q4_0 *)b)->qs);
     }
     const block_q5_0 *x = (const block_q5_0 *)a, *y = (const block_q5_0 *)b;
     uint32_t ha, hb;
     memcpy(&ha, x->qh, 4);
     memcpy(&hb, y->qh, 4);
-    pair(x->d, y->d, 16.0f, d, m);
+    pair16(x->d, y->d, 16.0f, d, m);
     const __m512i u = nibbles2x32(x->qs, y->qs);
     return _mm512_mask_add_epi8(u, (__mmask64)ha | ((__mmask64)hb << 32), u, _mm512_set1_epi8(16));
 }
@@ -160,9 +176,9 @@ INLINE float tree(__m512 v) {
 INLINE void rows_as(wtype t, const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
                     float *y, int64_t ldy) {
     const int64_t k = gx->k, S = gx->kp / 64, ng = npl_gemm_ng(k);
-    const __m512i bcast = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    const __m512i transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    _Alignas(64) float mins[R][ng]; /* per row and group, element order; zero past kp / 16 as the GEMM's */
+    /* lane p of 16 groups from their 4 steps' mins: step p % 4, group p / 4 (lane 4 (p / 4)) */
+    const __m512i pick = _mm512_setr_epi32(0, 16, 0, 16, 4, 20, 4, 20, 8, 24, 8, 24, 12, 28, 12, 28);
+    _Alignas(64) float mins[R][ng / 4][16]; /* per row and step as the lanes; zero past kp / 64 as the GEMM's */
     memset(mins, 0, sizeof mins);
     const uint8_t *end = (const uint8_t *)w + r1 * (int64_t)w_row;
     for (int64_t rb = r0; rb < r1; rb += R) {
@@ -173,26 +189,30 @@ INLINE void rows_as(wtype t, const void *w, size_t w_row, int64_t r0, int64_t r1
         const size_t nbytes = next < end ? (size_t)(end - next) < R * w_row ? (size_t)(end - next) : R * w_row : 0;
         for (int c = 0; c < m; c++) {
             const npl_gemv_x *x = gx + c;
-            __m512 acc[R];
-            for (int i = 0; i < R; i++) acc[i] = _mm512_setzero_ps();
+            __m512 acc[R], sb[R];
+            for (int i = 0; i < R; i++) acc[i] = sb[i] = _mm512_setzero_ps();
             for (int64_t s = 0; s < S; s++) {
                 const __m512i xq = _mm512_load_si512(x->qs + 64 * s);
                 const __m512 sx = _mm512_load_ps(x->d + 16 * s);
                 if (c == 0 && nbytes) ahead(next, nbytes, s, S);
 #pragma GCC unroll 4
                 for (int i = 0; i < R; i++) {
-                    __m128 d4, m4;
-                    const __m512i u = step_w(t, p[i], s, k, &d4, &m4);
-                    if (c == 0) _mm_store_ps(&mins[i][4 * s], m4);
-                    const __m512 wd = _mm512_permutexvar_ps(bcast, _mm512_castps128_ps512(d4));
+                    __m512 wd, wm;
+                    if ((t == T_Q4_K || t == T_Q6_K) && s % 4 == 0) sb[i] = sb_scales(t, p[i], s / 4);
+                    const __m512i u = step_w(t, p[i], s, k, sb[i], &wd, &wm);
+                    if (c == 0) _mm512_store_ps(mins[i][s], wm);
                     const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, xq);
                     acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(wd, sx), _mm512_cvtepi32_ps(dot), acc[i]);
                 }
             }
             for (int64_t g = 0; g < ng; g += 16) {
                 const __m512 xs = _mm512_load_ps(x->xs + g);
-                for (int i = 0; i < R; i++)
-                    acc[i] = _mm512_fmadd_ps(_mm512_permutexvar_ps(transpose, _mm512_load_ps(&mins[i][g])), xs, acc[i]);
+                for (int i = 0; i < R; i++) {
+                    const float *st = mins[i][g / 4];
+                    const __m512 lo = _mm512_permutex2var_ps(_mm512_load_ps(st), pick, _mm512_load_ps(st + 16));
+                    const __m512 hi = _mm512_permutex2var_ps(_mm512_load_ps(st + 32), pick, _mm512_load_ps(st + 48));
+                    acc[i] = _mm512_fmadd_ps(_mm512_mask_blend_ps((__mmask16)0xCCCC, lo, hi), xs, acc[i]);
+                }
             }
             for (int i = 0; i < nr; i++) y[c * ldy + rb + i] = tree(acc[i]);
         }
