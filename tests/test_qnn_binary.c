@@ -139,7 +139,9 @@ int main(void) {
     free(bin);
 
     /* every SoC of the table: a device and a finalized graph */
-    static const char *socs[] = {"SM8350", "SM8450", "SM8550", "SM8650", "SM8750", "SM8850"};
+    /* (SM7635 has no fp16 on the device, but the emulator finalizes and runs
+     * this fp16 graph for it: only the compiler's --act check refuses it) */
+    static const char *socs[] = {"SM8350", "SM8450", "SM8550", "SM7635", "SM8650", "SM8750", "SM8850"};
     for (size_t i = 0; i < sizeof socs / sizeof socs[0]; i++) {
         npl_accel_option so = {"soc", socs[i]};
         npl_accel_device *d = NULL;
@@ -155,6 +157,18 @@ int main(void) {
         a->context_free(c);
         a->device_free(d);
     }
+    /* the device option act: a float type for an SoC without fp16 is refused */
+    npl_accel_option sa[2] = {{"soc", "SM7635"}, {"act", "f16"}};
+    CHECK_EQ_INT(a->device_create(r.be, sa, 2, &d2), NPL_ACCEL_ERR_HW_UNSUPPORTED);
+    CHECK(d2 == NULL && strstr(a->last_error(r.be), "SM7635") && strstr(a->last_error(r.be), "no fp16"));
+    sa[1].value = "int16";
+    CHECK_EQ_INT(a->device_create(r.be, sa, 2, &d2), NPL_ACCEL_OK);
+    a->device_free(d2);
+    sa[0].value = "SM8650", sa[1].value = "f16";
+    CHECK_EQ_INT(a->device_create(r.be, sa, 2, &d2), NPL_ACCEL_OK);
+    a->device_free(d2);
+    sa[1].value = "int4";
+    CHECK_EQ_INT(a->device_create(r.be, sa, 2, &d2), NPL_ACCEL_ERR_INVALID_ARG);
     npl_accel_option unk = {"soc", "SM1234"};
     CHECK_EQ_INT(a->device_create(r.be, &unk, 1, &d2), NPL_ACCEL_ERR_INVALID_ARG);
     CHECK(strstr(a->last_error(r.be), "SM1234") && strstr(a->last_error(r.be), "SM8650"));

@@ -105,6 +105,19 @@ int main(void) {
     CHECK(npl_compile(model, dir, &p, err, sizeof err) != 0);
     CHECK(strstr(err, "unknown SoC 'SM1234'") != NULL && strstr(err, "SM8650") != NULL && !strchr(err, '\n'));
     CHECK(access(dir, F_OK) != 0);
+    /* fp16 activations for an SoC whose NPU has none (SM7635, the reference's
+     * Snapdragon 7s Gen 3): one line naming --act and the SoC, nothing written */
+    p.soc = "SM7635";
+    for (int a = 0; a < 3; a++) {
+        p.act = a == 0 ? NPL_ACT_F16 : a == 1 ? NPL_ACT_BF16 : NPL_ACT_F32;
+        err[0] = 0;
+        CHECK(npl_compile(model, dir, &p, err, sizeof err) != 0);
+        printf("SM7635 --act %s: %s\n", npl_act_prec_name(p.act), err);
+        CHECK(!strncmp(err, "--act ", 6) && strstr(err, npl_act_prec_name(p.act)) && strstr(err, "SM7635") &&
+              strstr(err, "no fp16") && !strchr(err, '\n'));
+        CHECK(access(dir, F_OK) != 0);
+    }
+    p.act = NPL_ACT_F16;
     static const char *const emb[] = {"get_rows: row lookup in a weight table (embedding)", "softcap: no accelerator op"};
     compile_and_compare(data, "rand-llama-f32.gguf", 1, emb);
     /* gemma2: soft-capped attention scores, a sliding window of 16 (the

@@ -263,8 +263,14 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         if (!(rt = npl_plugin_rt_new(&rp, err, errlen)) || !(api = npl_plugin_accel_api(rt, p.target, err, errlen)) ||
             !(abe = npl_plugin_accel_backend(rt, api, err, errlen)))
             goto done;
-        npl_accel_option so = {.key = "soc", .value = p.soc};
-        if (p.soc && api->device_create(abe, &so, 1, &dev) != NPL_ACCEL_OK) {
+        /* the SoC with the activation type: one without fp16 refuses a float one */
+        npl_accel_option so[2] = {{.key = "soc", .value = p.soc}, {.key = "act", .value = npl_act_prec_name(p.act)}};
+        npl_accel_status ds = p.soc ? api->device_create(abe, so, 2, &dev) : NPL_ACCEL_OK;
+        if (ds == NPL_ACCEL_ERR_HW_UNSUPPORTED && strstr(api->last_error(abe), "no fp16")) {
+            snprintf(err, errlen, "--act %s --soc %s: %s", npl_act_prec_name(p.act), p.soc, api->last_error(abe));
+            goto done;
+        }
+        if (ds != NPL_ACCEL_OK) {
             snprintf(err, errlen, "--soc: %s", api->last_error(abe));
             goto done;
         }

@@ -15,11 +15,13 @@
 #include "accel/qnn/qnn_api.h"
 #include "npullm_accel.h"
 
-/* One Snapdragon SoC QNN knows: name, QNN soc model id, HTP architecture. */
+/* One Snapdragon SoC QNN knows: name, QNN soc model id, HTP architecture,
+ * and whether its HTP computes fp16 (else only INT4 / INT8 / INT16). */
 typedef struct {
     const char *name;
     uint32_t soc_id;
     uint32_t arch;
+    int fp16;
 } qnn_soc;
 const qnn_soc *qnn_soc_find(const char *name);
 /* The table (n entries), for listings and tests. */

@@ -9,15 +9,20 @@
 #include "accel/qnn/qnn_impl.h"
 
 /* Snapdragon SoCs and their HTP architecture, as QNN v2.51 numbers them
- * (QnnHtpDevice.h soc models). Each pair is set as the device's SOC and ARCH
- * options; test_qnn_soc finalizes a graph for every row. */
+ * (QnnHtpDevice.h soc models; SM7635 = 73: a binary finalized with soc model
+ * 73 records "soc_type=SM7635;arch=73"). Each pair is set as the device's SOC
+ * and ARCH options; test_qnn_binary finalizes a graph for every row.
+ * fp16: the HTP architecture alone does not say it. Snapdragon 7s Gen 3
+ * (SM7635, v73 like SM8550) lists INT4 / INT8 / INT16 and no FP16 in its
+ * product brief, so ailia LLM runs int16 models there (shared/reference/003). */
 static const qnn_soc socs[] = {
-    {"SM8350", 30, 68}, /* Snapdragon 888 */
-    {"SM8450", 36, 69}, /* 8 Gen 1 */
-    {"SM8550", 43, 73}, /* 8 Gen 2 */
-    {"SM8650", 57, 75}, /* 8 Gen 3 */
-    {"SM8750", 69, 79}, /* 8 Elite */
-    {"SM8850", 87, 81}, /* 8 Elite Gen 5 */
+    {"SM8350", 30, 68, 1}, /* Snapdragon 888 */
+    {"SM8450", 36, 69, 1}, /* 8 Gen 1 */
+    {"SM8550", 43, 73, 1}, /* 8 Gen 2 */
+    {"SM7635", 73, 73, 0}, /* 7s Gen 3 */
+    {"SM8650", 57, 75, 1}, /* 8 Gen 3 */
+    {"SM8750", 69, 79, 1}, /* 8 Elite */
+    {"SM8850", 87, 81, 1}, /* 8 Elite Gen 5 */
 };
 
 const qnn_soc *qnn_soc_table(uint32_t *n) {

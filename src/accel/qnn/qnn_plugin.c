@@ -5,7 +5,9 @@
  * NPL_QNN_DEFAULT_LIB_DIR); backend "profile" = N > 0:
  * each graph's execute count and times go to stderr when its context is
  * freed; device "soc" = a Snapdragon SoC name (SM8650 ...,
- * see qnn_lib.c), else QNN's default target. QNN is only loaded by
+ * see qnn_lib.c), else QNN's default target; device "act" = the activation
+ * type the compiler will use (f16 / bf16 / f32 / int16): a float one is
+ * refused for an SoC without fp16 (SM7635). QNN is only loaded by
  * backend_create. On x86 the HTP backend runs graphs in software emulation. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,9 +86,14 @@ static npl_accel_status device_create(npl_accel_backend *be, const npl_accel_opt
     if (!be || !out) return NPL_ACCEL_ERR_INVALID_ARG;
     *out = NULL;
     const qnn_soc *soc = NULL;
+    const char *act = NULL;
     for (uint32_t i = 0; i < n_opts; i++) {
+        if (opts[i].key && !strcmp(opts[i].key, "act") && opts[i].value) {
+            act = opts[i].value;
+            continue;
+        }
         if (!opts[i].key || strcmp(opts[i].key, "soc") || !opts[i].value)
-            return FAIL(be, NPL_ACCEL_ERR_INVALID_ARG, "unknown device option '%s' (known: soc)", opts[i].key ? opts[i].key : "(null)");
+            return FAIL(be, NPL_ACCEL_ERR_INVALID_ARG, "unknown device option '%s' (known: soc, act)", opts[i].key ? opts[i].key : "(null)");
         if (!(soc = qnn_soc_find(opts[i].value))) {
             uint32_t n;
             const qnn_soc *t = qnn_soc_table(&n);
@@ -95,6 +102,14 @@ static npl_accel_status device_create(npl_accel_backend *be, const npl_accel_opt
             return FAIL(be, NPL_ACCEL_ERR_INVALID_ARG, "unknown SoC '%s' (known: %s)", opts[i].value, names);
         }
     }
+    /* act: the activation type the graphs will use; a float one on an SoC
+     * whose HTP has no fp16 (HTP float ops compute in fp16) is refused */
+    if (act && strcmp(act, "int16") && strcmp(act, "f16") && strcmp(act, "bf16") && strcmp(act, "f32"))
+        return FAIL(be, NPL_ACCEL_ERR_INVALID_ARG, "device option act '%s': not f16, bf16, f32 or int16", act);
+    if (act && strcmp(act, "int16") && soc && !soc->fp16)
+        return FAIL(be, NPL_ACCEL_ERR_HW_UNSUPPORTED,
+                    "%s (Hexagon v%u) has no fp16 on its NPU (INT4 / INT8 / INT16 only): %s activations cannot run "
+                    "there, int16 can", soc->name, soc->arch, act);
     npl_accel_device *d = calloc(1, sizeof *d);
     if (!d) return FAIL(be, NPL_ACCEL_ERR_NO_MEMORY, "out of memory");
     d->be = be;
