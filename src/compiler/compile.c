@@ -2,33 +2,24 @@
  * the target through its ABI table (the record-and-replay route is not used
  * yet). */
 #include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "compiler/compiler.h"
-#include "compiler/lower.h"
+#include "compiler/compile_internal.h"
 #include "compiler/package_dir.h"
 #include "compiler/package_write.h"
 #include "compiler/requant.h"
 #include "core/fnv.h"
 #include "compiler/validate.h"
 #include "core/progress.h"
-#include "core/session.h"
-#include "cpu/cpu_backend.h"
 #include "models/model.h"
 #include "format/graph_file.h"
 #include "llm/tokenizer.h"
-
-#define MAX_BASE 3 /* AR-N (last row), AR-1 over every cache row, AR-N (every row) */
-#define MAX_SHAPES (MAX_BASE + 2 * NPL_MAX_BUCKETS) /* + AR-1 and AR-N (last row) per KV-length bucket */
-#define MAX_SHARED 4 /* CPU-side weights a context binary may hold (the tied embedding) */
 
 #ifndef NPL_DEFAULT_TARGET
 #error "the build names the default compile target (CMake NPL_DEFAULT_TARGET)"
@@ -59,32 +50,22 @@ const char *npl_weight_prec_name(npl_weight_prec p) {
     return (unsigned)p < 5 ? n[p] : "?";
 }
 
-static double now_s(void) {
+double npl_compile_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-typedef struct {
-    const npl_compile_params *p;
-    npl_compile_guard *g;
-    npl_progress bar;
-    double t0, stage_t[6];
-    int stage;
-} progress;
-
-static int aborted(npl_compile_guard *g) {
+int npl_compile_aborted(npl_compile_guard *g) {
     pthread_mutex_lock(&g->mu);
     int a = g->aborted;
     pthread_mutex_unlock(&g->mu);
     return a;
 }
 
-/* One progress step; nonzero when the compile was aborted (the caller
- * stops with "interrupted"). */
-static int prog(progress *pg, int stage, int done, int total, const char *what) {
+int npl_compile_prog(npl_compile_progress *pg, int stage, int done, int total, const char *what) {
     if (stage != pg->stage) {
-        double t = now_s();
+        double t = npl_compile_now();
         if (pg->stage >= 0) pg->stage_t[pg->stage] = t - pg->t0;
         pg->t0 = t;
         pg->stage = stage;
@@ -94,8 +75,8 @@ static int prog(progress *pg, int stage, int done, int total, const char *what) 
     npl_progress_bar(&pg->bar, label, done, total);
     int s, d, ms = 60000;
     if (pg->p->stall_at && sscanf(pg->p->stall_at, "%d:%d:%d", &s, &d, &ms) >= 2 && s == stage + 1 && d == done)
-        for (int i = 0; i < ms / 10 && !aborted(pg->g); i++) nanosleep(&(struct timespec){0, 10000000}, NULL);
-    return aborted(pg->g);
+        for (int i = 0; i < ms / 10 && !npl_compile_aborted(pg->g); i++) nanosleep(&(struct timespec){0, 10000000}, NULL);
+    return npl_compile_aborted(pg->g);
 }
 
 static int write_file(const char *path, const void *data, size_t n, char *err, size_t errlen) {
@@ -108,99 +89,7 @@ static int write_file(const char *path, const void *data, size_t n, char *err, s
     return 0;
 }
 
-/* ---- IO samples: the CPU graph run at every compiled shape ---- */
 
-typedef struct {
-    int seq, n_out, kv; /* kv > 0: a KV-length bucket's graph, reading the first kv cache rows */
-    int32_t *tokens, *pos, *rows;
-} shape_case;
-
-typedef struct {
-    float **in;   /* per segment input (f32 / i32 bytes) */
-    size_t *in_bytes;
-    float *out;
-    size_t out_n;
-} sample;
-
-static int run_samples(const npl_model_graph *mg, const npl_hparams *hp, const npl_segment *sg, shape_case *cases,
-                       int n_cases, sample *smp, npl_pool *pool, char *err, size_t errlen) {
-    npl_cpu_ctx cc;
-    npl_backend be;
-    npl_cpu_backend_init(&be, &cc, npl_cpu_best_isa());
-    int outs[NPL_SEG_MAX_IO + 1], n_outs = 0, rc = -1;
-    for (int i = 0; i < sg->n_inputs; i++) outs[n_outs++] = sg->inputs[i];
-    outs[n_outs++] = sg->outputs[0];
-    npl_graph_session *s = pool ? npl_graph_session_new(mg->g, &be, pool, outs, n_outs, err, errlen) : NULL;
-    size_t row = (size_t)hp->head_dim * hp->n_head_kv * 2 * (size_t)mg->n_ctx;
-    void **kv = calloc(2 * (size_t)hp->n_layer, sizeof(void *));
-    if (!s || !kv) goto done;
-    for (int l = 0; l < 2 * hp->n_layer; l++) {
-        char name[32];
-        snprintf(name, sizeof name, "%ccache.%d", l & 1 ? 'v' : 'k', l / 2);
-        if (!(kv[l] = calloc(1, row)) || npl_graph_session_set_state(s, name, kv[l])) {
-            snprintf(err, errlen, "samples: cannot bind %s", name);
-            goto done;
-        }
-    }
-    for (int c = 0; c < n_cases; c++) {
-        shape_case *k = &cases[c];
-        npl_shape ss = {1, {k->seq, 1, 1, 1}}, so = {1, {k->n_out, 1, 1, 1}};
-        if (npl_graph_session_set_input_id(s, mg->tokens, k->tokens, &ss) || npl_graph_session_set_input_id(s, mg->pos, k->pos, &ss) ||
-            npl_graph_session_set_input_id(s, mg->out_rows, k->rows, &so) || npl_graph_session_run(s)) {
-            snprintf(err, errlen, "samples: %s", npl_graph_session_error(s));
-            goto done;
-        }
-        sample *sp = &smp[c];
-        sp->in = calloc((size_t)sg->n_inputs, sizeof(float *));
-        sp->in_bytes = calloc((size_t)sg->n_inputs, sizeof(size_t));
-        if (!sp->in || !sp->in_bytes) goto done;
-        for (int i = 0; i <= sg->n_inputs; i++) {
-            const npl_tensor *t = npl_graph_session_output(s, i);
-            size_t bytes = (size_t)npl_shape_nelements(&t->shape) * 4; /* f32 / i32 */
-            void *cp = malloc(bytes);
-            if (!cp) goto done;
-            memcpy(cp, t->data, bytes);
-            if (i < sg->n_inputs) {
-                sp->in[i] = cp;
-                sp->in_bytes[i] = bytes;
-            } else {
-                sp->out = cp;
-                sp->out_n = bytes / 4;
-            }
-        }
-    }
-    rc = 0;
-done:
-    npl_graph_session_free(s);
-    if (kv)
-        for (int l = 0; l < 2 * hp->n_layer; l++) free(kv[l]);
-    free(kv);
-    return rc;
-}
-
-static void samples_free(sample *smp, int n, int n_in) {
-    for (int c = 0; c < n; c++) {
-        for (int i = 0; smp[c].in && i < n_in; i++) free(smp[c].in[i]);
-        free(smp[c].in);
-        free(smp[c].in_bytes);
-        free(smp[c].out);
-    }
-}
-
-/* ---- the driver ---- */
-
-typedef struct {
-    npl_accel_dtype act;
-    uint8_t *bin;
-    uint64_t bin_size;
-    char names[MAX_SHAPES][64];
-    char in_names[MAX_SHAPES][NPL_SEG_MAX_IO][96];
-    char out_names[MAX_SHAPES][96];
-    int n_shapes;
-    double max_err[MAX_SHAPES], rel_err[MAX_SHAPES];
-    double finalize_s[MAX_SHAPES]; /* the target's finalize time per graph (0: not reported) */
-    uint64_t static_bytes, checksum;
-} seg_result;
 
 static int shape_index_ok(const shape_case *c, int n, int seq, int n_out, int kv) {
     for (int i = 0; i < n; i++)
@@ -211,9 +100,9 @@ static int shape_index_ok(const shape_case *c, int n, int seq, int n_out, int kv
 int npl_compile(const char *model_path, const char *out_dir, const npl_compile_params *pp, char *err, size_t errlen) {
     npl_compile_params p = pp ? *pp : npl_compile_default_params();
     npl_compile_guard own = {.mu = PTHREAD_MUTEX_INITIALIZER}, *g = p.guard ? p.guard : &own;
-    progress pg = {.p = &p, .g = g, .t0 = now_s(), .stage = -1};
+    npl_compile_progress pg = {.p = &p, .g = g, .t0 = npl_compile_now(), .stage = -1};
     npl_progress_init(&pg.bar, p.log);
-    double t_start = now_s();
+    double t_start = npl_compile_now();
     npl_gguf *f = NULL;
     npl_model_graph mg = {0};
     npl_partition part = {0};
@@ -276,7 +165,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         }
     }
     /* 1. graph + IO samples */
-    if (prog(&pg, 0, 0, 2, "model graph")) goto done;
+    if (npl_compile_prog(&pg, 0, 0, 2, "model graph")) goto done;
     npl_hparams hp;
     if (!(f = npl_gguf_open(model_path, NULL, err, errlen)) || npl_hparams_load(f, &hp, err, errlen)) goto done;
     /* a package whose vocabulary the runtime refuses cannot run: say so now, as
@@ -337,7 +226,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         }
     }
     if (!n_buckets) n_base = n_cases;
-    if (prog(&pg, 0, 2, 2, "model graph")) goto done;
+    if (npl_compile_prog(&pg, 0, 2, 2, "model graph")) goto done;
 
     /* the output matrix, when it gets a type of its own */
     int out_weight = -1;
@@ -362,7 +251,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
                                                   : NPL_ACCEL_DT_F16;
     /* 2. partition, asking the target about each candidate subgraph's nodes
      * until it takes every node left (each round refuses at least one more) */
-    if (prog(&pg, 1, 0, 1, "partition")) goto done;
+    if (npl_compile_prog(&pg, 1, 0, 1, "partition")) goto done;
     wc = calloc((size_t)n_nodes, sizeof(*wc));
     refused = calloc((size_t)n_nodes, sizeof(*refused));
     if (!wc || !refused) goto oom;
@@ -377,9 +266,9 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         if (n_new < 0) goto done;
         if (!n_new) break;
         npl_partition_free(&part);
-        if (aborted(g)) goto done;
+        if (npl_compile_aborted(g)) goto done;
     }
-    if (prog(&pg, 1, 1, 1, "partition")) goto done;
+    if (npl_compile_prog(&pg, 1, 1, 1, "partition")) goto done;
 
     /* 3 + 5. lower per shape, merge into one context per subgraph, check */
     res = calloc((size_t)part.n_segs + 1, sizeof(*res));
@@ -402,7 +291,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         }
         int ok = 1, stop = 0;
         for (int c = 0; c < n_cases && ok; c++) {
-            if ((stop = prog(&pg, 2, c, n_cases, "lower + compile per shape"))) break;
+            if ((stop = npl_compile_prog(&pg, 2, c, n_cases, "lower + compile per shape"))) break;
             npl_lower_args la = {.g = mg.g, .seg = sg, .shapes = shapes, .act = act, .wprec = p.weights, .wc = wc,
                                  .f32_classes = f32_classes, .out_weight = out_weight, .out_type = (npl_type)p.output_weights,
                                  .kv_len = cases[c].kv};
@@ -418,7 +307,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
             snprintf(r->out_names[c], 96, "%s", la.out_name);
             if (c == 0) r->static_bytes = la.static_bytes;
         }
-        if (ok && !stop) stop = prog(&pg, 2, n_cases, n_cases, "lower + compile per shape");
+        if (ok && !stop) stop = npl_compile_prog(&pg, 2, n_cases, n_cases, "lower + compile per shape");
         r->n_shapes = n_cases;
         if (ok && !stop && (api->context_get_binary_size(ctx, &r->bin_size) != NPL_ACCEL_OK ||
                    !(r->bin = malloc(r->bin_size)) ||
@@ -450,68 +339,15 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         }
         /* check: the binary as the package will hold it, against the CPU samples */
         if (p.check) {
-            if (prog(&pg, 3, 0, n_cases, "check vs CPU samples")) {
-                if (live) api->context_free(live);
+            npl_compile_check_args ca = {api, abe, dev, live, &mg, &hp, sg, cases, n_cases, pool,
+                                         p.tolerance > 0 ? p.tolerance : 0.25, /* random ids drive Gemma far off its data */
+                                         p.target, &pg};
+            int cr = npl_compile_check(&ca, r, err, errlen);
+            if (cr < 0) {
                 free(shapes);
                 goto done;
             }
-            sample smp[MAX_SHAPES] = {0};
-            npl_accel_context *lc = NULL;
-            double tol = p.tolerance > 0 ? p.tolerance : 0.25; /* random ids drive Gemma far off its data */
-            if (run_samples(&mg, &hp, sg, cases, n_cases, smp, pool, err, errlen)) {
-                samples_free(smp, n_cases, sg->n_inputs);
-                if (live) api->context_free(live);
-                free(shapes);
-                goto done;
-            }
-            /* a weight-shared binary does not load in QNN's x86 emulator: its
-             * graphs run in the context that wrote it */
-            if (live) lc = live;
-            else if (api->context_create_from_binary(abe, dev, NULL, 0, r->bin, r->bin_size, &lc) != NPL_ACCEL_OK) ok = 0;
-            float *y = NULL;
-            for (int c = 0; c < n_cases && ok && !stop; c++) {
-                npl_accel_graph *ag;
-                npl_accel_buffer in[NPL_SEG_MAX_IO], out;
-                free(y);
-                if (!(y = malloc(smp[c].out_n * sizeof(float)))) { ok = 0; break; }
-                for (int i = 0; i < sg->n_inputs; i++)
-                    in[i] = (npl_accel_buffer){r->in_names[c][i], smp[c].in[i], smp[c].in_bytes[i]};
-                out = (npl_accel_buffer){r->out_names[c], y, smp[c].out_n * sizeof(float)};
-                if (api->graph_retrieve(lc, r->names[c], &ag) != NPL_ACCEL_OK ||
-                    api->graph_execute(ag, in, (uint32_t)sg->n_inputs, &out, 1) != NPL_ACCEL_OK) {
-                    ok = 0;
-                    break;
-                }
-                /* relative RMS error: a max over 262144 x 128 logits of a
-                 * model as sensitive as Gemma measures the CPU path's own
-                 * int8 noise more than the lowering */
-                double me = 0, se = 0, sr = 0;
-                size_t row_len = smp[c].out_n / (size_t)cases[c].n_out;
-                for (size_t i = 0; i < smp[c].out_n; i++) {
-                    if (cases[c].pos[cases[c].rows[i / row_len]] < 0) continue; /* padding rows: undefined */
-                    double d = fabs((double)y[i] - smp[c].out[i]);
-                    if (!(d <= me)) me = d;
-                    se += d * d;
-                    sr += (double)smp[c].out[i] * smp[c].out[i];
-                }
-                r->max_err[c] = me;
-                r->rel_err[c] = sqrt(se / (sr > 0 ? sr : 1));
-                if (!(r->rel_err[c] <= tol)) {
-                    snprintf(err, errlen, "graph %s: relative RMS error %.3g (max abs %.4g) over tolerance %.3g",
-                             r->names[c], r->rel_err[c], me, tol);
-                    ok = -1;
-                }
-                stop = prog(&pg, 3, c + 1, n_cases, "check vs CPU samples");
-            }
-            free(y);
-            if (!ok) snprintf(err, errlen, "%s: %s", p.target, api->last_error(abe));
-            if (lc) api->context_free(lc);
-            samples_free(smp, n_cases, sg->n_inputs);
-            if (stop) {
-                free(shapes);
-                goto done;
-            }
-            if (ok != 1) {
+            if (cr > 0) {
                 npl_progress_end_line(&pg.bar);
                 if (p.log) fprintf(p.log, "warning: subgraph %d falls back to the CPU: %s\n", si, err);
                 sg->keep = 0;
@@ -524,7 +360,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     free(shapes);
 
     /* 4. replace: the package graph */
-    if (prog(&pg, 4, 0, 1, "replace with plugin ops")) goto done;
+    if (npl_compile_prog(&pg, 4, 0, 1, "replace with plugin ops")) goto done;
     {
         int *seg_of = malloc((size_t)n_nodes * sizeof(int)), *map = malloc((size_t)n_nodes * sizeof(int));
         char *used = calloc((size_t)n_nodes, 1);
@@ -615,7 +451,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
             goto done;
         }
     }
-    if (prog(&pg, 4, 1, 1, "replace with plugin ops")) goto done;
+    if (npl_compile_prog(&pg, 4, 1, 1, "replace with plugin ops")) goto done;
 
     /* A weight both the CPU side (the embedding lookup) and a lowered graph
      * (the tied output matrix) read: when the context binary holds its bytes
@@ -651,7 +487,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     }
 
     /* 6. write: tmp dir, then rename */
-    if (prog(&pg, 5, 0, 3, "write package") || npl_pkg_tmp_create(g, out, err, errlen)) goto done;
+    if (npl_compile_prog(&pg, 5, 0, 3, "write package") || npl_pkg_tmp_create(g, out, err, errlen)) goto done;
     uint64_t total_bin = 0;
     for (int si = 0; si < part.n_segs; si++) {
         if (!part.segs[si].keep) continue;
@@ -659,7 +495,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         if (write_file(path, res[si].bin, res[si].bin_size, err, errlen)) goto done;
         total_bin += res[si].bin_size;
     }
-    if (prog(&pg, 5, 1, 3, "write package")) goto done;
+    if (npl_compile_prog(&pg, 5, 1, 3, "write package")) goto done;
     if (!(w = npl_gguf_writer_new())) goto oom;
     {
         static const char *const skip[] = {"npullm.", NULL};
@@ -684,7 +520,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         snprintf(path, sizeof path, "%s/model.gguf", tmp);
         if (npl_gguf_writer_write(w, path, err, errlen)) goto done;
     }
-    if (prog(&pg, 5, 2, 3, "write package")) goto done;
+    if (npl_compile_prog(&pg, 5, 2, 3, "write package")) goto done;
     {
         npl_pkg_bin bins[64];
         npl_accel_backend_info bi;
@@ -703,107 +539,18 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
                              buckets, n_buckets};
         if (npl_pkg_write_config(tmp, &pc, err, errlen)) goto done;
     }
-    if (p.keep_intermediate) {
-        snprintf(path, sizeof path, "%s/intermediate", tmp);
-        mkdir(path, 0755);
-        snprintf(path, sizeof path, "%s/intermediate/npu_postreat.json", tmp);
-        FILE *jf = fopen(path, "w");
-        if (jf) {
-            fprintf(jf, "{\n  \"subgraphs\": [\n");
-            for (int si = 0; si < part.n_segs; si++) {
-                const npl_segment *sg = &part.segs[si];
-                fprintf(jf, "    {\"index\": %d, \"ops\": %d, \"matmuls\": %d, \"first_node\": %d, \"last_node\": %d, "
-                        "\"inputs\": %d, \"outputs\": %d, \"lowered\": %s, \"why\": \"%s\"",
-                        si, sg->n_nodes, sg->n_matmul, sg->nodes[0], sg->nodes[sg->n_nodes - 1], sg->n_inputs,
-                        sg->n_outputs, sg->keep ? "true" : "false", sg->keep ? "" : sg->why);
-                if (sg->keep) {
-                    fprintf(jf, ", \"context_binary\": \"accel_%d.bin\", \"graphs\": [", si);
-                    for (int c = 0; c < res[si].n_shapes; c++) fprintf(jf, "%s\"%s\"", c ? ", " : "", res[si].names[c]);
-                    fprintf(jf, "]");
-                }
-                fprintf(jf, "}%s\n", si + 1 < part.n_segs ? "," : "");
-            }
-            fprintf(jf, "  ],\n  \"cpu_ops\": [\n");
-            for (int i = 0; i < part.n_cpu_ops; i++)
-                fprintf(jf, "    {\"node\": %d, \"op\": \"%s\", \"why\": \"%s\"}%s\n", part.cpu_ops[i],
-                        npl_op_name(npl_graph_node(mg.g, part.cpu_ops[i])->op), part.cpu_why[i],
-                        i + 1 < part.n_cpu_ops ? "," : "");
-            fprintf(jf, "  ]\n}\n");
-            fclose(jf);
-        }
-    }
+    if (p.keep_intermediate) npl_compile_write_intermediate(tmp, &part, res, mg.g);
     /* into place: one rename; with --force the old package goes only after */
-    if (aborted(g) || npl_pkg_commit(g, out, p.force, warn, sizeof warn, err, errlen)) goto done;
+    if (npl_compile_aborted(g) || npl_pkg_commit(g, out, p.force, warn, sizeof warn, err, errlen)) goto done;
     if (warn[0] && p.log) fprintf(p.log, "warning: %s\n", warn);
-    prog(&pg, 5, 3, 3, "write package");
-    pg.stage_t[5] = now_s() - pg.t0;
+    npl_compile_prog(&pg, 5, 3, 3, "write package");
+    pg.stage_t[5] = npl_compile_now() - pg.t0;
 
-    if (p.log) { /* summary */
-        FILE *o = p.log;
-        int lowered = 0;
-        for (int si = 0; si < part.n_segs; si++)
-            if (part.segs[si].keep) lowered += part.segs[si].n_nodes;
-        fprintf(o, "npullm compile: %s -> %s\n", model_path, out_dir);
-        fprintf(o, "  model      %s, %d layers, n_ctx %d, chunk %d, activations %s, weights %s\n", hp.arch_name,
-                hp.n_layer, n_ctx, p.chunk, npl_act_prec_name(p.act), npl_weight_prec_name(p.weights));
-        fprintf(o, "  target     %s\n", p.target);
-        if (p.soc) fprintf(o, "  soc        %s\n", p.soc);
-        fprintf(o, "  buckets    ");
-        if (!n_buckets) fprintf(o, "none: every graph reads all %d cache rows\n", n_ctx);
-        for (int b = 0; b < n_buckets; b++) fprintf(o, "%s%d", b ? ", " : "graphs over the first ", buckets[b]);
-        if (n_buckets)
-            fprintf(o, ", %d cache rows (AR-1; AR-%d from %d): each step runs the smallest that holds its positions\n",
-                    n_ctx, p.chunk, p.chunk);
-        if (f32_classes) fprintf(o, "  keep-f32   %s: these tensor classes stay f32\n", p.keep_f32);
-        if (calib) fprintf(o, "  samples    %lld tokens of %s (cycled)\n", (long long)n_calib, p.calib);
-        if (p.weights == NPL_WEIGHTS_W8 || p.weights == NPL_WEIGHTS_W4)
-            npl_requant_summary(o, mg.g, wc, n_nodes, npl_weight_prec_name(p.weights));
-        fprintf(o, "  subgraphs  %d found, %d lowered\n", part.n_segs, n_kept);
-        for (int si = 0; si < part.n_segs; si++) {
-            const npl_segment *sg = &part.segs[si];
-            fprintf(o, "    #%d: %d ops (%d matmul), %d inputs, %d outputs: %s%s\n", si, sg->n_nodes, sg->n_matmul,
-                    sg->n_inputs, sg->n_outputs, sg->keep ? "accelerator" : "CPU: ", sg->keep ? "" : sg->why);
-            if (!sg->keep) continue;
-            fprintf(o, "       accel_%d.bin: %.2f MiB, weights %.2f MiB, %d graphs:", si, res[si].bin_size / 1048576.0,
-                    res[si].static_bytes / 1048576.0, res[si].n_shapes);
-            fprintf(o, "\n       finalize:");
-            for (int c = 0; c < res[si].n_shapes; c++) fprintf(o, " %s %.2fs", res[si].names[c], res[si].finalize_s[c]);
-            fprintf(o, "\n       check:");
-            for (int c = 0; c < res[si].n_shapes; c++)
-                if (p.check)
-                    fprintf(o, " %s (max abs err %.3g, rel rms %.3g)", res[si].names[c], res[si].max_err[c],
-                            res[si].rel_err[c]);
-                else
-                    fprintf(o, " %s (not checked)", res[si].names[c]);
-            fprintf(o, "\n");
-        }
-        fprintf(o, "  ops        %d lowered, %d on the CPU\n", lowered, part.n_cpu_ops);
-        for (int i = 0; i < part.n_cpu_ops; i++)
-            fprintf(o, "    CPU: node %d %s: %s\n", part.cpu_ops[i], npl_op_name(npl_graph_node(mg.g, part.cpu_ops[i])->op),
-                    part.cpu_why[i]);
-        snprintf(path, sizeof path, "%s/model.gguf", out);
-        struct stat gs;
-        fprintf(o, "  files      model.gguf %.2f MiB, context binaries %.2f MiB\n",
-                stat(path, &gs) == 0 ? gs.st_size / 1048576.0 : 0.0, total_bin / 1048576.0);
-        uint64_t wbytes = 0;
-        for (int si = 0; si < part.n_segs; si++)
-            if (part.segs[si].keep) wbytes += res[si].static_bytes;
-        if (wbytes)
-            fprintf(o, "  weights    %.2f MiB at the chosen encoding%s; the context binaries are %.3fx that (%s)\n",
-                    wbytes / 1048576.0, p.weights == NPL_WEIGHTS_W4 ? " (w4 counted as its int8 containers)" : "",
-                    (double)total_bin / (double)wbytes,
-                    p.weight_sharing ? "weight sharing: each weight once; for a device, QNN on x86 cannot load it"
-                                     : "no weight sharing: each graph holds its own copy; loads in QNN's x86 emulator");
-        for (int i = 0; i < n_shared; i++)
-            fprintf(o, "  shared     %s (%.2f MiB): stored once, the CPU side reads it from %s at offset %llu\n",
-                    shared[i].name, shared_bytes[i] / 1048576.0, shared[i].file, (unsigned long long)shared[i].offset);
-        for (int i = 0; i < n_unshared && i < MAX_SHARED; i++)
-            fprintf(o, "  twice      %s: the CPU side and the accelerator both hold it (the target stores it "
-                    "converted)\n", unshared[i]);
-        static const char *const sn[6] = {"graph", "partition", "lower", "check", "replace", "write"};
-        fprintf(o, "  time      ");
-        for (int i = 0; i < 6; i++) fprintf(o, " %s %.2fs", sn[i], pg.stage_t[i]);
-        fprintf(o, "; total %.2fs\n", now_s() - t_start);
+    if (p.log) {
+        npl_compile_report rep = {&p, model_path, out_dir, out, &hp, &mg, wc, n_nodes, n_ctx, n_kept, buckets,
+                                  n_buckets, f32_classes, calib, n_calib, &part, res, total_bin, shared, shared_bytes,
+                                  n_shared, (const char(*)[128])unshared, n_unshared, pg.stage_t, t_start};
+        npl_compile_summary(p.log, &rep);
     }
     rc = 0;
     goto done;
@@ -812,7 +559,7 @@ oom:
 done:
     npl_progress_end_line(&pg.bar);
     npl_pkg_tmp_remove(g);
-    if (rc && aborted(g)) snprintf(err, errlen, "interrupted");
+    if (rc && npl_compile_aborted(g)) snprintf(err, errlen, "interrupted");
     npl_gguf_writer_free(w);
     npl_graph_free(pkg);
     if (res)

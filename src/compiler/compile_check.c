@@ -1,0 +1,151 @@
+/* compile --check: the CPU graph run at every compiled shape (the IO
+ * samples), then every graph of a context binary run on them in the target
+ * and compared. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compiler/compile_internal.h"
+#include "core/session.h"
+#include "cpu/cpu_backend.h"
+
+/* ---- IO samples: the CPU graph run at every compiled shape ---- */
+
+typedef struct {
+    float **in;   /* per segment input (f32 / i32 bytes) */
+    size_t *in_bytes;
+    float *out;
+    size_t out_n;
+} sample;
+
+static int run_samples(const npl_model_graph *mg, const npl_hparams *hp, const npl_segment *sg, const shape_case *cases,
+                       int n_cases, sample *smp, npl_pool *pool, char *err, size_t errlen) {
+    npl_cpu_ctx cc;
+    npl_backend be;
+    npl_cpu_backend_init(&be, &cc, npl_cpu_best_isa());
+    int outs[NPL_SEG_MAX_IO + 1], n_outs = 0, rc = -1;
+    for (int i = 0; i < sg->n_inputs; i++) outs[n_outs++] = sg->inputs[i];
+    outs[n_outs++] = sg->outputs[0];
+    npl_graph_session *s = pool ? npl_graph_session_new(mg->g, &be, pool, outs, n_outs, err, errlen) : NULL;
+    size_t row = (size_t)hp->head_dim * hp->n_head_kv * 2 * (size_t)mg->n_ctx;
+    void **kv = calloc(2 * (size_t)hp->n_layer, sizeof(void *));
+    if (!s || !kv) goto done;
+    for (int l = 0; l < 2 * hp->n_layer; l++) {
+        char name[32];
+        snprintf(name, sizeof name, "%ccache.%d", l & 1 ? 'v' : 'k', l / 2);
+        if (!(kv[l] = calloc(1, row)) || npl_graph_session_set_state(s, name, kv[l])) {
+            snprintf(err, errlen, "samples: cannot bind %s", name);
+            goto done;
+        }
+    }
+    for (int c = 0; c < n_cases; c++) {
+        const shape_case *k = &cases[c];
+        npl_shape ss = {1, {k->seq, 1, 1, 1}}, so = {1, {k->n_out, 1, 1, 1}};
+        if (npl_graph_session_set_input_id(s, mg->tokens, k->tokens, &ss) || npl_graph_session_set_input_id(s, mg->pos, k->pos, &ss) ||
+            npl_graph_session_set_input_id(s, mg->out_rows, k->rows, &so) || npl_graph_session_run(s)) {
+            snprintf(err, errlen, "samples: %s", npl_graph_session_error(s));
+            goto done;
+        }
+        sample *sp = &smp[c];
+        sp->in = calloc((size_t)sg->n_inputs, sizeof(float *));
+        sp->in_bytes = calloc((size_t)sg->n_inputs, sizeof(size_t));
+        if (!sp->in || !sp->in_bytes) goto done;
+        for (int i = 0; i <= sg->n_inputs; i++) {
+            const npl_tensor *t = npl_graph_session_output(s, i);
+            size_t bytes = (size_t)npl_shape_nelements(&t->shape) * 4; /* f32 / i32 */
+            void *cp = malloc(bytes);
+            if (!cp) goto done;
+            memcpy(cp, t->data, bytes);
+            if (i < sg->n_inputs) {
+                sp->in[i] = cp;
+                sp->in_bytes[i] = bytes;
+            } else {
+                sp->out = cp;
+                sp->out_n = bytes / 4;
+            }
+        }
+    }
+    rc = 0;
+done:
+    npl_graph_session_free(s);
+    if (kv)
+        for (int l = 0; l < 2 * hp->n_layer; l++) free(kv[l]);
+    free(kv);
+    return rc;
+}
+
+static void samples_free(sample *smp, int n, int n_in) {
+    for (int c = 0; c < n; c++) {
+        for (int i = 0; smp[c].in && i < n_in; i++) free(smp[c].in[i]);
+        free(smp[c].in);
+        free(smp[c].in_bytes);
+        free(smp[c].out);
+    }
+}
+
+/* ---- the check: the binary as the package will hold it, against the samples ---- */
+
+int npl_compile_check(const npl_compile_check_args *a, seg_result *r, char *err, size_t errlen) {
+    const npl_accel_api *api = a->api;
+    const npl_segment *sg = a->sg;
+    const shape_case *cases = a->cases;
+    const int n_cases = a->n_cases;
+    int ok = 1, stop = 0;
+    if (npl_compile_prog(a->pg, 3, 0, n_cases, "check vs CPU samples")) {
+        if (a->live) api->context_free(a->live);
+        return -1;
+    }
+    sample smp[MAX_SHAPES] = {0};
+    npl_accel_context *lc = NULL;
+    if (run_samples(a->mg, a->hp, sg, cases, n_cases, smp, a->pool, err, errlen)) {
+        samples_free(smp, n_cases, sg->n_inputs);
+        if (a->live) api->context_free(a->live);
+        return -1;
+    }
+    /* a weight-shared binary does not load in QNN's x86 emulator: its
+     * graphs run in the context that wrote it */
+    if (a->live) lc = a->live;
+    else if (api->context_create_from_binary(a->abe, a->dev, NULL, 0, r->bin, r->bin_size, &lc) != NPL_ACCEL_OK) ok = 0;
+    float *y = NULL;
+    for (int c = 0; c < n_cases && ok && !stop; c++) {
+        npl_accel_graph *ag;
+        npl_accel_buffer in[NPL_SEG_MAX_IO], out;
+        free(y);
+        if (!(y = malloc(smp[c].out_n * sizeof(float)))) { ok = 0; break; }
+        for (int i = 0; i < sg->n_inputs; i++)
+            in[i] = (npl_accel_buffer){r->in_names[c][i], smp[c].in[i], smp[c].in_bytes[i]};
+        out = (npl_accel_buffer){r->out_names[c], y, smp[c].out_n * sizeof(float)};
+        if (api->graph_retrieve(lc, r->names[c], &ag) != NPL_ACCEL_OK ||
+            api->graph_execute(ag, in, (uint32_t)sg->n_inputs, &out, 1) != NPL_ACCEL_OK) {
+            ok = 0;
+            break;
+        }
+        /* relative RMS error: a max over 262144 x 128 logits of a
+         * model as sensitive as Gemma measures the CPU path's own
+         * int8 noise more than the lowering */
+        double me = 0, se = 0, sr = 0;
+        size_t row_len = smp[c].out_n / (size_t)cases[c].n_out;
+        for (size_t i = 0; i < smp[c].out_n; i++) {
+            if (cases[c].pos[cases[c].rows[i / row_len]] < 0) continue; /* padding rows: undefined */
+            double d = fabs((double)y[i] - smp[c].out[i]);
+            if (!(d <= me)) me = d;
+            se += d * d;
+            sr += (double)smp[c].out[i] * smp[c].out[i];
+        }
+        r->max_err[c] = me;
+        r->rel_err[c] = sqrt(se / (sr > 0 ? sr : 1));
+        if (!(r->rel_err[c] <= a->tol)) {
+            snprintf(err, errlen, "graph %s: relative RMS error %.3g (max abs %.4g) over tolerance %.3g",
+                     r->names[c], r->rel_err[c], me, a->tol);
+            ok = -1;
+        }
+        stop = npl_compile_prog(a->pg, 3, c + 1, n_cases, "check vs CPU samples");
+    }
+    free(y);
+    if (!ok) snprintf(err, errlen, "%s: %s", a->target, api->last_error(a->abe));
+    if (lc) api->context_free(lc);
+    samples_free(smp, n_cases, sg->n_inputs);
+    if (stop) return -1;
+    return ok == 1 ? 0 : 1;
+}

@@ -1,0 +1,103 @@
+/* What the compile driver (compile.c) shares with its check (compile_check.c)
+ * and its summary (compile_summary.c). Internal to src/compiler. */
+#ifndef NPL_COMPILE_INTERNAL_H
+#define NPL_COMPILE_INTERNAL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "compiler/compiler.h"
+#include "compiler/lower.h"
+#include "core/progress.h"
+#include "format/graph_file.h"
+#include "models/model.h"
+
+#define MAX_BASE 3 /* AR-N (last row), AR-1 over every cache row, AR-N (every row) */
+#define MAX_SHAPES (MAX_BASE + 2 * NPL_MAX_BUCKETS) /* + AR-1 and AR-N (last row) per KV-length bucket */
+#define MAX_SHARED 4 /* CPU-side weights a context binary may hold (the tied embedding) */
+
+typedef struct {
+    const npl_compile_params *p;
+    npl_compile_guard *g;
+    npl_progress bar;
+    double t0, stage_t[6];
+    int stage;
+} npl_compile_progress;
+
+double npl_compile_now(void);
+int npl_compile_aborted(npl_compile_guard *g);
+/* One progress step; nonzero when the compile was aborted (the caller
+ * stops with "interrupted"). */
+int npl_compile_prog(npl_compile_progress *pg, int stage, int done, int total, const char *what);
+
+/* One compiled shape and the CPU inputs its IO sample is taken at. */
+typedef struct {
+    int seq, n_out, kv; /* kv > 0: a KV-length bucket's graph, reading the first kv cache rows */
+    int32_t *tokens, *pos, *rows;
+} shape_case;
+
+/* One lowered subgraph: its context binary and its graphs. */
+typedef struct {
+    npl_accel_dtype act;
+    uint8_t *bin;
+    uint64_t bin_size;
+    char names[MAX_SHAPES][64];
+    char in_names[MAX_SHAPES][NPL_SEG_MAX_IO][96];
+    char out_names[MAX_SHAPES][96];
+    int n_shapes;
+    double max_err[MAX_SHAPES], rel_err[MAX_SHAPES];
+    double finalize_s[MAX_SHAPES]; /* the target's finalize time per graph (0: not reported) */
+    uint64_t static_bytes, checksum;
+} seg_result;
+
+typedef struct {
+    const npl_accel_api *api;
+    npl_accel_backend *abe;
+    npl_accel_device *dev;
+    npl_accel_context *live; /* a weight-shared binary's own context (freed here), else NULL */
+    const npl_model_graph *mg;
+    const npl_hparams *hp;
+    const npl_segment *sg;
+    const shape_case *cases;
+    int n_cases;
+    npl_pool *pool;
+    double tol;
+    const char *target;
+    npl_compile_progress *pg;
+} npl_compile_check_args;
+
+/* Runs every graph of r's binary on the CPU path's IO samples. 0: all within
+ * a->tol; 1: the subgraph falls back to the CPU (err says why); -1: stop
+ * (an error in err, or the compile was aborted). */
+int npl_compile_check(const npl_compile_check_args *a, seg_result *r, char *err, size_t errlen);
+
+typedef struct {
+    const npl_compile_params *p;
+    const char *model_path, *out_dir, *out;
+    const npl_hparams *hp;
+    const npl_model_graph *mg;
+    const npl_lower_weight *wc;
+    int n_nodes, n_ctx, n_kept;
+    const int *buckets;
+    int n_buckets;
+    uint32_t f32_classes;
+    const char *calib;
+    int64_t n_calib;
+    const npl_partition *part;
+    const seg_result *res;
+    uint64_t total_bin;
+    const npl_graph_ext *shared;
+    const uint64_t *shared_bytes;
+    int n_shared;
+    const char (*unshared)[128];
+    int n_unshared;
+    const double *stage_t;
+    double t_start;
+} npl_compile_report;
+
+void npl_compile_summary(FILE *o, const npl_compile_report *r);
+/* --keep-intermediate: DIR/intermediate/npu_postreat.json, MNN's list of subgraphs and CPU ops */
+void npl_compile_write_intermediate(const char *dir, const npl_partition *part, const seg_result *res,
+                                    const npl_graph *g);
+
+#endif

@@ -1,0 +1,109 @@
+/* The compile's summary (what was lowered, what stays on the CPU and why,
+ * files, weights, time per stage) and --keep-intermediate's subgraph list. */
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "compiler/compile_internal.h"
+#include "compiler/package_dir.h"
+#include "compiler/requant.h"
+
+void npl_compile_summary(FILE *o, const npl_compile_report *r) {
+    const npl_compile_params *p = r->p;
+    char path[NPL_PKG_PATH_MAX + 64];
+    int lowered = 0;
+    for (int si = 0; si < r->part->n_segs; si++)
+        if (r->part->segs[si].keep) lowered += r->part->segs[si].n_nodes;
+    fprintf(o, "npullm compile: %s -> %s\n", r->model_path, r->out_dir);
+    fprintf(o, "  model      %s, %d layers, n_ctx %d, chunk %d, activations %s, weights %s\n", r->hp->arch_name,
+            r->hp->n_layer, r->n_ctx, p->chunk, npl_act_prec_name(p->act), npl_weight_prec_name(p->weights));
+    fprintf(o, "  target     %s\n", p->target);
+    if (p->soc) fprintf(o, "  soc        %s\n", p->soc);
+    fprintf(o, "  buckets    ");
+    if (!r->n_buckets) fprintf(o, "none: every graph reads all %d cache rows\n", r->n_ctx);
+    for (int b = 0; b < r->n_buckets; b++) fprintf(o, "%s%d", b ? ", " : "graphs over the first ", r->buckets[b]);
+    if (r->n_buckets)
+        fprintf(o, ", %d cache rows (AR-1; AR-%d from %d): each step runs the smallest that holds its positions\n",
+                r->n_ctx, p->chunk, p->chunk);
+    if (r->f32_classes) fprintf(o, "  keep-f32   %s: these tensor classes stay f32\n", p->keep_f32);
+    if (r->calib) fprintf(o, "  samples    %lld tokens of %s (cycled)\n", (long long)r->n_calib, p->calib);
+    if (p->weights == NPL_WEIGHTS_W8 || p->weights == NPL_WEIGHTS_W4)
+        npl_requant_summary(o, r->mg->g, r->wc, r->n_nodes, npl_weight_prec_name(p->weights));
+    fprintf(o, "  subgraphs  %d found, %d lowered\n", r->part->n_segs, r->n_kept);
+    for (int si = 0; si < r->part->n_segs; si++) {
+        const npl_segment *sg = &r->part->segs[si];
+        fprintf(o, "    #%d: %d ops (%d matmul), %d inputs, %d outputs: %s%s\n", si, sg->n_nodes, sg->n_matmul,
+                sg->n_inputs, sg->n_outputs, sg->keep ? "accelerator" : "CPU: ", sg->keep ? "" : sg->why);
+        if (!sg->keep) continue;
+        fprintf(o, "       accel_%d.bin: %.2f MiB, weights %.2f MiB, %d graphs:", si, r->res[si].bin_size / 1048576.0,
+                r->res[si].static_bytes / 1048576.0, r->res[si].n_shapes);
+        fprintf(o, "\n       finalize:");
+        for (int c = 0; c < r->res[si].n_shapes; c++) fprintf(o, " %s %.2fs", r->res[si].names[c], r->res[si].finalize_s[c]);
+        fprintf(o, "\n       check:");
+        for (int c = 0; c < r->res[si].n_shapes; c++)
+            if (p->check)
+                fprintf(o, " %s (max abs err %.3g, rel rms %.3g)", r->res[si].names[c], r->res[si].max_err[c],
+                        r->res[si].rel_err[c]);
+            else
+                fprintf(o, " %s (not checked)", r->res[si].names[c]);
+        fprintf(o, "\n");
+    }
+    fprintf(o, "  ops        %d lowered, %d on the CPU\n", lowered, r->part->n_cpu_ops);
+    for (int i = 0; i < r->part->n_cpu_ops; i++)
+        fprintf(o, "    CPU: node %d %s: %s\n", r->part->cpu_ops[i], npl_op_name(npl_graph_node(r->mg->g, r->part->cpu_ops[i])->op),
+                r->part->cpu_why[i]);
+    snprintf(path, sizeof path, "%s/model.gguf", r->out);
+    struct stat gs;
+    fprintf(o, "  files      model.gguf %.2f MiB, context binaries %.2f MiB\n",
+            stat(path, &gs) == 0 ? gs.st_size / 1048576.0 : 0.0, r->total_bin / 1048576.0);
+    uint64_t wbytes = 0;
+    for (int si = 0; si < r->part->n_segs; si++)
+        if (r->part->segs[si].keep) wbytes += r->res[si].static_bytes;
+    if (wbytes)
+        fprintf(o, "  weights    %.2f MiB at the chosen encoding%s; the context binaries are %.3fx that (%s)\n",
+                wbytes / 1048576.0, p->weights == NPL_WEIGHTS_W4 ? " (w4 counted as its int8 containers)" : "",
+                (double)r->total_bin / (double)wbytes,
+                p->weight_sharing ? "weight sharing: each weight once; for a device, QNN on x86 cannot load it"
+                                 : "no weight sharing: each graph holds its own copy; loads in QNN's x86 emulator");
+    for (int i = 0; i < r->n_shared; i++)
+        fprintf(o, "  shared     %s (%.2f MiB): stored once, the CPU side reads it from %s at offset %llu\n",
+                r->shared[i].name, r->shared_bytes[i] / 1048576.0, r->shared[i].file, (unsigned long long)r->shared[i].offset);
+    for (int i = 0; i < r->n_unshared && i < MAX_SHARED; i++)
+        fprintf(o, "  twice      %s: the CPU side and the accelerator both hold it (the target stores it "
+                "converted)\n", r->unshared[i]);
+    static const char *const sn[6] = {"graph", "partition", "lower", "check", "replace", "write"};
+    fprintf(o, "  time      ");
+    for (int i = 0; i < 6; i++) fprintf(o, " %s %.2fs", sn[i], r->stage_t[i]);
+    fprintf(o, "; total %.2fs\n", npl_compile_now() - r->t_start);
+}
+
+void npl_compile_write_intermediate(const char *dir, const npl_partition *part, const seg_result *res,
+                                    const npl_graph *g) {
+    char path[NPL_PKG_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/intermediate", dir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/intermediate/npu_postreat.json", dir);
+    FILE *jf = fopen(path, "w");
+    if (jf) {
+        fprintf(jf, "{\n  \"subgraphs\": [\n");
+        for (int si = 0; si < part->n_segs; si++) {
+            const npl_segment *sg = &part->segs[si];
+            fprintf(jf, "    {\"index\": %d, \"ops\": %d, \"matmuls\": %d, \"first_node\": %d, \"last_node\": %d, "
+                    "\"inputs\": %d, \"outputs\": %d, \"lowered\": %s, \"why\": \"%s\"",
+                    si, sg->n_nodes, sg->n_matmul, sg->nodes[0], sg->nodes[sg->n_nodes - 1], sg->n_inputs,
+                    sg->n_outputs, sg->keep ? "true" : "false", sg->keep ? "" : sg->why);
+            if (sg->keep) {
+                fprintf(jf, ", \"context_binary\": \"accel_%d.bin\", \"graphs\": [", si);
+                for (int c = 0; c < res[si].n_shapes; c++) fprintf(jf, "%s\"%s\"", c ? ", " : "", res[si].names[c]);
+                fprintf(jf, "]");
+            }
+            fprintf(jf, "}%s\n", si + 1 < part->n_segs ? "," : "");
+        }
+        fprintf(jf, "  ],\n  \"cpu_ops\": [\n");
+        for (int i = 0; i < part->n_cpu_ops; i++)
+            fprintf(jf, "    {\"node\": %d, \"op\": \"%s\", \"why\": \"%s\"}%s\n", part->cpu_ops[i],
+                    npl_op_name(npl_graph_node(g, part->cpu_ops[i])->op), part->cpu_why[i],
+                    i + 1 < part->n_cpu_ops ? "," : "");
+        fprintf(jf, "  ]\n}\n");
+        fclose(jf);
+    }
+}
