@@ -5,6 +5,8 @@
  *                  channel) becomes QNN FullyConnected with an [N, K] copy of the
  *                  weight: the emulator runs FullyConnected ~25x faster than MatMul
  *                  at 512x2048x2048 int8. Otherwise QNN MatMul (transpose_in0 = 0).
+ *                  A float x with int8 weights and an f32 output (the logits):
+ *                  computed in f16, then Cast to f32 (f32 x int8 fails finalize).
  *   FullyConnected x [M, K], w [N, K], bias [N]? -> QNN FullyConnected.
  *   Add, Mul       -> ElementWiseAdd, ElementWiseMultiply (numpy broadcast).
  *   Scale          x * scale -> ElementWiseMultiply by a STATIC scalar.
@@ -210,9 +212,19 @@ static npl_accel_status lower_matmul(qnn_lw *L) {
     const npl_accel_param *t0 = qnn_param(L->n, "transpose_in0"), *t1 = qnn_param(L->n, "transpose_in1");
     const int fc = !strcmp(L->n->op, "FullyConnected"), wt = fc || (t1 && t1->i);
     if (t0 && t0->i) return qnn_fail(L->be, NPL_ACCEL_ERR_BAD_PARAM, "qnn-htp: node '%s': transpose_in0 is not supported", L->nm);
-    Qnn_Tensor_t in[3];
+    Qnn_Tensor_t in[3], out = L->out;
     Qnn_Param_t prm[2];
     uint32_t np = 0, n_in = L->n->n_inputs, xrank = qnn_lw_t(L, 0)->rank;
+    /* f32 x int8 weights fail finalize (1002): a float x with int8 weights and
+     * an f32 output (the logits) computes in f16, then a Cast to f32 */
+    const int f16_out = L->cdt == NPL_ACCEL_DT_F32 && is_float(qnn_lw_t(L, 0)->dtype) && is_quant(qnn_lw_t(L, 1)->dtype);
+    if (f16_out) {
+        Qnn_Tensor_t like = L->out;
+        like.v2.dataType = QNN_DATATYPE_FLOAT_16;
+        L->cdt = NPL_ACCEL_DT_F16;
+        npl_accel_status st = qnn_native(L->g, L->nm, ".f16", &like, L->out.v2.rank, L->out.v2.dimensions, &out);
+        if (st) return st;
+    }
     npl_accel_status st = qnn_in(L, 0, &in[0]);
     if (!st && n_in == 3) st = qnn_in(L, 2, &in[2]);
     if (st) return st;
@@ -226,12 +238,14 @@ static npl_accel_status lower_matmul(qnn_lw *L) {
         in[1] = *w;
         const npl_accel_param *kd = qnn_param(L->n, "keep_dims");
         if (xrank > 2 || (kd && kd->i)) prm[np] = qnn_scalar("keep_dims", QNN_DATATYPE_BOOL_8), prm[np++].scalarParam.b8 = 1;
-        return qnn_node(L, "", "FullyConnected", in, n_in, &L->out, prm, np);
+        if ((st = qnn_node(L, f16_out ? ".f16" : "", "FullyConnected", in, n_in, &out, prm, np))) return st;
+    } else {
+        if ((st = qnn_in(L, 1, &in[1]))) return st;
+        prm[np] = qnn_scalar("transpose_in0", QNN_DATATYPE_BOOL_8), prm[np++].scalarParam.b8 = 0;
+        prm[np] = qnn_scalar("transpose_in1", QNN_DATATYPE_BOOL_8), prm[np++].scalarParam.b8 = wt ? 1 : 0;
+        if ((st = qnn_node(L, f16_out ? ".f16" : "", "MatMul", in, n_in, &out, prm, np))) return st;
     }
-    if ((st = qnn_in(L, 1, &in[1]))) return st;
-    prm[np] = qnn_scalar("transpose_in0", QNN_DATATYPE_BOOL_8), prm[np++].scalarParam.b8 = 0;
-    prm[np] = qnn_scalar("transpose_in1", QNN_DATATYPE_BOOL_8), prm[np++].scalarParam.b8 = wt ? 1 : 0;
-    return qnn_node(L, "", "MatMul", in, n_in, &L->out, prm, np);
+    return f16_out ? qnn_node(L, "", "Cast", &out, 1, &L->out, NULL, 0) : NPL_ACCEL_OK;
 }
 
 static npl_accel_status lower_softmax(qnn_lw *L) {
