@@ -126,6 +126,8 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     int n_shared = 0, n_unshared = 0;
     int32_t *calib_ids = NULL;
     int64_t n_calib = 0;
+    float *act_lo = NULL, *act_hi = NULL; /* static int16: per node its calibrated range */
+    int n_range_tok = 0;
 
     if (p.chunk <= 0) {
         snprintf(err, errlen, "--chunk %d: must be positive", p.chunk);
@@ -173,10 +175,13 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     if (npl_gguf_find_key(f, "tokenizer.ggml.model") >= 0) {
         npl_tokenizer *tk = npl_tokenizer_load(f, err, errlen);
         if (!tk) goto done;
-        /* the samples' tokens: the calibration text's, cycled (else built-in ids) */
-        int64_t nt = calib ? npl_tokenize(tk, calib, calib_len, 1, 0, NULL, 0) : 0;
+        /* the samples' tokens: the calibration text's, cycled (else built-in
+         * ids; int16, which calibrates its ranges on them: the built-in text's) */
+        const char *ct = calib ? calib : p.act == NPL_ACT_INT16 ? npl_calib_default_text() : NULL;
+        const size_t ct_len = calib ? calib_len : ct ? strlen(ct) : 0;
+        int64_t nt = ct ? npl_tokenize(tk, ct, ct_len, 1, 0, NULL, 0) : 0;
         if (nt > 0 && (calib_ids = malloc(sizeof(int32_t) * (size_t)nt)))
-            n_calib = npl_tokenize(tk, calib, calib_len, 1, 0, calib_ids, nt);
+            n_calib = npl_tokenize(tk, ct, ct_len, 1, 0, calib_ids, nt);
         npl_tokenizer_free(tk);
         if (calib && n_calib <= 0) {
             snprintf(err, errlen, "--calib %s: no tokens", p.calib);
@@ -195,6 +200,17 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         npl_model_build(f, &hp, n_ctx, &mg, err, errlen))
         goto done;
     n_nodes = npl_graph_n_nodes(mg.g);
+    /* int16 on a target without dynamic int16 (QNN): static ranges from the CPU path */
+    if (p.act == NPL_ACT_INT16 && npl_calib_static_int16(api, abe, dev)) {
+        if (!(act_lo = malloc(sizeof(float) * (size_t)n_nodes)) || !(act_hi = malloc(sizeof(float) * (size_t)n_nodes))) goto oom;
+        int32_t fallback[64];
+        for (int t = 0; t < 64; t++) fallback[t] = (int32_t)((t * 7919u + 13u) % (unsigned)hp.n_vocab); /* no tokenizer */
+        n_range_tok = n_calib ? (int)(n_calib < 1024 ? n_calib : 1024) : 64;
+        const int rc_chunk = p.chunk < 64 ? p.chunk : 64;
+        if ((n_range_tok = npl_calib_ranges(&mg, &hp, n_calib ? calib_ids : fallback, n_calib ? n_calib : 64, rc_chunk,
+                                            n_range_tok, pool, act_lo, act_hi, err, errlen)) < 0)
+            goto done;
+    }
     {   /* shapes: AR-N (last row), AR-1, AR-N with every row (perplexity, eval),
          * then per bucket AR-1 and (when it holds a chunk) AR-N (last row),
          * sampled with their last row at the bucket's last: the boundary */
@@ -260,7 +276,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         int seq[MAX_SHAPES], nout[MAX_SHAPES];
         for (int c = 0; c < n_base; c++) seq[c] = cases[c].seq, nout[c] = cases[c].n_out; /* buckets: AR-1's ops */
         npl_lower_args la = {.act = act, .wprec = p.weights, .wc = wc, .out_weight = out_weight,
-                             .out_type = (npl_type)p.output_weights};
+                             .out_type = (npl_type)p.output_weights, .act_lo = act_lo, .act_hi = act_hi};
         npl_validate_args va = {api, abe, p.target, mg.g, &part, seq, nout, n_base, &la};
         int n_new = npl_validate_segments(&va, refused, err, errlen);
         if (n_new < 0) goto done;
@@ -294,7 +310,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
             if ((stop = npl_compile_prog(&pg, 2, c, n_cases, "lower + compile per shape"))) break;
             npl_lower_args la = {.g = mg.g, .seg = sg, .shapes = shapes, .act = act, .wprec = p.weights, .wc = wc,
                                  .f32_classes = f32_classes, .out_weight = out_weight, .out_type = (npl_type)p.output_weights,
-                                 .kv_len = cases[c].kv};
+                                 .kv_len = cases[c].kv, .act_lo = act_lo, .act_hi = act_hi};
             if (cases[c].kv) snprintf(r->names[c], sizeof r->names[c], "s%d_ar%d_kv%d", si, cases[c].seq, cases[c].kv);
             else snprintf(r->names[c], sizeof r->names[c], "s%d_ar%d_o%d", si, cases[c].seq, cases[c].n_out);
             la.gname = r->names[c];
@@ -548,8 +564,9 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
 
     if (p.log) {
         npl_compile_report rep = {&p, model_path, out_dir, out, &hp, &mg, wc, n_nodes, n_ctx, n_kept, buckets,
-                                  n_buckets, f32_classes, calib, n_calib, &part, res, total_bin, shared, shared_bytes,
-                                  n_shared, (const char(*)[128])unshared, n_unshared, pg.stage_t, t_start};
+                                  n_buckets, f32_classes, calib, n_calib, act_lo != NULL, n_range_tok, &part, res,
+                                  total_bin, shared, shared_bytes, n_shared, (const char(*)[128])unshared, n_unshared,
+                                  pg.stage_t, t_start};
         npl_compile_summary(p.log, &rep);
     }
     rc = 0;
@@ -575,6 +592,8 @@ done:
     npl_gguf_close(f);
     free(calib);
     free(calib_ids);
+    free(act_lo);
+    free(act_hi);
     for (int c = 0; c < MAX_SHAPES; c++) {
         free(cases[c].tokens);
         free(cases[c].pos);

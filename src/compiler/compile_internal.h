@@ -83,6 +83,7 @@ typedef struct {
     uint32_t f32_classes;
     const char *calib;
     int64_t n_calib;
+    int int16_static, n_range_tok; /* --act int16 with calibrated ranges, over this many tokens */
     const npl_partition *part;
     const seg_result *res;
     uint64_t total_bin;

@@ -26,6 +26,10 @@ void npl_compile_summary(FILE *o, const npl_compile_report *r) {
                 r->n_ctx, p->chunk, p->chunk);
     if (r->f32_classes) fprintf(o, "  keep-f32   %s: these tensor classes stay f32\n", p->keep_f32);
     if (r->calib) fprintf(o, "  samples    %lld tokens of %s (cycled)\n", (long long)r->n_calib, p->calib);
+    if (r->int16_static)
+        fprintf(o, "  int16      static uint16 scale/offset per tensor, ranges from the CPU path over %d tokens of %s; "
+                   "int16 matmuls (w8/w4 weights), fp16 islands elsewhere (norms, RoPE, attention, GLU; residual f32)\n",
+                r->n_range_tok, r->calib ? p->calib : r->n_calib ? "the built-in calibration text" : "built-in token ids");
     if (p->weights == NPL_WEIGHTS_W8 || p->weights == NPL_WEIGHTS_W4)
         npl_requant_summary(o, r->mg->g, r->wc, r->n_nodes, npl_weight_prec_name(p->weights));
     fprintf(o, "  subgraphs  %d found, %d lowered\n", r->part->n_segs, r->n_kept);

@@ -18,7 +18,17 @@
  *
  * int16 activations are the ABI's dynamic int16 (NPL_ACCEL_QUANT_DYNAMIC): a
  * symmetric scale per block of 32 consecutive elements, computed when the
- * tensor is written (no calibration set needed).
+ * tensor is written (no calibration set needed) — or, with act_lo / act_hi
+ * (a target without dynamic int16: QNN HTP), static int16: one scale and
+ * offset per tensor from the calibrated range [min(lo, 0), max(hi, 0)],
+ * widened 2x (INT16_HEADROOM), cut into 65536 steps (QNN's uint16 with
+ * scaleOffset). Then only the matmuls
+ * with integer weights (w8 / w4) take and give int16: their input is
+ * quantized once per source (Cast -> Quantize), their output dequantized
+ * where a consumer reads it (to f32 for the residual Add, else f16). Every
+ * other op — norms, RoPE, attention (its scores and softmax), the GLU, the
+ * residual — stays an fp16 (f32) island as with --act f16: int16 there would
+ * put Gemma's ordinary values on a grid set by its outlier channels.
  *
  * Compile option keep_f32 (`npullm compile --keep-f32 class,...`) keeps
  * those tensor classes (see cls_names) in f32 whatever the activation
@@ -27,6 +37,7 @@
 #include "compiler/lower.h"
 #include "compiler/requant.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +61,8 @@ typedef struct {
     uint32_t f32cls;  /* bit per class: kept in f32 (npl_lower_args.f32_classes) */
     uint32_t *blk;   /* per node: int16 block of its tensors (0: none fits) */
     int cur;         /* node being lowered */
+    int rid;         /* static int16: node whose range the next INT16 tensor takes (-1: cur) */
+    uint32_t *qin, *deq16, *deq32; /* static int16, per node: its INT16 copy, its f16 / f32 copy (NONE: not yet) */
 } lw;
 
 /* Tensor classes of a decoder layer, by op and first consumer: norm_in =
@@ -81,8 +94,23 @@ int npl_lower_f32_classes(const char *list, uint32_t *mask, char *err, size_t er
 
 static int cls_of(const lw *l, int id);
 
+/* static int16: node id is a matmul with integer weights (w8 / w4), the op
+ * that takes and gives int16; every other op is an fp16 island */
+static int int16_op(const lw *l, int id) {
+    const npl_lower_args *a = l->a;
+    const npl_node *nd = npl_graph_node(a->g, id);
+    return a->act == NPL_ACCEL_DT_INT16 && a->act_lo && nd->op == NPL_OP_MATMUL &&
+           npl_graph_node(a->g, nd->src[0])->op == NPL_OP_WEIGHT && nd->src[0] != a->out_weight &&
+           (a->wprec == NPL_WEIGHTS_W8 || a->wprec == NPL_WEIGHTS_W4) && a->act_lo[id] <= a->act_hi[id] &&
+           a->act_lo[nd->src[1]] <= a->act_hi[nd->src[1]];
+}
+
 /* The activation type of op node id's output. */
-static npl_accel_dtype act_of(const lw *l, int id) { return (l->f32cls >> cls_of(l, id) & 1) ? NPL_ACCEL_DT_F32 : l->a->act; }
+static npl_accel_dtype act_of(const lw *l, int id) {
+    if (l->f32cls >> cls_of(l, id) & 1) return NPL_ACCEL_DT_F32;
+    if (l->a->act == NPL_ACCEL_DT_INT16 && l->a->act_lo && !int16_op(l, id)) return NPL_ACCEL_DT_F16;
+    return l->a->act;
+}
 
 static int fail_api(lw *l, const char *what) {
     snprintf(l->err, l->errlen, "lowering %s: %s: %s", l->a->gname, what, l->api->last_error(l->be));
@@ -105,10 +133,30 @@ static uint32_t int16_block(int64_t row) {
     return b >= 32 ? b : 0;
 }
 
+/* Static int16 ranges are the calibrated ones widened this much around 0:
+ * the min / max over a calibration text underestimates what other inputs
+ * reach, and a clipped value's error is unbounded while rounding's is half a
+ * step. One bit of the 16 buys 2x: the grid stays finer than fp16 on any
+ * tensor whose calibrated range is within 32x its rms (test_qnn_int16: without
+ * it, prompts of other tokens than the text's clip). */
+#define INT16_HEADROOM 2.0
+
 static int mk(lw *l, const char *name, npl_accel_kind kind, npl_accel_dtype dt, const npl_shape *s, uint32_t *out) {
     npl_accel_tensor_desc d = {.name = name, .kind = kind, .dtype = dt};
     dims_of(s, &d);
-    if (dt == NPL_ACCEL_DT_INT16) {
+    float scale;
+    int32_t offset;
+    if (dt == NPL_ACCEL_DT_INT16 && l->a->act_lo) {
+        /* float = (q + offset) * scale, q in -32768..32767 spanning [lo, hi]
+         * (0 included, so padding zeros and ReLU-like zeros are exact) */
+        int r = l->rid >= 0 ? l->rid : l->cur;
+        for (const npl_node *nd; (nd = npl_graph_node(l->a->g, r))->op == NPL_OP_RESHAPE;) r = nd->src[0]; /* same values */
+        const double lo = INT16_HEADROOM * (l->a->act_lo[r] < 0 ? l->a->act_lo[r] : 0),
+                     hi = INT16_HEADROOM * (l->a->act_hi[r] > 0 ? l->a->act_hi[r] : 0);
+        scale = (float)((hi - lo > 1e-20 ? hi - lo : 1e-20) / 65535.0);
+        offset = (int32_t)lrint(lo / scale) + 32768;
+        d.quant = (npl_accel_quant){NPL_ACCEL_QUANT_PER_TENSOR, 0, 0, 1, &scale, &offset};
+    } else if (dt == NPL_ACCEL_DT_INT16) {
         d.quant.encoding = NPL_ACCEL_QUANT_DYNAMIC;
         if (!(d.quant.block_size = l->blk[l->cur])) {
             snprintf(l->err, l->errlen, "lowering %s: tensor %s: int16 activations need rows (and heads) of a multiple "
@@ -245,9 +293,41 @@ static int weight_tensor(lw *l, int id, int use, uint32_t *out) {
     return 0;
 }
 
+/* A converted copy of node id's tensor in dt (static int16 only): made once
+ * per graph, where the first consumer needs it. */
+static int converted(lw *l, int id, npl_accel_dtype dt, uint32_t *slot, uint32_t *out) {
+    if (*slot == NONE) {
+        char name[sizeof l->a->out_name + 16];
+        snprintf(name, sizeof name, "%s.n%d.%s", l->a->gname, id, dt == NPL_ACCEL_DT_INT16 ? "i16" : dt == NPL_ACCEL_DT_F16 ? "f16" : "f32");
+        l->rid = id;
+        const int rc = mk(l, name, NPL_ACCEL_NATIVE, dt, &l->a->shapes[id], slot);
+        l->rid = -1;
+        if (rc) return -1;
+        char nm[48];
+        snprintf(nm, sizeof nm, "n%d.Cast.%s", id, name + strlen(name) - 3); /* unique: one per (node, type) */
+        npl_accel_node_desc d = {nm, "Cast", NULL, 0, &l->tid[id], 1, slot, 1};
+        if (l->api->graph_add_node(l->ag, &d) != NPL_ACCEL_OK) return fail_api(l, nm);
+    }
+    *out = *slot;
+    return 0;
+}
+
+/* The type node id's tensor reaches the node being lowered in: static int16
+ * tensors are dequantized for every consumer but a Reshape (and an int16
+ * matmul, which takes its input through matmul_input) — to f32 for the ops
+ * whose output is f32 (the residual Add / Scale), else f16. */
+static npl_accel_dtype seen_dt(const lw *l, int id) {
+    if (!l->a->act_lo || l->tdt[id] != NPL_ACCEL_DT_INT16) return l->tdt[id];
+    const int op = npl_graph_node(l->a->g, l->cur)->op;
+    if (op == NPL_OP_RESHAPE) return NPL_ACCEL_DT_INT16;
+    return op == NPL_OP_ADD || op == NPL_OP_SCALE || act_of(l, l->cur) == NPL_ACCEL_DT_F32 ? NPL_ACCEL_DT_F32 : NPL_ACCEL_DT_F16;
+}
+
 /* Tensor of source node id for a non-matmul-weight use. */
 static int src_tensor(lw *l, int id, uint32_t *out) {
     if (l->tid[id] != NONE) {
+        const npl_accel_dtype dt = seen_dt(l, id);
+        if (dt != l->tdt[id]) return converted(l, id, dt, dt == NPL_ACCEL_DT_F16 ? &l->deq16[id] : &l->deq32[id], out);
         *out = l->tid[id];
         return 0;
     }
@@ -313,11 +393,26 @@ static int lower_matmul_fn(lw *l, int id) {
     const npl_node *nd = npl_graph_node(l->a->g, id);
     npl_accel_param p = pint("transpose_in1", 1);
     uint32_t in[2], o;
-    if (src_tensor(l, nd->src[1], &in[0])) return -1;
+    const int q = int16_op(l, id), x = nd->src[1];
+    if (!q && src_tensor(l, x, &in[0])) return -1;
+    if (q) { /* int16 in: the source itself, or its quantized copy (one per source: q, k, v share it) */
+        if (l->tid[x] == NONE && src_tensor(l, x, &in[0])) return -1;
+        if (l->tdt[x] == NPL_ACCEL_DT_INT16) in[0] = l->tid[x];
+        else if (converted(l, x, NPL_ACCEL_DT_INT16, &l->qin[x], &in[0])) return -1;
+    }
     if (npl_graph_node(l->a->g, nd->src[0])->op == NPL_OP_WEIGHT) {
         if (weight_tensor(l, nd->src[0], 0, &in[1])) return -1;
     } else if (src_tensor(l, nd->src[0], &in[1])) {
         return -1;
+    }
+    if (q && id == l->a->seg->outputs[0]) { /* int16 out, then the f32 segment output */
+        char name[sizeof l->a->out_name + 16];
+        snprintf(name, sizeof name, "%s.n%d.mm16", l->a->gname, id);
+        uint32_t t;
+        if (mk(l, name, NPL_ACCEL_NATIVE, NPL_ACCEL_DT_INT16, &l->a->shapes[id], &t) || node(l, "MatMul", &p, 1, in, 2, t, id) ||
+            out_tensor(l, id, NPL_ACCEL_DT_F32, &o))
+            return -1;
+        return node(l, "Cast", NULL, 0, &t, 1, o, id);
     }
     if (out_tensor(l, id, act_of(l, id), &o)) return -1;
     return node(l, "MatMul", &p, 1, in, 2, o, id);
@@ -403,7 +498,7 @@ static int lower_attention_fn(lw *l, int id) {
     uint32_t in[6], o;
     for (int s = 0; s < 3; s++)
         if (src_tensor(l, nd->src[s], &in[s])) return -1;
-    if (l->tdt[nd->src[0]] != NPL_ACCEL_DT_F16) { /* the CPU op rounds q through f16 (llama.cpp's K.Q) */
+    if (seen_dt(l, nd->src[0]) != NPL_ACCEL_DT_F16) { /* the CPU op rounds q through f16 (llama.cpp's K.Q) */
         char qn[128];
         snprintf(qn, sizeof qn, "%s.n%d.q16", l->a->gname, id);
         uint32_t q16;
@@ -430,7 +525,7 @@ static int lower_get_rows_fn(lw *l, int id) {
     const npl_node *nd = npl_graph_node(l->a->g, id);
     uint32_t in[2], o;
     if (src_tensor(l, nd->src[0], &in[0]) || src_tensor(l, nd->src[1], &in[1]) ||
-        out_tensor(l, id, l->tdt[nd->src[0]], &o))
+        out_tensor(l, id, seen_dt(l, nd->src[0]), &o))
         return -1;
     return node(l, "Gather", NULL, 0, in, 2, o, id);
 }
@@ -445,7 +540,7 @@ static int lower_reshape_fn(lw *l, int id) {
     const npl_node *nd = npl_graph_node(l->a->g, id);
     uint32_t in, o;
     if (src_tensor(l, nd->src[0], &in)) return -1;
-    npl_accel_dtype sdt = l->tdt[nd->src[0]];
+    npl_accel_dtype sdt = seen_dt(l, nd->src[0]);
     if (out_tensor(l, id, sdt, &o)) return -1;
     return node(l, l->tdt[id] == sdt ? "Reshape" : "Cast", NULL, 0, &in, 1, o, id);
 }
@@ -495,14 +590,15 @@ int npl_lower_segment(const npl_accel_api *api, npl_accel_backend *be, npl_accel
                       char *err, size_t errlen) {
     int n = npl_graph_n_nodes(a->g), rc = -1;
     lw l = {api, be, ctx, NULL, a, malloc((size_t)n * sizeof(uint32_t)), calloc((size_t)n, sizeof(npl_accel_dtype)),
-            err, errlen, calloc((size_t)n, 1), a->f32_classes, NULL, -1};
+            err, errlen, calloc((size_t)n, 1), a->f32_classes, NULL, -1, -1, malloc((size_t)n * sizeof(uint32_t)),
+            malloc((size_t)n * sizeof(uint32_t)), malloc((size_t)n * sizeof(uint32_t))};
     if (l.cons)
         for (int k = a->seg->n_nodes - 1; k >= 0; k--) {
             const npl_node *nd = npl_graph_node(a->g, a->seg->nodes[k]);
             for (int s = 0; s < nd->n_src; s++) l.cons[nd->src[s]] = (uint8_t)(nd->op + 1);
         }
     l.blk = calloc((size_t)n, sizeof(uint32_t));
-    if (!l.tid || !l.tdt || !l.cons || !l.blk) {
+    if (!l.tid || !l.tdt || !l.cons || !l.blk || !l.qin || !l.deq16 || !l.deq32) {
         snprintf(err, errlen, "out of memory");
         goto done;
     }
@@ -526,7 +622,7 @@ int npl_lower_segment(const npl_accel_api *api, npl_accel_backend *be, npl_accel
             const uint32_t m = l.blk[nd->src[0]] < l.blk[id] ? l.blk[nd->src[0]] : l.blk[id];
             l.blk[nd->src[0]] = l.blk[id] = m;
         }
-    for (int i = 0; i < n; i++) l.tid[i] = NONE;
+    for (int i = 0; i < n; i++) l.tid[i] = l.qin[i] = l.deq16[i] = l.deq32[i] = NONE;
     if (api->graph_create(ctx, a->gname, &l.ag) != NPL_ACCEL_OK) {
         fail_api(&l, "graph_create");
         goto done;
@@ -558,6 +654,9 @@ done:
     free(l.tdt);
     free(l.cons);
     free(l.blk);
+    free(l.qin);
+    free(l.deq16);
+    free(l.deq32);
     return rc;
 }
 

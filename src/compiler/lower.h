@@ -29,6 +29,10 @@ typedef struct {
     npl_type out_type;
     npl_lower_weight *wc;       /* per node id, owned by the caller */
     int kv_len;                 /* > 0: the cache rows Attention reads (a decode bucket), 0: all */
+    /* int16 with static ranges (a target without dynamic int16, QNN): per
+     * node id the calibrated min / max of its values (npl_calib_ranges); NULL:
+     * int16 is the ABI's dynamic int16 */
+    const float *act_lo, *act_hi;
     const char *gname;
     /* out: accelerator tensor names of the segment's inputs and output */
     char in_names[NPL_SEG_MAX_IO][96];

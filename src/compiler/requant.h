@@ -7,6 +7,9 @@
 #include <stdio.h>
 
 #include "compiler/lower.h"
+#include "kernels/threadpool.h"
+#include "models/model.h"
+#include "npullm_accel.h"
 
 /* Fills w->data[0] (int8 [rows][k]), w->scales (one per row), w->dt[0]
  * (INT8) and w->rq_se / rq_ss (squared error against the GGUF's values,
@@ -26,5 +29,18 @@ void npl_requant_summary(FILE *o, const npl_graph *g, const npl_lower_weight *wc
  * whole; NULL with a one-line err naming the file and what is wrong. The
  * compile's IO samples take their tokens from it. */
 char *npl_calib_read(const char *path, size_t *len, char *err, size_t errlen);
+
+/* The calibration text used without --calib. */
+const char *npl_calib_default_text(void);
+
+/* int16 activation ranges: lo[i] / hi[i] = min / max of node i's CPU output
+ * (f32 / f16 op nodes; lo > hi for the others) over the first n_tokens of
+ * ids, cycled, run as prefill chunks of `chunk` positions with the KV cache
+ * carried over (positions start again at 0 past the context). lo, hi: one
+ * per node of mg->g. The number of tokens run, or -1 with err. */
+/* 1 if the target refuses the ABI's dynamic int16 (then int16 needs the ranges). */
+int npl_calib_static_int16(const npl_accel_api *api, npl_accel_backend *be, npl_accel_device *dev);
+int npl_calib_ranges(const npl_model_graph *mg, const npl_hparams *hp, const int32_t *ids, int64_t n_ids, int chunk,
+                     int n_tokens, npl_pool *pool, float *lo, float *hi, char *err, size_t errlen);
 
 #endif

@@ -18,6 +18,8 @@ typedef struct {
     npl_accel_backend *be;
     const char *target_name;
     npl_accel_tensor_desc *t; /* tensors created so far (names copied) */
+    float *qs;                /* per tensor: a per-tensor scale / offset, copied (the */
+    int32_t *qo;              /* caller's may be on its stack: static int16) */
     uint32_t n_t, cap_t;
     int n_graph;              /* graph nodes, for the id read back from a node name */
     char (*refused)[NPL_WHY_LEN];
@@ -41,12 +43,20 @@ static npl_accel_status p_tensor_create(npl_accel_graph *g, const npl_accel_tens
     if (pr->n_t == pr->cap_t) {
         uint32_t cap = pr->cap_t ? 2 * pr->cap_t : 64;
         npl_accel_tensor_desc *t = realloc(pr->t, cap * sizeof(*t));
-        if (!t) goto oom;
-        pr->t = t;
+        if (t) pr->t = t;
+        float *qs = t ? realloc(pr->qs, cap * sizeof(float)) : NULL;
+        if (qs) pr->qs = qs;
+        int32_t *qo = qs ? realloc(pr->qo, cap * sizeof(int32_t)) : NULL;
+        if (!qo) goto oom;
+        pr->qo = qo;
         pr->cap_t = cap;
     }
     npl_accel_tensor_desc c = *d;
     if (!(c.name = strdup(d->name ? d->name : ""))) goto oom;
+    if (d->quant.n_scales == 1 && d->quant.scales) { /* re-pointed where a node reads it (tensor()) */
+        pr->qs[pr->n_t] = d->quant.scales[0];
+        pr->qo[pr->n_t] = d->quant.offsets ? d->quant.offsets[0] : 0;
+    }
     pr->t[pr->n_t] = c;
     *out = pr->n_t++;
     return NPL_ACCEL_OK;
@@ -69,6 +79,16 @@ static npl_accel_status ask(const probe *pr, const npl_accel_node_desc *nd, cons
 #endif
 }
 
+/* Tensor id as created, a per-tensor scale / offset pointing at the copy. */
+static npl_accel_tensor_desc tensor(const probe *pr, uint32_t id) {
+    npl_accel_tensor_desc d = pr->t[id];
+    if (d.quant.n_scales == 1 && d.quant.scales) {
+        d.quant.scales = &pr->qs[id];
+        d.quant.offsets = &pr->qo[id];
+    }
+    return d;
+}
+
 static npl_accel_status p_add_node(npl_accel_graph *g, const npl_accel_node_desc *nd) {
     probe *pr = P(g);
     npl_accel_tensor_desc in[16], out[4];
@@ -76,8 +96,8 @@ static npl_accel_status p_add_node(npl_accel_graph *g, const npl_accel_node_desc
         snprintf(pr->err, sizeof pr->err, "asking the target: node %s has too many tensors", nd->name);
         return NPL_ACCEL_ERR_INVALID_ARG;
     }
-    for (uint32_t i = 0; i < nd->n_inputs; i++) in[i] = pr->t[nd->inputs[i]];
-    for (uint32_t i = 0; i < nd->n_outputs; i++) out[i] = pr->t[nd->outputs[i]];
+    for (uint32_t i = 0; i < nd->n_inputs; i++) in[i] = tensor(pr, nd->inputs[i]);
+    for (uint32_t i = 0; i < nd->n_outputs; i++) out[i] = tensor(pr, nd->outputs[i]);
     char why[160] = "";
     if (ask(pr, nd, in, out, why, sizeof why) == NPL_ACCEL_OK) return NPL_ACCEL_OK;
     /* lower.c names accelerator nodes "n<graph node id>.<op>" */
@@ -138,6 +158,8 @@ oom:
 done:
     probe_reset(&pr);
     free(pr.t);
+    free(pr.qs);
+    free(pr.qo);
     free(shapes);
     return rc;
 }
