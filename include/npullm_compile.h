@@ -73,6 +73,9 @@ typedef struct {
                                   once; such a binary loads on a device, not in QNN's x86 emulator) */
     const char *buckets;       /* decode KV-length buckets below n_ctx, comma list ("512,1024"), "none";
                                   NULL = 512, 1024, 2048, ... below n_ctx (an AR-1 graph at n_ctx always) */
+    int split_layers;          /* one subgraph per decoder layer (and one for the output head), so the
+                                  check's error per subgraph is a per-layer error report; a diagnostic:
+                                  the package then runs one accelerator op per layer */
 } npl_compile_options;
 
 NPL_API npl_compile_options npl_compile_default_options(void);

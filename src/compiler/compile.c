@@ -272,7 +272,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     refused = calloc((size_t)n_nodes, sizeof(*refused));
     if (!wc || !refused) goto oom;
     for (;;) {
-        if (npl_partition_graph(mg.g, &mg.logits, 1, refused, &part, err, errlen)) goto done;
+        if (npl_partition_graph(mg.g, &mg.logits, 1, refused, p.split_layers, &part, err, errlen)) goto done;
         int seq[MAX_SHAPES], nout[MAX_SHAPES];
         for (int c = 0; c < n_base; c++) seq[c] = cases[c].seq, nout[c] = cases[c].n_out; /* buckets: AR-1's ops */
         npl_lower_args la = {.act = act, .wprec = p.weights, .wc = wc, .out_weight = out_weight,
@@ -555,7 +555,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
                              buckets, n_buckets};
         if (npl_pkg_write_config(tmp, &pc, err, errlen)) goto done;
     }
-    if (p.keep_intermediate) npl_compile_write_intermediate(tmp, &part, res, mg.g);
+    if (p.keep_intermediate) npl_compile_write_intermediate(tmp, &part, res, mg.g, p.check);
     /* into place: one rename; with --force the old package goes only after */
     if (npl_compile_aborted(g) || npl_pkg_commit(g, out, p.force, warn, sizeof warn, err, errlen)) goto done;
     if (warn[0] && p.log) fprintf(p.log, "warning: %s\n", warn);

@@ -97,8 +97,9 @@ typedef struct {
 } npl_compile_report;
 
 void npl_compile_summary(FILE *o, const npl_compile_report *r);
-/* --keep-intermediate: DIR/intermediate/npu_postreat.json, MNN's list of subgraphs and CPU ops */
+/* --keep-intermediate: DIR/intermediate/npu_postreat.json, MNN's list of subgraphs and CPU ops,
+ * with each lowered graph's check error when check is set (per layer with --split-layers) */
 void npl_compile_write_intermediate(const char *dir, const npl_partition *part, const seg_result *res,
-                                    const npl_graph *g);
+                                    const npl_graph *g, int check);
 
 #endif

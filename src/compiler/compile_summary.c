@@ -1,5 +1,6 @@
 /* The compile's summary (what was lowered, what stays on the CPU and why,
  * files, weights, time per stage) and --keep-intermediate's subgraph list. */
+#include <limits.h>
 #include <stdio.h>
 #include <sys/stat.h>
 
@@ -35,7 +36,10 @@ void npl_compile_summary(FILE *o, const npl_compile_report *r) {
     fprintf(o, "  subgraphs  %d found, %d lowered\n", r->part->n_segs, r->n_kept);
     for (int si = 0; si < r->part->n_segs; si++) {
         const npl_segment *sg = &r->part->segs[si];
-        fprintf(o, "    #%d: %d ops (%d matmul), %d inputs, %d outputs: %s%s\n", si, sg->n_nodes, sg->n_matmul,
+        char layer[32] = "";
+        if (sg->layer == INT_MAX) snprintf(layer, sizeof layer, " output head,");
+        else if (sg->layer >= 0) snprintf(layer, sizeof layer, " layer %d,", sg->layer);
+        fprintf(o, "    #%d:%s %d ops (%d matmul), %d inputs, %d outputs: %s%s\n", si, layer, sg->n_nodes, sg->n_matmul,
                 sg->n_inputs, sg->n_outputs, sg->keep ? "accelerator" : "CPU: ", sg->keep ? "" : sg->why);
         if (!sg->keep) continue;
         fprintf(o, "       accel_%d.bin: %.2f MiB, weights %.2f MiB, %d graphs:", si, r->res[si].bin_size / 1048576.0,
@@ -81,7 +85,7 @@ void npl_compile_summary(FILE *o, const npl_compile_report *r) {
 }
 
 void npl_compile_write_intermediate(const char *dir, const npl_partition *part, const seg_result *res,
-                                    const npl_graph *g) {
+                                    const npl_graph *g, int check) {
     char path[NPL_PKG_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/intermediate", dir);
     mkdir(path, 0755);
@@ -95,10 +99,20 @@ void npl_compile_write_intermediate(const char *dir, const npl_partition *part, 
                     "\"inputs\": %d, \"outputs\": %d, \"lowered\": %s, \"why\": \"%s\"",
                     si, sg->n_nodes, sg->n_matmul, sg->nodes[0], sg->nodes[sg->n_nodes - 1], sg->n_inputs,
                     sg->n_outputs, sg->keep ? "true" : "false", sg->keep ? "" : sg->why);
+            if (sg->layer == INT_MAX) fprintf(jf, ", \"layer\": \"output head\"");
+            else if (sg->layer >= 0) fprintf(jf, ", \"layer\": %d", sg->layer);
             if (sg->keep) {
                 fprintf(jf, ", \"context_binary\": \"accel_%d.bin\", \"graphs\": [", si);
                 for (int c = 0; c < res[si].n_shapes; c++) fprintf(jf, "%s\"%s\"", c ? ", " : "", res[si].names[c]);
                 fprintf(jf, "]");
+                /* the check against the CPU samples: with --split-layers each layer's own error */
+                if (check) {
+                    fprintf(jf, ", \"check\": [");
+                    for (int c = 0; c < res[si].n_shapes; c++)
+                        fprintf(jf, "%s{\"graph\": \"%s\", \"max_abs\": %.6g, \"rel_rms\": %.6g}", c ? ", " : "",
+                                res[si].names[c], res[si].max_err[c], res[si].rel_err[c]);
+                    fprintf(jf, "]");
+                }
             }
             fprintf(jf, "}%s\n", si + 1 < part->n_segs ? "," : "");
         }

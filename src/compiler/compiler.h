@@ -78,6 +78,7 @@ typedef struct {
                                  each weight once; such a binary loads on a device, not in QNN's
                                  x86 emulator, so the check runs before serialization) */
     const char *buckets;      /* decode KV-length buckets (npl_compile_buckets); NULL: the default */
+    int split_layers;         /* cut the subgraphs at decoder layer boundaries (npl_partition_graph) */
 } npl_compile_params;
 
 npl_compile_params npl_compile_default_params(void);
@@ -109,6 +110,7 @@ typedef struct {
     int outputs[NPL_SEG_MAX_IO];/* produced-and-used-later (or graph outputs) */
     int n_outputs;
     int n_matmul;
+    int layer;                  /* with split_layers: its decoder layer (INT_MAX: the output head), else -1 */
     int keep;                   /* lowered to the accelerator */
     char why[160];              /* why it stays on the CPU */
 } npl_segment;
@@ -123,9 +125,13 @@ typedef struct {
 
 /* Partition the part of g needed for `outputs`. refused (NULL: none) gives
  * per node id the target's reason to refuse it ("" = taken): those nodes
- * are break ops too. 0 or -1 with err. */
+ * are break ops too. split_layers: a subgraph also ends where the ops of
+ * the next decoder layer begin (the first op reading a weight "blk.N." or a
+ * cache "kcache.N" / "vcache.N" of a later layer than its own; weights of no
+ * layer, the output head, count as after the last), so each layer is its
+ * own subgraph with the residual stream as its one output. 0 or -1 with err. */
 int npl_partition_graph(const npl_graph *g, const int *outputs, int n_outputs, const char (*refused)[NPL_WHY_LEN],
-                        npl_partition *out, char *err, size_t errlen);
+                        int split_layers, npl_partition *out, char *err, size_t errlen);
 void npl_partition_free(npl_partition *p);
 /* Why op node id cannot be lowered to any target, or NULL if it can. */
 const char *npl_partition_break_reason(const npl_graph *g, int id);

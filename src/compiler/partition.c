@@ -4,6 +4,7 @@
  * ops into subgraphs of consecutive ops in graph order (so subgraphs can
  * never form a cycle through the CPU), compute each one's boundary and keep
  * the ones with matrix work. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,26 @@ void npl_partition_free(npl_partition *p) {
     memset(p, 0, sizeof(*p));
 }
 
+/* The decoder layer a node's own weights or caches belong to: the largest N
+ * of the "blk.N." weights and "kcache.N" / "vcache.N" states it reads,
+ * INT_MAX for another weight (the output head's norm and matrix), -1 when
+ * it reads none (it joins the subgraph it follows). */
+static int node_layer(const npl_graph *g, int id) {
+    const npl_node *nd = npl_graph_node(g, id);
+    int layer = -1;
+    for (int s = 0; s < nd->n_src; s++) {
+        const npl_node *src = npl_graph_node(g, nd->src[s]);
+        if ((src->op != NPL_OP_WEIGHT && src->op != NPL_OP_STATE) || !src->name) continue;
+        int l = -1;
+        char c;
+        if (!(sscanf(src->name, "blk.%d%c", &l, &c) == 2 && c == '.') &&
+            !((src->name[0] == 'k' || src->name[0] == 'v') && sscanf(src->name + 1, "cache.%d", &l) == 1))
+            l = src->op == NPL_OP_WEIGHT ? INT_MAX : -1;
+        if (l > layer) layer = l;
+    }
+    return layer;
+}
+
 static int add_unique(int *arr, int *n, int v) {
     for (int i = 0; i < *n; i++)
         if (arr[i] == v) return 0;
@@ -38,7 +59,7 @@ static int add_unique(int *arr, int *n, int v) {
 }
 
 int npl_partition_graph(const npl_graph *g, const int *outputs, int n_outputs, const char (*refused)[NPL_WHY_LEN],
-                        npl_partition *out, char *err, size_t errlen) {
+                        int split_layers, npl_partition *out, char *err, size_t errlen) {
     memset(out, 0, sizeof(*out));
     int n = npl_graph_n_nodes(g);
     char *needed = calloc((size_t)n, 1);
@@ -66,11 +87,15 @@ int npl_partition_graph(const npl_graph *g, const int *outputs, int n_outputs, c
             cur = -1;
             continue;
         }
+        const int layer = split_layers ? node_layer(g, i) : -1;
+        if (cur >= 0 && layer > out->segs[cur].layer && out->segs[cur].layer >= 0) cur = -1; /* the next layer begins */
         if (cur < 0) {
             cur = out->n_segs++;
             if (!(out->segs[cur].nodes = malloc((size_t)n * sizeof(int)))) goto oom;
+            out->segs[cur].layer = -1;
         }
         npl_segment *sg = &out->segs[cur];
+        if (layer > sg->layer) sg->layer = layer;
         sg->nodes[sg->n_nodes++] = i;
         seg_of[i] = cur;
         if (npl_graph_node(g, i)->op == NPL_OP_MATMUL) sg->n_matmul++;

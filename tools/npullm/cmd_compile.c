@@ -21,7 +21,7 @@ static const char *USAGE =
     "usage: npullm compile -m MODEL.gguf -o PKG [--chunk N] [--ctx N] [--act f16|fp16|bf16|int16|f32]\n"
     "                      [--weights keep|q4|q8|w8|w4] [--output-weights T] [--calib FILE] [-t N] [--keep-intermediate]\n"
     "                      [--force] [--no-check] [--weight-sharing] [--tolerance X] [--target NAME] [--soc NAME] [--plugin-dir DIR]\n"
-    "                      [--keep-f32 CLASSES] [--buckets LIST]\n"
+    "                      [--keep-f32 CLASSES] [--buckets LIST] [--split-layers]\n"
     "  --chunk N     prefill graph size (AR-N), default 128; decode uses AR-1\n"
     "  --ctx N       KV cache positions, default the model's capped at 4096\n"
     "  --buckets LIST  AR-1 (and AR-N) graphs that read only the first L cache rows, for each L\n"
@@ -52,7 +52,11 @@ static const char *USAGE =
     "                stay on the CPU; the package names it, and running it loads that plugin\n"
     "  --soc NAME    the target's device (qnn-htp: a Snapdragon SoC such as SM8650); an unknown\n"
     "                name is refused with the known ones listed\n"
-    "  --plugin-dir DIR  look for the target's plugin only in DIR\n";
+    "  --plugin-dir DIR  look for the target's plugin only in DIR\n"
+    "  --split-layers  one subgraph per decoder layer and one for the output head: the\n"
+    "                summary's check errors are then a per-layer error report against the\n"
+    "                CPU path (intermediate/npu_postreat.json with --keep-intermediate); a\n"
+    "                diagnostic package, one accelerator op per layer\n";
 
 typedef struct {
     sigset_t set;
@@ -103,7 +107,7 @@ int npl_cmd_compile(int argc, char **argv) {
         {"-t", "--threads", 1}, {"--act", NULL, 1}, {"--tolerance", NULL, 1}, {"--weights", NULL, 1},
         {"--output-weights", NULL, 1}, {"--keep-f32", NULL, 1}, {"--keep-intermediate", NULL, 0}, {"--force", NULL, 0},
         {"--no-check", NULL, 0}, {"--weight-sharing", NULL, 0}, {"--calib", NULL, 1}, {"--target", NULL, 1}, {"--soc", NULL, 1}, {"--plugin-dir", NULL, 1},
-        {"--buckets", NULL, 1}, {NULL, NULL, 0}};
+        {"--buckets", NULL, 1}, {"--split-layers", NULL, 0}, {NULL, NULL, 0}};
     for (int i = 1; i < argc; i++) {
         const char *a;
         int k = cli_next("compile", OPTS, argc, argv, &i, &a, &v);
@@ -113,6 +117,7 @@ int npl_cmd_compile(int argc, char **argv) {
         else if (!strcmp(a, "--force")) p.force = 1;
         else if (!strcmp(a, "--no-check")) p.check = 0;
         else if (!strcmp(a, "--weight-sharing")) p.weight_sharing = 1;
+        else if (!strcmp(a, "--split-layers")) p.split_layers = 1;
         else if (!strcmp(a, "-m")) model = v;
         else if (!strcmp(a, "-o")) out = v;
         else if (!strcmp(a, "--target")) p.target = v;
