@@ -101,14 +101,18 @@ static inline float32x4_t step32x4(const dec32x4 *w, const block_q8_0 *y, float3
     return vfmaq_f32(acc, vcvtq_f32_s32(sums), vmulq_f32(w->d, yd));
 }
 
+/* decw4: the weights only (the GEMV forms the scale products itself) */
 #define NPL_ARM_DEC32X4(T, XT)                                                                                 \
-    static inline void dec4_##T(const XT *x, dec32x4 *o) {                                                    \
+    static inline void decw4_##T(const XT *x, dec32x4 *o) {                                                   \
         for (int b = 0; b < 4; b++) {                                                                          \
             dec32 t;                                                                                           \
             dec_##T(&x[b], &t);                                                                                \
             o->w[2 * b] = t.w0;                                                                                \
             o->w[2 * b + 1] = t.w1;                                                                            \
         }                                                                                                      \
+    }                                                                                                          \
+    static inline void dec4_##T(const XT *x, dec32x4 *o) {                                                    \
+        decw4_##T(x, o);                                                                                       \
         o->d = h2f4(x[0].d, x[1].d, x[2].d, x[3].d);                                                           \
     }
 

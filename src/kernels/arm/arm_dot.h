@@ -119,16 +119,57 @@ NPL_ARM_DOT32_BODY(mxfp4, block_mxfp4)
  * the q8_0 row (npl_gemv_x.qs) and its scales converted to f32 once
  * (npl_gemv_x.d, one per block); rows loads each activation block once for
  * 4 weight rows. Per (row, column) the operations are vec_dot's above, in
- * its order (the conversions are exact), so the GEMV gives vec_dot's bits. */
+ * its order (the conversions are exact), so the GEMV gives vec_dot's bits.
+ *
+ * The scale product w.d * y.d of two f16 values is exact in f32 (11-bit
+ * mantissas, a 22-bit product), so rows builds it from integers (mantissa
+ * product, exponent sum) instead of fcvtl + fmul: the same bits, and under
+ * emulation vector float ops cost ~20x an integer op. prep stores per
+ * activation block its mantissa and sign + exponent term (gx->cz, or NULL
+ * when a scale is zero, subnormal, inf or nan: then the float path); a group
+ * of 4 weight blocks with such a scale takes the float path too. */
 static void prep_q8_0x(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) {
     const block_q8_0 *y = xq;
+    const int64_t nb = k / QK8_0, nbp = (nb + 15) & ~(int64_t)15;
     float *d = (float *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
-    for (int64_t i = 0; i < k / QK8_0; i++) d[i] = H2F(y[i].d);
+    uint32_t *ym = (uint32_t *)(d + nbp), *ye = ym + nbp;
+    int normal = 1;
+    for (int64_t i = 0; i < nb; i++) {
+        const uint32_t h = y[i].d, e = (h >> 10) & 31;
+        d[i] = H2F(y[i].d);
+        normal &= e != 0 && e != 31;
+        ym[i] = (h & 0x3ff) | 0x400;
+        ye[i] = ((h >> 15) << 31) + ((e + 97) << 23);
+    }
     gx->k = gx->kp = k;
     gx->qs = (const int8_t *)xq;
     gx->d = d;
-    gx->cz = NULL;
+    gx->cz = normal ? (const int32_t *)ym : NULL;
     gx->xs = NULL;
+}
+
+/* The 4 products hw[b] * y.d[b] (f16 bits; y's mantissas my, sign +
+ * exponent terms ey from prep) into *o, exactly; 0 if a weight scale is not
+ * a normal number. A normal f16 is M * 2^(e - 25), M = 0x400 | mantissa: the
+ * product P = Mw * My is in [2^20, 2^22), so the f32 exponent field is
+ * ew + ey - 30 + 127 (+ 1 when P >= 2^21) and the fraction P's bits below
+ * its leading one; the sign bits add (mod 2^32) as an xor. */
+static inline int scale4(uint16x4_t hw, uint32x4_t my, uint32x4_t ey, float32x4_t *o) {
+    const uint32x4_t w = vmovl_u16(hw), e = vandq_u32(w, vdupq_n_u32(0x7c00));
+    if (vmaxvq_u32(vorrq_u32(vceqzq_u32(e), vceqq_u32(e, vdupq_n_u32(0x7c00))))) return 0;
+    const uint32x4_t p = vmulq_u32(vorrq_u32(vandq_u32(w, vdupq_n_u32(0x3ff)), vdupq_n_u32(0x400)), my);
+    const uint32x4_t big = vcgtq_u32(p, vdupq_n_u32((1u << 21) - 1));
+    const uint32x4_t m = vandq_u32(vbslq_u32(big, vshlq_n_u32(p, 2), vshlq_n_u32(p, 3)), vdupq_n_u32(0x7fffff));
+    const uint32x4_t se = vaddq_u32(vshlq_n_u32(e, 13), vshlq_n_u32(vandq_u32(w, vdupq_n_u32(0x8000)), 16));
+    *o = vreinterpretq_f32_u32(vaddq_u32(vaddq_u32(se, ey), vaddq_u32(m, vandq_u32(big, vdupq_n_u32(1u << 23)))));
+    return 1;
+}
+
+static inline uint16x4_t ld_h4(const npl_half *a, const npl_half *b, const npl_half *c, const npl_half *d) {
+    uint16x4_t v = vld1_dup_u16(a);
+    v = vld1_lane_u16(b, v, 1);
+    v = vld1_lane_u16(c, v, 2);
+    return vld1_lane_u16(d, v, 3);
 }
 
 #define NPL_ARM_GEMV32(T, XT)                                                                                  \
@@ -142,6 +183,8 @@ static void prep_q8_0x(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) {
             for (int c = 0; c < m; c++) {                                                                      \
                 const block_q8_0 *yb = (const block_q8_0 *)gx[c].qs;                                           \
                 const float *yd = gx[c].d;                                                                     \
+                const uint32_t *ym = (const uint32_t *)gx[c].cz;                                               \
+                const int64_t nbp = (nb + 15) & ~15;                                                           \
                 float32x4_t acc[4] = {vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0)};         \
                 int i = 0;                                                                                     \
                 for (; i + 4 <= nb; i += 4) {                                                                  \
@@ -151,14 +194,20 @@ static void prep_q8_0x(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) {
                         yq[2 * b + 1] = vld1q_s8(yb[i + b].qs + 16);                                           \
                     }                                                                                          \
                     const float32x4_t ydv = vld1q_f32(yd + i);                                                 \
+                    const uint32x4_t ymv = ym ? vld1q_u32(ym + i) : vdupq_n_u32(0);                            \
+                    const uint32x4_t yev = ym ? vld1q_u32(ym + nbp + i) : vdupq_n_u32(0);                      \
                     for (int j = 0; j < nr; j++) {                                                             \
+                        const XT *xb = x[j] + i;                                                               \
                         dec32x4 wd;                                                                            \
-                        dec4_##T(x[j] + i, &wd);                                                               \
+                        decw4_##T(xb, &wd);                                                                    \
                         int32x4_t p[4];                                                                        \
                         for (int b = 0; b < 4; b++)                                                            \
                             p[b] = dot16(dot16(vdupq_n_s32(0), wd.w[2 * b], yq[2 * b]), wd.w[2 * b + 1], yq[2 * b + 1]); \
                         const int32x4_t sums = vpaddq_s32(vpaddq_s32(p[0], p[1]), vpaddq_s32(p[2], p[3]));     \
-                        acc[j] = vfmaq_f32(acc[j], vcvtq_f32_s32(sums), vmulq_f32(wd.d, ydv));                 \
+                        const uint16x4_t hw = ld_h4(&xb[0].d, &xb[1].d, &xb[2].d, &xb[3].d);                   \
+                        float32x4_t sc;                                                                        \
+                        if (!ym || !scale4(hw, ymv, yev, &sc)) sc = vmulq_f32(vcvt_f32_f16(vreinterpret_f16_u16(hw)), ydv); \
+                        acc[j] = vfmaq_f32(acc[j], vcvtq_f32_s32(sums), sc);                                   \
                     }                                                                                          \
                 }                                                                                              \
                 if (i < nb) { /* vec_dot's zero-padded last group */                                                   \
