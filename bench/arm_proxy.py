@@ -9,7 +9,7 @@ built with SVE) on the same GGUF (Gemma 3 270M Q4_K_M), the same test shapes
 (pp128, tg32 by default: llama-bench's and npullm bench's synthetic tokens,
 no prompt text), the same threads, alternating one repetition of each engine
 at a time so that load on the shared host hits both alike. Printed: each
-engine's median and best tok/s and the ratios npullm / llama.cpp per test.
+engine's median and spread (min-max) of tok/s and the ratios of medians and of bests npullm / llama.cpp per test.
 
 Why it is a fair comparison: the same instructions are available to both,
 and the emulator charges both for the instructions they execute, so an
@@ -120,12 +120,12 @@ def main():
             print(f"rep {rep + 1}/{a.reps} {eng}: " + ", ".join(f"{k} {r[k]:.2f} t/s" for k in tests), file=sys.stderr)
     print(f"EMULATION PROXY (qemu-aarch64 -cpu {a.cpu} on this x86 host; not an ARM measurement): "
           f"{os.path.basename(a.model)}, {a.threads} threads, {a.reps} interleaved reps, medians")
-    print(f"| test | npullm ({isa}) t/s median (best) | llama.cpp t/s median (best) | ratio of medians | ratio of bests |")
+    print(f"| test | npullm ({isa}) t/s median (min-max) | llama.cpp t/s median (min-max) | ratio of medians | ratio of bests |")
     print("|---|---|---|---|---|")
     for k in tests:
         o, l = statistics.median(ours[k]), statistics.median(peer[k])
         ob, lb = max(ours[k]), max(peer[k])
-        print(f"| {k} | {o:.2f} ({ob:.2f}) | {l:.2f} ({lb:.2f}) | {o / l:.2f} | {ob / lb:.2f} |")
+        print(f"| {k} | {o:.2f} ({min(ours[k]):.2f}-{ob:.2f}) | {l:.2f} ({min(peer[k]):.2f}-{lb:.2f}) | {o / l:.2f} | {ob / lb:.2f} |")
 
 
 if __name__ == "__main__":
