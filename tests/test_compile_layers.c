@@ -19,24 +19,10 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "compile_logged.h"
 #include "compiler/compiler.h"
 #include "llm/runner.h"
 #include "package_compare.h"
-
-static int compile_logged(const char *model, const char *dir, npl_compile_params *p, char *log, size_t len) {
-    char path[400], err[1024];
-    snprintf(path, sizeof path, "%s.log", dir);
-    p->log = fopen(path, "w");
-    int rc = npl_compile(model, dir, p, err, sizeof err);
-    if (p->log) fclose(p->log);
-    p->log = NULL;
-    log[0] = 0;
-    FILE *f = fopen(path, "r");
-    if (f) log[fread(log, 1, len - 1, f)] = 0, fclose(f);
-    remove(path);
-    if (rc) fprintf(stderr, "compile %s: %s\n", dir, err);
-    return rc;
-}
 
 /* the largest and smallest "rel_rms" of npu_postreat.json's layer entries (not the head) */
 static int layer_errors(const char *dir, int n_layer, double *lo, double *hi) {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "compile_logged.h"
 #include "compiler/compiler.h"
 #include "format/gguf.h"
 #include "llm/runner.h"
@@ -27,25 +28,6 @@ static long fsize(const char *dir, const char *name) {
     struct stat sb;
     snprintf(p, sizeof p, "%s/%s", dir, name);
     return stat(p, &sb) ? -1 : (long)sb.st_size;
-}
-
-static void read_text(const char *path, char *buf, size_t len) {
-    buf[0] = 0;
-    FILE *f = fopen(path, "r");
-    if (f) buf[fread(buf, 1, len - 1, f)] = 0, fclose(f);
-}
-
-static int compile_logged(const char *model, const char *dir, npl_compile_params *p, char *log, size_t len) {
-    char path[400], err[1024];
-    snprintf(path, sizeof path, "%s.log", dir);
-    p->log = fopen(path, "w");
-    int rc = npl_compile(model, dir, p, err, sizeof err);
-    if (p->log) fclose(p->log);
-    p->log = NULL;
-    read_text(path, log, len);
-    remove(path);
-    if (rc) fprintf(stderr, "compile %s: %s\n", dir, err);
-    return rc;
 }
 
 /* opening the package fails with one line naming accel_0.bin and `what` */
