@@ -127,8 +127,8 @@ typedef struct {
  * per node id the target's reason to refuse it ("" = taken): those nodes
  * are break ops too. split_layers: a subgraph also ends where the ops of
  * the next decoder layer begin (the first op reading a weight "blk.N." or a
- * cache "kcache.N" / "vcache.N" of a later layer than its own; weights of no
- * layer, the output head, count as after the last), so each layer is its
+ * cache "kcache.N" / "vcache.N" of a later layer than its own; the output
+ * head's "output*" weights count as after the last), so each layer is its
  * own subgraph with the residual stream as its one output. 0 or -1 with err. */
 int npl_partition_graph(const npl_graph *g, const int *outputs, int n_outputs, const char (*refused)[NPL_WHY_LEN],
                         int split_layers, npl_partition *out, char *err, size_t errlen);

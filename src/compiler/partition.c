@@ -32,8 +32,9 @@ void npl_partition_free(npl_partition *p) {
 
 /* The decoder layer a node's own weights or caches belong to: the largest N
  * of the "blk.N." weights and "kcache.N" / "vcache.N" states it reads,
- * INT_MAX for another weight (the output head's norm and matrix), -1 when
- * it reads none (it joins the subgraph it follows). */
+ * INT_MAX for the output head's "output*" weights (its norm and matrix),
+ * -1 when it reads none of these (rope_freqs, gemma4's per-layer embedding
+ * tables: it joins the subgraph it follows). */
 static int node_layer(const npl_graph *g, int id) {
     const npl_node *nd = npl_graph_node(g, id);
     int layer = -1;
@@ -44,7 +45,7 @@ static int node_layer(const npl_graph *g, int id) {
         char c;
         if (!(sscanf(src->name, "blk.%d%c", &l, &c) == 2 && c == '.') &&
             !((src->name[0] == 'k' || src->name[0] == 'v') && sscanf(src->name + 1, "cache.%d", &l) == 1))
-            l = src->op == NPL_OP_WEIGHT ? INT_MAX : -1;
+            l = src->op == NPL_OP_WEIGHT && !strncmp(src->name, "output", 6) ? INT_MAX : -1;
         if (l > layer) layer = l;
     }
     return layer;
