@@ -60,6 +60,32 @@ const char *npl_calib_default_text(void) {
            "today is cloudy with a chance of rain, 12 degrees Celsius, wind from the north-west at 20 km/h.";
 }
 
+void **npl_calib_bind_kv(npl_graph_session *s, const npl_hparams *hp, int n_ctx, const char *who, char *err,
+                         size_t errlen) {
+    const size_t row = (size_t)hp->head_dim * hp->n_head_kv * 2 * (size_t)n_ctx;
+    void **kv = calloc(2 * (size_t)hp->n_layer, sizeof(void *));
+    if (!kv) {
+        snprintf(err, errlen, "%s: out of memory", who);
+        return NULL;
+    }
+    for (int l = 0; l < 2 * hp->n_layer; l++) {
+        char name[32];
+        snprintf(name, sizeof name, "%ccache.%d", l & 1 ? 'v' : 'k', l / 2);
+        if (!(kv[l] = calloc(1, row)) || npl_graph_session_set_state(s, name, kv[l])) {
+            snprintf(err, errlen, "%s: cannot bind %s", who, name);
+            npl_calib_free_kv(kv, hp->n_layer);
+            return NULL;
+        }
+    }
+    return kv;
+}
+
+void npl_calib_free_kv(void **kv, int n_layer) {
+    if (!kv) return;
+    for (int l = 0; l < 2 * n_layer; l++) free(kv[l]);
+    free(kv);
+}
+
 /* Per node, the min / max of its CPU output over the calibration tokens,
  * run as chunks of `chunk` positions (the KV cache carried over, so later
  * chunks attend to earlier ones). Only f32 / f16 op outputs are recorded
@@ -70,12 +96,12 @@ int npl_calib_ranges(const npl_model_graph *mg, const npl_hparams *hp, const int
     int *outs = malloc(sizeof(int) * (size_t)n), n_outs = 0, rc = -1;
     int32_t *tok = malloc(sizeof(int32_t) * (size_t)chunk), *pos = malloc(sizeof(int32_t) * (size_t)chunk),
             *rows = malloc(sizeof(int32_t) * (size_t)chunk);
-    void **kv = calloc(2 * (size_t)hp->n_layer, sizeof(void *));
+    void **kv = NULL;
     npl_graph_session *s = NULL;
     npl_cpu_ctx cc;
     npl_backend be;
     for (int i = 0; i < n; i++) lo[i] = INFINITY, hi[i] = -INFINITY;
-    if (!outs || !tok || !pos || !rows || !kv) {
+    if (!outs || !tok || !pos || !rows) {
         snprintf(err, errlen, "calibration: out of memory");
         goto done;
     }
@@ -87,15 +113,7 @@ int npl_calib_ranges(const npl_model_graph *mg, const npl_hparams *hp, const int
     }
     npl_cpu_backend_init(&be, &cc, npl_cpu_best_isa());
     if (!(s = npl_graph_session_new(mg->g, &be, pool, outs, n_outs, err, errlen))) goto done;
-    const size_t row = (size_t)hp->head_dim * hp->n_head_kv * 2 * (size_t)mg->n_ctx;
-    for (int l = 0; l < 2 * hp->n_layer; l++) {
-        char name[32];
-        snprintf(name, sizeof name, "%ccache.%d", l & 1 ? 'v' : 'k', l / 2);
-        if (!(kv[l] = calloc(1, row)) || npl_graph_session_set_state(s, name, kv[l])) {
-            snprintf(err, errlen, "calibration: cannot bind %s", name);
-            goto done;
-        }
-    }
+    if (!(kv = npl_calib_bind_kv(s, hp, mg->n_ctx, "calibration", err, errlen))) goto done;
     /* chunk <= n_ctx: one run always fits; past the context the positions
      * start again at 0 (a new sequence: attention reads only rows it rewrote) */
     const int n_runs = n_tokens / chunk > 0 ? n_tokens / chunk : 1, wrap = mg->n_ctx / chunk * chunk;
@@ -123,9 +141,7 @@ int npl_calib_ranges(const npl_model_graph *mg, const npl_hparams *hp, const int
     rc = n_runs * chunk;
 done:
     npl_graph_session_free(s);
-    if (kv)
-        for (int l = 0; l < 2 * hp->n_layer; l++) free(kv[l]);
-    free(kv);
+    npl_calib_free_kv(kv, hp->n_layer);
     free(outs);
     free(tok);
     free(pos);

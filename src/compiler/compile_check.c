@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "compiler/compile_internal.h"
+#include "compiler/requant.h"
 #include "core/session.h"
 #include "cpu/cpu_backend.h"
 
@@ -28,17 +29,8 @@ static int run_samples(const npl_model_graph *mg, const npl_hparams *hp, const n
     for (int i = 0; i < sg->n_inputs; i++) outs[n_outs++] = sg->inputs[i];
     outs[n_outs++] = sg->outputs[0];
     npl_graph_session *s = pool ? npl_graph_session_new(mg->g, &be, pool, outs, n_outs, err, errlen) : NULL;
-    size_t row = (size_t)hp->head_dim * hp->n_head_kv * 2 * (size_t)mg->n_ctx;
-    void **kv = calloc(2 * (size_t)hp->n_layer, sizeof(void *));
-    if (!s || !kv) goto done;
-    for (int l = 0; l < 2 * hp->n_layer; l++) {
-        char name[32];
-        snprintf(name, sizeof name, "%ccache.%d", l & 1 ? 'v' : 'k', l / 2);
-        if (!(kv[l] = calloc(1, row)) || npl_graph_session_set_state(s, name, kv[l])) {
-            snprintf(err, errlen, "samples: cannot bind %s", name);
-            goto done;
-        }
-    }
+    void **kv = s ? npl_calib_bind_kv(s, hp, mg->n_ctx, "samples", err, errlen) : NULL;
+    if (!kv) goto done;
     for (int c = 0; c < n_cases; c++) {
         const shape_case *k = &cases[c];
         npl_shape ss = {1, {k->seq, 1, 1, 1}}, so = {1, {k->n_out, 1, 1, 1}};
@@ -69,9 +61,7 @@ static int run_samples(const npl_model_graph *mg, const npl_hparams *hp, const n
     rc = 0;
 done:
     npl_graph_session_free(s);
-    if (kv)
-        for (int l = 0; l < 2 * hp->n_layer; l++) free(kv[l]);
-    free(kv);
+    npl_calib_free_kv(kv, hp->n_layer);
     return rc;
 }
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "compiler/lower.h"
+#include "core/session.h"
 #include "kernels/threadpool.h"
 #include "models/model.h"
 #include "npullm_accel.h"
@@ -38,6 +39,12 @@ const char *npl_calib_default_text(void);
  * ids, cycled, run as prefill chunks of `chunk` positions with the KV cache
  * carried over (positions start again at 0 past the context). lo, hi: one
  * per node of mg->g. The number of tokens run, or -1 with err. */
+/* Zeroed host KV caches of n_ctx rows bound to every kcache.N / vcache.N of a
+ * CPU graph session (the calibration run and the check's samples): the
+ * buffers, or NULL with a line "WHO: ..." in err. Freed by npl_calib_free_kv. */
+void **npl_calib_bind_kv(npl_graph_session *s, const npl_hparams *hp, int n_ctx, const char *who, char *err,
+                         size_t errlen);
+void npl_calib_free_kv(void **kv, int n_layer);
 /* 1 if the target refuses the ABI's dynamic int16 (then int16 needs the ranges). */
 int npl_calib_static_int16(const npl_accel_api *api, npl_accel_backend *be, npl_accel_device *dev);
 int npl_calib_ranges(const npl_model_graph *mg, const npl_hparams *hp, const int32_t *ids, int64_t n_ids, int chunk,
