@@ -5,7 +5,7 @@
 # work an app pays per step on a phone too.
 # usage: bench/qnn_package.sh [MODEL.gguf|gemma] [BUILD_DIR] [WORK_DIR]
 #   gemma: Gemma 3 270M Q4_K_M as scripts/install-deps.sh installs it
-#   env: SOC (SM8650), WEIGHTS (w8), CHUNK (8), CTX (64), DECODE (32 steps),
+#   env: SOC (SM8650), WEIGHTS (w8), ACT (fp16; int16 = static uint16 activations), CHUNK (8), CTX (64), DECODE (32 steps),
 #        REPS (1: the wall and the emulator times are then of the same steps), CHECK (1; 0 = --no-check),
 #        SHARE (1: also compile with --weight-sharing, for its size; such a binary does not load on x86),
 #        RUN (1; 0 = sizes only, no bench: a Gemma decode step takes ~1 min in emulation)
@@ -25,6 +25,7 @@ B=${2:-build}
 W=${3:-/tmp/npullm_qnn_package}
 SOC=${SOC:-SM8650}
 WEIGHTS=${WEIGHTS:-w8}
+ACT=${ACT:-fp16}
 CHUNK=${CHUNK:-8}
 CTX=${CTX:-64}
 DECODE=${DECODE:-32}
@@ -37,12 +38,12 @@ P=$W/pkg
 mkdir -p "$W"
 NOCHECK=""
 [ "$CHECK" = 0 ] && NOCHECK=--no-check
-echo "model $M; target qnn-htp $SOC, weights $WEIGHTS, chunk $CHUNK, ctx $CTX; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "model $M; target qnn-htp $SOC, act $ACT, weights $WEIGHTS, chunk $CHUNK, ctx $CTX; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # compile PKG LOG [FLAGS]: the summary's stage and finalize times in ms, its weight line
 compile() {
     t0=$(date +%s.%N)
-    $N compile -m "$M" -o "$1" --force --target qnn-htp --soc "$SOC" --weights "$WEIGHTS" --chunk "$CHUNK" --ctx "$CTX" \
+    $N compile -m "$M" -o "$1" --force --target qnn-htp --soc "$SOC" --act "$ACT" --weights "$WEIGHTS" --chunk "$CHUNK" --ctx "$CTX" \
         -t 2 $NOCHECK $3 2> "$2" > /dev/null
     t1=$(date +%s.%N)
     awk -v wall="$(echo "($t1 - $t0) * 1000" | bc)" '

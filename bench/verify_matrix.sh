@@ -11,7 +11,8 @@
 #   on / llamacpp: llama.cpp with flash attention (its CLI default: -fa auto
 #                enables it on the CPU), npullm --arith llamacpp (its RoPE and
 #                f16 accumulation)
-# usage: bench/verify_matrix.sh [BUILD_DIR] [TOKENS]
+# usage: bench/verify_matrix.sh [BUILD_DIR] [TOKENS] [MODEL.gguf ...]
+#   (models given: only those rows; a bare name such as rand-phi3-f32 means tests/data/models/NAME.gguf)
 set -eu
 here=$(dirname "$0")
 PY=$here/../scripts/python   # the project's venv (scripts/install-deps.sh)
@@ -30,7 +31,17 @@ echo "|---|---|---|---|---|---|---|"
 EXTRA=""
 for a in gemma2 phi3 granite smollm3 mistral3 gemma4; do EXTRA="$EXTRA $R/rand-$a-f32.gguf $R/rand-$a-q8_0.gguf"; done
 EXTRA="$EXTRA $R/rand-phi3-longrope-f32.gguf $R/rand-llama-iq4_nl.gguf $R/rand-qwen3-iq4_xs.gguf $R/rand-llama-mxfp4.gguf"
-for m in "$G" "$R/rand-llama-q4_0.gguf" "$R/rand-llama-q8_0.gguf" "$R/rand-qwen3-q4_0.gguf" "$R/rand-qwen3-q8_0.gguf" $EXTRA; do
+ALL="$G $R/rand-llama-q4_0.gguf $R/rand-llama-q8_0.gguf $R/rand-qwen3-q4_0.gguf $R/rand-qwen3-q8_0.gguf $EXTRA"
+shift $(( $# < 2 ? $# : 2 ))
+if [ $# -gt 0 ]; then
+    ALL=""
+    for m in "$@"; do
+        case $m in *.gguf) ;; *) m=$R/$m.gguf ;; esac
+        [ -f "$m" ] || { echo "verify_matrix.sh: $m: no such model" >&2; exit 2; }
+        ALL="$ALL $m"
+    done
+fi
+for m in $ALL; do
     x="--no-extra-bufts"
     for mode in off/ours off/llamacpp-nofa on/llamacpp; do
         fa=${mode%/*}
