@@ -1,7 +1,8 @@
 /* The prefill GEMM (kernels/gemm.h) for every weight type that has one
  * and every ISA this CPU has, against the vec_dot path on the same quantized
  * inputs (only the f32 summation order differs) and against a
- * double-precision dot of the dequantized rows; then npl_cpu_matmul with
+ * double-precision dot of the dequantized rows (plus q8_1's rounded d * sum
+ * for q4_1: dot_ref.h); then npl_cpu_matmul with
  * enough rows to take the GEMM, against the generic backend's. */
 #include <math.h>
 #include <stdint.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "dot_ref.h"
 #include "kernels/dtype.h"
 #include "cpu/cpu_backend.h"
 #include "kernels/gemm.h"
@@ -22,7 +24,7 @@ static uint64_t rng_next(uint64_t *s) {
 }
 static float rng_unit(uint64_t *s) { return (float)((rng_next(s) >> 11) * 0x1p-53 * 2.0 - 1.0); }
 
-static const npl_type types[] = {NPL_TYPE_Q4_0, NPL_TYPE_Q5_0, NPL_TYPE_Q8_0, NPL_TYPE_Q4_K, NPL_TYPE_Q6_K};
+static const npl_type types[] = {NPL_TYPE_Q4_0, NPL_TYPE_Q4_1, NPL_TYPE_Q5_0, NPL_TYPE_Q8_0, NPL_TYPE_Q4_K, NPL_TYPE_Q6_K};
 static const int ms[] = {1, 3, 4, 5, 17, 64};
 static const int ns[] = {1, 15, 16, 33};
 /* 640 is Gemma 3 270M's width; 96 ends on a single 32-block */
@@ -93,6 +95,7 @@ static void check_one(npl_type t, const npl_kernels *k, const npl_gemm_kernels *
                 const double e = (double)p.wd[(size_t)r * kk + i] * p.xd[(size_t)c * kk + i];
                 ref += e, mag += fabs(e);
             }
+            ref += dot_ref_q8_1_s_rounding(t, (char *)p.wq + r * p.w_row, (char *)p.xq + c * p.x_row, kk);
             const double got = p.y_gemm[(size_t)c * n + r];
             /* relative to the value, or (where the sum nearly cancels) to
              * sum |w x|: vec_dot itself is off by up to ~2e-6 of that there */
@@ -152,7 +155,8 @@ int main(void) {
 #if defined(__x86_64__) || defined(__i386__)
             if (isa >= NPL_ISA_AVX2) CHECK(g != NULL); /* x86 with AVX2 */
 #else
-            CHECK((g != NULL) == (isa >= NPL_ISA_I8MM)); /* aarch64: smmla; NEON / dotprod prefill is dot4 */
+            /* aarch64: smmla, no q4_1 GEMM; NEON / dotprod prefill is dot4 */
+            CHECK((g != NULL) == (isa >= NPL_ISA_I8MM && t != NPL_TYPE_Q4_1));
 #endif
             if (!g) continue;
             worst_vs_dot = worst_vs_ref = 0;
@@ -168,7 +172,8 @@ int main(void) {
             /* the AVX2 GEMM computes vec_dot's arithmetic: decode (vec_dot)
              * and prefill (GEMM) give a row the same bits */
 #if defined(__x86_64__) || defined(__i386__)
-            if (isa == NPL_ISA_AVX2) CHECK(worst_vs_dot == 0);
+            /* q4_1: every x86 family's GEMM and vec_dot are AVX2's */
+            if (isa == NPL_ISA_AVX2 || t == NPL_TYPE_Q4_1) CHECK(worst_vs_dot == 0);
 #else
             CHECK(worst_vs_dot == 0); /* the i8mm GEMM: the dotprod vec_dot's arithmetic */
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "dot_ref.h"
 #include "kernels/dtype.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/vec_dot.h"
@@ -19,25 +20,6 @@ static uint64_t rng_next(uint64_t *s) {
     return *s;
 }
 static float rng_unit(uint64_t *s) { return (float)((rng_next(s) >> 11) * 0x1p-53 * 2.0 - 1.0); }
-
-/* q8_1 carries s = d * sum(qs) rounded to f16, and llama.cpp's q4_1 / q5_1
- * dots take the min term from it: m * s, not m * d * sum(qs). Returns what
- * that rounding adds to the exact dot of the dequantized rows. */
-static double q8_1_s_rounding(int type, const void *xq, const void *yq, int n) {
-    if (type != NPL_TYPE_Q4_1 && type != NPL_TYPE_Q5_1) return 0;
-    const block_q8_1 *y = yq;
-    double adj = 0;
-    for (int i = 0; i < n / QK8_1; i++) {
-        /* both block types start with d, m */
-        const uint16_t *dm = (const uint16_t *)((const uint8_t *)xq +
-                                                (size_t)i * (type == NPL_TYPE_Q4_1 ? sizeof(block_q4_1) : sizeof(block_q5_1)));
-        int sum = 0;
-        for (int j = 0; j < QK8_1; j++) sum += y[i].qs[j];
-        adj += (double)npl_f16_to_f32(dm[1]) *
-               ((double)npl_f16_to_f32(y[i].s) - (double)npl_f16_to_f32(y[i].d) * sum);
-    }
-    return adj;
-}
 
 static const int types[] = {NPL_TYPE_F32,  NPL_TYPE_F16,  NPL_TYPE_BF16, NPL_TYPE_Q4_0, NPL_TYPE_Q4_1,
                             NPL_TYPE_Q5_0, NPL_TYPE_Q5_1, NPL_TYPE_Q8_0, NPL_TYPE_Q8_1, NPL_TYPE_Q2_K,
@@ -93,7 +75,7 @@ static void run_isa(const npl_kernels *k, const npl_kernels *gen, bufs *b) {
                     ref += (double)b->xd[i] * b->yd[i];
                     mag += fabs((double)b->xd[i] * b->yd[i]);
                 }
-                ref += q8_1_s_rounding(type, b->xq, b->yq, n);
+                ref += dot_ref_q8_1_s_rounding(type, b->xq, b->yq, n);
                 float got = NAN, g = NAN;
                 k->vec_dot[type](n, &got, b->xq, b->yq);
                 gen->vec_dot[type](n, &g, b->xq, b->yq);
@@ -140,7 +122,7 @@ static void run_extremes(const npl_kernels *k, const npl_kernels *gen, bufs *b) 
                 ref += (double)b->xd[i] * b->yd[i];
                 mag += fabs((double)b->xd[i] * b->yd[i]);
             }
-            ref += q8_1_s_rounding(type, b->xq, b->yq, n);
+            ref += dot_ref_q8_1_s_rounding(type, b->xq, b->yq, n);
             float got = NAN, g = NAN;
             k->vec_dot[type](n, &got, b->xq, b->yq);
             gen->vec_dot[type](n, &g, b->xq, b->yq);
@@ -222,7 +204,7 @@ static void run_dot4(const npl_kernels *k, npl_isa isa, bufs *b) {
                     ref += (double)b->xd[i] * b->yd[i];
                     mag += fabs((double)b->xd[i] * b->yd[i]);
                 }
-                ref += q8_1_s_rounding(type, b->xq, ys + j * by, n);
+                ref += dot_ref_q8_1_s_rounding(type, b->xq, ys + j * by, n);
                 if (!(fabs(out[3 * j] - one) <= 1e-6 * mag))
                     fprintf(stderr, "%s dot4 %s n=%d row %d: %.9g vs %.9g\n", npl_isa_name(isa), t->name, n, j,
                             out[3 * j], one);

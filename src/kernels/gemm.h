@@ -76,6 +76,8 @@ const npl_gemm_kernels *npl_gemm_get_amx(npl_type t);
 /* Internal: the AVX2 kernels (x86/avx2/gemm_avx2.c: the AVX2 vec_dot
  * kernels' arithmetic, bit for bit), or NULL. */
 const npl_gemm_kernels *npl_gemm_get_avx2(npl_type t);
+/* Internal: its q4_1 kernels (x86/avx2/gemm_avx2_q4_1.c). */
+const npl_gemm_kernels *npl_gemm_get_avx2_q4_1(void);
 /* Internal: aarch64's i8mm kernels (arm/i8mm/gemm_i8mm.c: the dotprod
  * vec_dot kernels' arithmetic, bit for bit), or NULL. */
 const npl_gemm_kernels *npl_gemm_get_i8mm(npl_type t);

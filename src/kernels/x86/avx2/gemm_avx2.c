@@ -310,6 +310,7 @@ KERNELS(q6_K, t_q6_K, X_Q8_K)
 const npl_gemm_kernels *npl_gemm_get_avx2(npl_type t) {
     switch (t) {
     case NPL_TYPE_Q4_0: return &gemm_q4_0;
+    case NPL_TYPE_Q4_1: return npl_gemm_get_avx2_q4_1();
     case NPL_TYPE_Q5_0: return &gemm_q5_0;
     case NPL_TYPE_Q8_0: return &gemm_q8_0;
     case NPL_TYPE_Q4_K: return &gemm_q4_K;

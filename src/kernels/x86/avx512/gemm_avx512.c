@@ -130,6 +130,7 @@ const npl_gemm_kernels *npl_gemm_get(npl_isa want, npl_type t) {
     case NPL_TYPE_Q8_0: return &k_q8_0;
     case NPL_TYPE_Q4_K: return &k_q4_K;
     case NPL_TYPE_Q6_K: return &k_q6_K;
+    case NPL_TYPE_Q4_1: return npl_gemm_get_avx2_q4_1(); /* its q4_1 vec_dot is AVX2's */
     default: return NULL;
     }
 }
