@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "dot_ref.h"
 #include "kernels/dtype.h"
 #include "cpu/cpu_backend.h"
 #include "kernels/gemm.h"
@@ -25,7 +26,7 @@ static uint64_t rng_next(uint64_t *s) {
 }
 static float rng_unit(uint64_t *s) { return (float)((rng_next(s) >> 11) * 0x1p-53 * 2.0 - 1.0); }
 
-static const npl_type types[] = {NPL_TYPE_Q4_0, NPL_TYPE_Q5_0, NPL_TYPE_Q8_0, NPL_TYPE_Q4_K, NPL_TYPE_Q6_K};
+static const npl_type types[] = {NPL_TYPE_Q4_0, NPL_TYPE_Q4_1, NPL_TYPE_Q5_0, NPL_TYPE_Q8_0, NPL_TYPE_Q4_K, NPL_TYPE_Q6_K};
 static const int ns[] = {1, 15, 16, 17, 40};
 /* 640 is Gemma 3 270M's width; 96 and 160 end on a single 32-block */
 static const int ks[] = {256, 640, 2048, 96, 160};
@@ -93,6 +94,7 @@ static int check_ref(const prob *p, const float *y, int c, const char *what, npl
             const double e = (double)p->wd[(size_t)r * p->k + i] * p->xd[(size_t)c * p->k + i];
             ref += e, mag += fabs(e);
         }
+        ref += dot_ref_q8_1_s_rounding(t, (const char *)p->wq + r * p->w_row, (const char *)p->xq + c * p->x_row, p->k);
         const double err = fabs(y[r] - ref) / (mag + 1e-30);
         if (err > worst) worst = err;
         if (!(err <= 4e-6) && bad++ < 3)
@@ -122,7 +124,8 @@ static void check_kernel(npl_type t, const npl_kernels *kt, const npl_gemv_kerne
 #if defined(__aarch64__)
     const int same_as_dot = 1, x86_wide = 0;
 #else
-    const int same_as_dot = kt->isa == NPL_ISA_AVX2, x86_wide = kt->isa >= NPL_ISA_AVX512;
+    /* q4_1: AVX2's GEMV and vec_dot at every x86 ISA */
+    const int same_as_dot = kt->isa == NPL_ISA_AVX2 || t == NPL_TYPE_Q4_1, x86_wide = kt->isa >= NPL_ISA_AVX512;
 #endif
     if (same_as_dot) {
         int same = 1;
@@ -188,14 +191,14 @@ int main(void) {
         const size_t ti = tj % (sizeof types / sizeof types[0]);
         const npl_type t = types[ti];
         const int use_gfni = tj < sizeof types / sizeof types[0];
-        if (!use_gfni && t == NPL_TYPE_Q8_0) continue; /* no GFNI variant */
+        if (!use_gfni && (t == NPL_TYPE_Q8_0 || t == NPL_TYPE_Q4_1)) continue; /* no GFNI variant */
         for (int isa = NPL_ISA_GENERIC; isa <= (int)best; isa++) {
             const npl_gemv_kernels *gv = npl_gemv_get((npl_isa)isa, t, use_gfni);
 #if defined(__x86_64__) || defined(__i386__)
             CHECK((gv != NULL) == (isa >= NPL_ISA_AVX2)); /* x86 with AVX2 */
 #else
             /* aarch64: a GEMV with vec_dot's arithmetic for the 32-element blocks */
-            CHECK((gv != NULL) == (isa >= NPL_ISA_NEON && t != NPL_TYPE_Q4_K && t != NPL_TYPE_Q6_K));
+            CHECK((gv != NULL) == (isa >= NPL_ISA_NEON && t != NPL_TYPE_Q4_1 && t != NPL_TYPE_Q4_K && t != NPL_TYPE_Q6_K));
 #endif
             worst = 0;
             for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {

@@ -64,6 +64,8 @@ const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t, int gfni);
  * kernels' arithmetic, bit for bit, with a prepared row of their own), or
  * NULL. */
 const npl_gemv_kernels *npl_gemv_get_avx2(npl_type t);
+/* Internal: its q4_1 kernels (x86/avx2/gemv_avx2_q4_1.c). */
+const npl_gemv_kernels *npl_gemv_get_avx2_q4_1(void);
 /* Internal: the AVX-512 family's kernels without AMX
  * (x86/avx512/gemv_avx512_gemm.c: the AVX-512 GEMM's arithmetic, bit for
  * bit, row by row), or NULL. */

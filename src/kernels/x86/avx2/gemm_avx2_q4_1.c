@@ -65,12 +65,12 @@ static void pack_q8_1(const npl_gemm_x *xp, int64_t r, const void *row) {
     }
 }
 
-/* The 8 panel rows' sum of m * s for activation row c, lane j = row j: the
- * scalar summs += m * s of vec_dot in the same expression form (so the
- * compiler contracts it, or not, as it does vec_dot's), lane by lane. */
+/* The 8 panel rows' sum of m * s over the blocks of activation row s, lane
+ * j = row j: vec_dot's scalar summs, lane by lane, in its block order (m * s
+ * of two f16 values is exact in f32, so a fused or unfused step rounds alike). */
 INLINE __m256 min_sums(const panel *p, int64_t nb, const float *s) {
     __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) acc += _mm256_load_ps(p->mw + b * R) * _mm256_set1_ps(s[b]);
+    for (int64_t b = 0; b < nb; b++) acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_load_ps(p->mw + b * R), _mm256_set1_ps(s[b])));
     return acc;
 }
 

@@ -294,6 +294,7 @@ static const npl_gemv_kernels g_q4_0 = {prep_q4_0, rows_q4_0}, g_q5_0 = {prep_q5
 const npl_gemv_kernels *npl_gemv_get_avx2(npl_type t) {
     switch (t) {
     case NPL_TYPE_Q4_0: return &g_q4_0;
+    case NPL_TYPE_Q4_1: return npl_gemv_get_avx2_q4_1();
     case NPL_TYPE_Q5_0: return &g_q5_0;
     case NPL_TYPE_Q8_0: return &g_q8_0;
     case NPL_TYPE_Q4_K: return &g_q4_K;

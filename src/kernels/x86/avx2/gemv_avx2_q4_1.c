@@ -1,0 +1,93 @@
+/* AVX2 GEMV for q4_1 weights against q8_1 activations (decode, 1-15
+ * activation rows; kernels/gemv.h's interface), for x86 without a q4_1 GEMV
+ * of its own (the AVX-512 and AMX families take it too, as they take the
+ * AVX2 q4_1 GEMM and vec_dot).
+ *
+ * Per (weight row, activation row) the float operations are those of
+ * dot_q4_1_q8_1 (vec_dot_avx2.c), in its order, so a row gets vec_dot's bits
+ * and hence the q4_1 GEMM's (gemm_avx2_q4_1.c). What it adds, as
+ * gemv_avx2.c does for the other types: 4 weight rows at once share the
+ * activation block's load and its converted scales (prepared once per
+ * matmul), and each row prefetches the row PF_ROWS rows ahead.
+ *
+ * Prepared row: qs points at the q8_1 row itself; d holds each block's d as
+ * f32, xs its s (d * sum(qs), rounded to f16 by the quantizer). */
+#include "kernels/gemv.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include "kernels/quant_blocks.h"
+#include "kernels/x86/avx2/avx2_util.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+enum {
+    NR = 4,      /* weight rows at once */
+    PF_ROWS = 8, /* prefetch distance in rows: two groups ahead */
+};
+
+static void prep_q8_1(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) {
+    const block_q8_1 *y = xq;
+    float *d = (float *)(((uintptr_t)mem + 63) & ~(uintptr_t)63), *s = d + k / QK8_1;
+    for (int64_t i = 0; i < k / QK8_1; i++) d[i] = h2f(y[i].d), s[i] = h2f(y[i].s);
+    gx->k = gx->kp = k;
+    gx->qs = (const int8_t *)xq;
+    gx->d = d;
+    gx->xs = s;
+    gx->cz = NULL;
+}
+
+/* NR rows against activation row g. The rows' d and m of a block are one
+ * f16 conversion, [d0 m0 d1 m1 ...]: the even lanes times dx are the rows'
+ * block scales, and the odd lanes of summ their sums of m * s (lane by lane
+ * the scalar steps of vec_dot). */
+static void rows4(const block_q4_1 *const *x, const npl_gemv_x *g, float *out, size_t pf) {
+    const block_q8_1 *y = (const block_q8_1 *)g->qs;
+    __m256 acc[NR], summ = _mm256_setzero_ps();
+    for (int j = 0; j < NR; j++) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < g->k / QK8_1; b++) {
+        const __m256i yv = _mm256_loadu_si256((const __m256i *)y[b].qs);
+        uint32_t dm[NR];
+        for (int j = 0; j < NR; j++) {
+            /* a block is 20 bytes: one prefetch per 60 bytes of the row */
+            if (pf && b % 3 == 0) _mm_prefetch((const char *)(x[j] + b) + pf, _MM_HINT_T0);
+            memcpy(&dm[j], &x[j][b], sizeof dm[j]); /* d, m */
+        }
+        const __m256 f = _mm256_cvtph_ps(_mm_setr_epi32((int)dm[0], (int)dm[1], (int)dm[2], (int)dm[3]));
+        summ = _mm256_add_ps(summ, _mm256_mul_ps(f, _mm256_set1_ps(g->xs[b])));
+        const __m256 sc = _mm256_mul_ps(f, _mm256_set1_ps(g->d[b]));
+        for (int j = 0; j < NR; j++) {
+            const __m256 p = avx2_dot_u8i8_f32(avx2_nibbles32(x[j][b].qs), yv);
+            acc[j] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(sc, _mm256_set1_epi32(2 * j)), p, acc[j]);
+        }
+    }
+    _Alignas(32) float sm[8];
+    _mm256_store_ps(sm, summ);
+    for (int j = 0; j < NR; j++) out[j] = avx2_hsum_f32(acc[j]) + sm[2 * j + 1];
+}
+
+/* Rows [r0, r1) in groups of NR; the first activation row prefetches (the
+ * later ones find the group in cache). Prefetches past the matrix do not
+ * fault. */
+static void rows_q4_1(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m, float *y,
+                      int64_t ldy) {
+    const size_t pf = (size_t)PF_ROWS * w_row;
+    for (int64_t r = r0; r < r1; r += NR) {
+        const int nr = r1 - r < NR ? (int)(r1 - r) : NR;
+        /* past r1, the group's last row again (computed, not stored) */
+        const block_q4_1 *x[NR];
+        for (int j = 0; j < NR; j++) x[j] = (const block_q4_1 *)((const uint8_t *)w + (size_t)(r + (j < nr ? j : nr - 1)) * w_row);
+        for (int c = 0; c < m; c++) {
+            float out[NR];
+            rows4(x, &gx[c], out, c ? 0 : pf);
+            memcpy(y + (int64_t)c * ldy + r, out, sizeof(float) * (size_t)nr);
+        }
+    }
+}
+
+static const npl_gemv_kernels gemv_q4_1 = {prep_q8_1, rows_q4_1};
+
+const npl_gemv_kernels *npl_gemv_get_avx2_q4_1(void) { return &gemv_q4_1; }
+
+#else
+const npl_gemv_kernels *npl_gemv_get_avx2_q4_1(void) { return NULL; }
+#endif
