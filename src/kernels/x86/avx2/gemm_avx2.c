@@ -47,6 +47,7 @@ typedef struct {
                        (q4_K: the block's, broadcast here, so the kernel's madd
                        takes it from memory instead of a broadcast per pair) */
     int16_t *aux;   /* k-quants: [kp / 256][R][16] q6_K: the 16 group scales; q4_K: the 8 mins */
+    __m256i *cw;    /* q4_0 / q5_0: [kp / 32][R] 128 x the 4-element sums of w, per lane */
 } panel;
 
 /* where row j keeps block b's 32 values u, or its 16 pair scales */
@@ -60,16 +61,25 @@ typedef struct {
     int offset;   /* u = w + offset (0: q4_K, and q8_0, which keeps w signed) */
     int is_signed, kquant, has_min;
     int two_acc;  /* vec_dot sums even and odd blocks apart (q4_0, q8_0) */
+    int xbias;    /* signed w against x + 128 (q4_0, q5_0; offset then unused) */
 } wtype;
 
 /* ---- weight decoding (8 rows per panel) ---- */
 
 static inline void put_scale(const panel *p, int j, int64_t b, float d) { p->dw[b * R + j] = d; }
 
+/* q4_0 / q5_0 keep w signed (the activations are stored as x + 128,
+ * unsigned, for maddubs): the correction 128 x sum(w) per lane is the
+ * weights' own, made here once per panel rather than once per activation row */
+static void put_signed(const panel *p, int j, int64_t b, __m256i w) {
+    _mm256_store_si256((__m256i *)u_at(p, j, b), w);
+    p->cw[b * R + j] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8((char)0x80), w), _mm256_set1_epi16(1));
+}
+
 static void decode_q4_0(const void *row, int64_t k, const panel *p, int j) {
     const block_q4_0 *x = row;
     for (int64_t b = 0; b < k / QK4_0; b++) {
-        _mm256_store_si256((__m256i *)u_at(p, j, b), avx2_nibbles32(x[b].qs));
+        put_signed(p, j, b, _mm256_sub_epi8(avx2_nibbles32(x[b].qs), _mm256_set1_epi8(8)));
         put_scale(p, j, b, h2f(x[b].d));
     }
 }
@@ -78,7 +88,7 @@ static void decode_q5_0(const void *row, int64_t k, const panel *p, int j) {
     const block_q5_0 *x = row;
     for (int64_t b = 0; b < k / QK5_0; b++) {
         const __m256i hi = _mm256_and_si256(avx2_bits32(x[b].qh), _mm256_set1_epi8(16));
-        _mm256_store_si256((__m256i *)u_at(p, j, b), _mm256_or_si256(avx2_nibbles32(x[b].qs), hi));
+        put_signed(p, j, b, _mm256_sub_epi8(_mm256_or_si256(avx2_nibbles32(x[b].qs), hi), _mm256_set1_epi8(16)));
         put_scale(p, j, b, h2f(x[b].d));
     }
 }
@@ -136,6 +146,8 @@ static void zero_row(const panel *p, int j, const wtype *t) {
     for (int64_t b = 0; b < p->kp / 32; b++) memset(u_at(p, j, b), 0, 32);
     if (!t->kquant) {
         for (int64_t b = 0; b < p->kp / 32; b++) p->dw[b * R + j] = 0;
+        if (t->xbias)
+            for (int64_t b = 0; b < p->kp / 32; b++) p->cw[b * R + j] = _mm256_setzero_si256();
         return;
     }
     for (int64_t b = 0; b < p->kp / 32; b++) memset(sc_at(p, j, b), 0, 32);
@@ -149,12 +161,14 @@ typedef struct {
     const int8_t *qs;  /* [kp] quants in element order */
     const float *d;    /* [kp / 16] scale per group of 16 */
     const int16_t *bs; /* k-quants: [kp / 16] Q8_K's bsums */
+    int64_t k;         /* elements (the kernels stop at k, the panel runs to kp) */
 } xrow;
 
-static void fill_q8_0(int8_t *qs, float *d, const void *xq, int64_t k, int64_t kp) {
+static void fill_q8_0(int8_t *qs, float *d, const void *xq, int64_t k, int64_t kp, int xbias) {
     const block_q8_0 *x = xq;
+    const __m256i bias = _mm256_set1_epi8(xbias ? (char)0x80 : 0);
     for (int64_t b = 0; b < k / QK8_0; b++) {
-        memcpy(qs + 32 * b, x[b].qs, 32);
+        _mm256_storeu_si256((__m256i *)(qs + 32 * b), _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x[b].qs), bias));
         d[2 * b] = d[2 * b + 1] = h2f(x[b].d);
     }
     memset(qs + k, 0, (size_t)(kp - k));
@@ -171,126 +185,178 @@ static void fill_q8_K(int8_t *qs, float *d, int16_t *bs, const void *xq, int64_t
     memset(qs + k, 0, (size_t)(kp - k));
 }
 
-enum { X_Q8_0, X_Q8_K };
+enum { X_Q8_0, X_Q8_K, X_Q8_0_BIASED /* x + 128, unsigned */ };
 
 static void fill_as(int kind, int8_t *qs, float *d, float *sum, const void *xq, int64_t k, int64_t kp) {
-    if (kind == X_Q8_0) fill_q8_0(qs, d, xq, k, kp);
-    else fill_q8_K(qs, d, (int16_t *)sum, xq, k, kp);
+    if (kind == X_Q8_K) fill_q8_K(qs, d, (int16_t *)sum, xq, k, kp);
+    else fill_q8_0(qs, d, xq, k, kp, kind == X_Q8_0_BIASED);
 }
 
-/* ---- the kernel: RH panel rows against one activation row ---- */
+/* ---- the kernels: panel rows against NX = 1 or 2 activation rows ----
+ *
+ * Two activation rows share each weight load and each row's pass over the
+ * panel; vec_dot's accumulators stay per (weight row, activation row). */
 
-/* one block of NR rows into the accumulators acc (vec_dot's lanes, scaled by dw * dx) */
-INLINE void dot_block(const wtype *t, const panel *p, int q0, const int NR, int64_t b, xrow x, __m256 *acc) {
-    const __m256i ones = _mm256_set1_epi16(1), offv = _mm256_set1_epi8((char)t->offset);
-    _Alignas(32) float sc[R];
-    const __m256i xv = _mm256_load_si256((const __m256i *)(x.qs + 32 * b));
-    /* offset x the 4-element sums of x, per lane */
-    const __m256i cx = t->offset ? _mm256_madd_epi16(_mm256_maddubs_epi16(offv, xv), ones) : _mm256_setzero_si256();
-    /* the rows' dw * dx, broadcast from memory below (a load, not a shuffle) */
-    _mm256_store_ps(sc, _mm256_mul_ps(_mm256_loadu_ps(p->dw + b * R), _mm256_set1_ps(x.d[2 * b])));
-    for (int r = 0; r < NR; r++) {
+enum { NXM = 2 };
+
+/* An activation row's rows' dw * dx per block for the q*_0 kernel, once per
+ * panel and row rather than per weight row. The kernel broadcasts them from
+ * memory; rows_with makes them one activation-row pair ahead, so those loads
+ * read lines stored long before, not a store still in flight. */
+INLINE void prep_x(const panel *p, int64_t nb, xrow x, float *sc) {
+    for (int64_t b = 0; b < nb; b++)
+        _mm256_store_ps(sc + b * R, _mm256_mul_ps(_mm256_loadu_ps(p->dw + b * R), _mm256_set1_ps(x.d[2 * b])));
+}
+
+/* one block of NW rows x NX activation rows into acc (vec_dot's lanes, scaled by dw * dx) */
+INLINE void dot_block(const wtype *t, const panel *p, int q0, const int NW, const int NX, int64_t b, const xrow *x,
+                      float *const *sc, __m256 acc[NXM][4]) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i xv[NXM];
+    for (int c = 0; c < NX; c++) xv[c] = _mm256_load_si256((const __m256i *)(x[c].qs + 32 * b));
+    for (int r = 0; r < NW; r++) {
         const __m256i w = _mm256_load_si256((const __m256i *)u_at(p, q0 + r, b));
-        const __m256i li = t->is_signed
-                               ? _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(xv, w)), ones)
-                               : _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(w, xv), ones), cx);
-        acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(sc + q0 + r), _mm256_cvtepi32_ps(li), acc[r]);
+        const __m256i aw = t->is_signed ? _mm256_sign_epi8(w, w) : w;
+        for (int c = 0; c < NX; c++) {
+            /* q4_0 / q5_0: (x + 128) . w - 128 sum(w); q8_0: |w| . sign(x, w) (|w| reaches 128) */
+            const __m256i li = t->is_signed ? _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv[c], w)), ones)
+                                            : _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(xv[c], w), ones), p->cw[b * R + q0 + r]);
+            acc[c][r] = _mm256_fmadd_ps(_mm256_broadcast_ss(sc[c] + b * R + q0 + r), _mm256_cvtepi32_ps(li), acc[c][r]);
+        }
     }
 }
 
-/* q4_0 / q5_0 / q8_0: dot_qX_0_q8_0's arithmetic, for NR rows (4 with two
- * accumulators per row, even and odd blocks, taken in pairs so both stay in
- * registers; 8 with one) */
-INLINE void dot_rows(const wtype *t, const panel *p, int q0, const int NR, int64_t k, xrow x, float *out) {
-    __m256 acc0[R], acc1[R];
-    for (int r = 0; r < NR; r++) acc0[r] = acc1[r] = _mm256_setzero_ps();
+/* q4_0 / q5_0 / q8_0: dot_qX_0_q8_0's arithmetic, NW rows (2 with two
+ * accumulators per row, even and odd blocks, taken in pairs so all stay in
+ * registers; 4 with one) */
+INLINE void dot_rows(const wtype *t, const panel *p, int q0, const int NW, const int NX, int64_t k, const xrow *x,
+                     float *const *sc, float out[NXM][R]) {
+    __m256 acc0[NXM][4], acc1[NXM][4];
+    for (int c = 0; c < NX; c++)
+        for (int r = 0; r < NW; r++) acc0[c][r] = acc1[c][r] = _mm256_setzero_ps();
     const int64_t nb = k / 32;
     int64_t b = 0;
     if (t->two_acc)
         for (; b + 1 < nb; b += 2) {
-            dot_block(t, p, q0, NR, b, x, acc0);
-            dot_block(t, p, q0, NR, b + 1, x, acc1);
+            dot_block(t, p, q0, NW, NX, b, x, sc, acc0);
+            dot_block(t, p, q0, NW, NX, b + 1, x, sc, acc1);
         }
-    for (; b < nb; b++) dot_block(t, p, q0, NR, b, x, acc0);
-    for (int r = 0; r < NR; r++) out[r] = avx2_hsum_f32(t->two_acc ? _mm256_add_ps(acc0[r], acc1[r]) : acc0[r]);
+    for (; b < nb; b++) dot_block(t, p, q0, NW, NX, b, x, sc, acc0);
+    for (int c = 0; c < NX; c++)
+        for (int r = 0; r < NW; r++)
+            out[c][q0 + r] = avx2_hsum_f32(t->two_acc ? _mm256_add_ps(acc0[c][r], acc1[c][r]) : acc0[c][r]);
 }
 
-/* q4_K / q6_K: dot_k4's and dot_q6_K_q8_K's arithmetic */
-INLINE void dot_rows_k(const wtype *t, const panel *p, int q0, int64_t k, xrow x, float out[RH]) {
-    __m256 acc[RH];
-    __m128 accm[RH];
-    for (int r = 0; r < RH; r++) acc[r] = _mm256_setzero_ps(), accm[r] = _mm_setzero_ps();
+/* q4_K / q6_K: dot_k4's and dot_q6_K_q8_K's arithmetic, RH rows x NX
+ * activation rows; the float accumulators change once per super-block and
+ * live in memory, the integer sums of the 8 blocks in registers */
+INLINE void dot_rows_k(const wtype *t, const panel *p, int q0, const int NX, int64_t k, const xrow *x,
+                       float out[NXM][R]) {
+    __m256 acc[NXM][RH];
+    __m128 accm[NXM][RH];
+    for (int c = 0; c < NX; c++)
+        for (int r = 0; r < RH; r++) acc[c][r] = _mm256_setzero_ps(), accm[c][r] = _mm_setzero_ps();
     for (int64_t i = 0; i < k / QK_K; i++) {
-        const __m256i bs = _mm256_loadu_si256((const __m256i *)(x.bs + 16 * i));
-        const float yd = x.d[16 * i];
-        __m256i sumi[RH];
-        if (t->has_min) { /* q4_K: the mins against the 32-element sums of x */
-            const __m128i bs2 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-            for (int r = 0; r < RH; r++) {
-                const __m128i pm = _mm_madd_epi16(_mm_load_si128((const __m128i *)(p->aux + (i * R + q0 + r) * 16)), bs2);
-                accm[r] = _mm_fmadd_ps(_mm_set1_ps(-yd * p->dmin[i * R + q0 + r]), _mm_cvtepi32_ps(pm), accm[r]);
-                sumi[r] = _mm256_setzero_si256();
-            }
-        } else { /* q6_K: w = q - 32, so minus 32 x scale x group sum */
-            for (int r = 0; r < RH; r++) {
-                const __m256i g = _mm256_load_si256((const __m256i *)(p->aux + (i * R + q0 + r) * 16));
-                sumi[r] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(g, bs), 5));
+        __m256i sumi[NXM][RH];
+        float yd[NXM];
+        for (int c = 0; c < NX; c++) {
+            const __m256i bs = _mm256_loadu_si256((const __m256i *)(x[c].bs + 16 * i));
+            yd[c] = x[c].d[16 * i];
+            if (t->has_min) { /* q4_K: the mins against the 32-element sums of x */
+                const __m128i bs2 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+                for (int r = 0; r < RH; r++) {
+                    const __m128i pm = _mm_madd_epi16(_mm_load_si128((const __m128i *)(p->aux + (i * R + q0 + r) * 16)), bs2);
+                    accm[c][r] = _mm_fmadd_ps(_mm_set1_ps(-yd[c] * p->dmin[i * R + q0 + r]), _mm_cvtepi32_ps(pm), accm[c][r]);
+                    sumi[c][r] = _mm256_setzero_si256();
+                }
+            } else { /* q6_K: w = q - 32, so minus 32 x scale x group sum */
+                for (int r = 0; r < RH; r++) {
+                    const __m256i g = _mm256_load_si256((const __m256i *)(p->aux + (i * R + q0 + r) * 16));
+                    sumi[c][r] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(g, bs), 5));
+                }
             }
         }
         /* the panel's rows of a block are 32 bytes apart: walk pointers, so
          * the loop has no per-row address arithmetic */
         const uint8_t *ub = u_at(p, q0, 8 * i);
         const int16_t *sb = sc_at(p, q0, 8 * i);
-        _Pragma("GCC unroll 1") /* unrolled, the 4 rows x 8 blocks spill */
+        _Pragma("GCC unroll 1") /* unrolled, the rows x 8 blocks spill */
         for (int b = 0; b < 8; b++, ub += R * 32, sb += R * 16) {
-            const __m256i xv = _mm256_load_si256((const __m256i *)(x.qs + QK_K * i + 32 * b));
+            __m256i xv[NXM];
+            for (int c = 0; c < NX; c++) xv[c] = _mm256_load_si256((const __m256i *)(x[c].qs + QK_K * i + 32 * b));
             for (int r = 0; r < RH; r++) {
                 const __m256i w = _mm256_load_si256((const __m256i *)(ub + 32 * r));
                 const __m256i s = _mm256_load_si256((const __m256i *)(sb + 16 * r));
-                sumi[r] = _mm256_add_epi32(sumi[r], _mm256_madd_epi16(s, _mm256_maddubs_epi16(w, xv)));
+                for (int c = 0; c < NX; c++)
+                    sumi[c][r] = _mm256_add_epi32(sumi[c][r], _mm256_madd_epi16(s, _mm256_maddubs_epi16(w, xv[c])));
             }
         }
-        for (int r = 0; r < RH; r++)
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(yd * p->dw[i * R + q0 + r]), _mm256_cvtepi32_ps(sumi[r]), acc[r]);
+        for (int c = 0; c < NX; c++)
+            for (int r = 0; r < RH; r++)
+                acc[c][r] = _mm256_fmadd_ps(_mm256_set1_ps(yd[c] * p->dw[i * R + q0 + r]), _mm256_cvtepi32_ps(sumi[c][r]), acc[c][r]);
     }
-    for (int r = 0; r < RH; r++) {
-        __m128 m = _mm_add_ps(accm[r], _mm_movehl_ps(accm[r], accm[r]));
-        m = _mm_add_ss(m, _mm_movehdup_ps(m));
-        out[r] = t->has_min ? avx2_hsum_f32(acc[r]) + _mm_cvtss_f32(m) : avx2_hsum_f32(acc[r]);
-    }
+    for (int c = 0; c < NX; c++)
+        for (int r = 0; r < RH; r++) {
+            __m128 m = _mm_add_ps(accm[c][r], _mm_movehl_ps(accm[c][r], accm[c][r]));
+            m = _mm_add_ss(m, _mm_movehdup_ps(m));
+            out[c][q0 + r] = t->has_min ? avx2_hsum_f32(acc[c][r]) + _mm_cvtss_f32(m) : avx2_hsum_f32(acc[c][r]);
+        }
+}
+
+/* One panel against activation rows c and, with NX = 2, c + 1. */
+INLINE void panel_cols(const wtype *t, const panel *p, int nrow, const int NX, const xrow *x, float *const *sc,
+                       float out[NXM][R]) {
+    if (t->kquant)
+        for (int q0 = 0; q0 < nrow; q0 += RH) dot_rows_k(t, p, q0, NX, x[0].k, x, out);
+    else if (t->two_acc)
+        for (int q0 = 0; q0 < nrow; q0 += 2) dot_rows(t, p, q0, 2, NX, x[0].k, x, sc, out);
+    else
+        for (int q0 = 0; q0 < nrow; q0 += 4) dot_rows(t, p, q0, 4, NX, x[0].k, x, sc, out);
+}
+
+static inline xrow xrow_at(const npl_gemm_x *xp, int64_t c) {
+    return (xrow){xp->qs + c * xp->kp, xp->d + c * (xp->kp / 16), (const int16_t *)(xp->sum + c * xp->ng), xp->k};
 }
 
 /* Weight rows [r0, r1) against the packed activation rows. */
 INLINE void rows_with(const wtype *t, const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp,
                       float *y, int64_t ldy) {
-    const int64_t k = xp->k, kp = xp->kp, nsb = t->kquant ? kp / QK_K : 1;
+    const int64_t k = xp->k, kp = xp->kp, m = xp->m, nsb = t->kquant ? kp / QK_K : 1, nb = t->kquant ? 1 : k / 32;
     uint8_t raw[R * kp + 32];
     float dw[kp / 32 * R], dmin[nsb * R];
+    _Alignas(32) float scm[2][NXM][nb * R]; /* [activation-row pair, even or odd][row of the pair] */
+    __m256i cwm[t->xbias ? kp / 32 * R : 1];
     int16_t scr[t->kquant ? R * kp / 2 + 16 : 1], auxr[R * nsb * 16 + 16]; /* + 16: alignment */
     const panel p = {kp, (uint8_t *)(((uintptr_t)raw + 31) & ~(uintptr_t)31), dw, dmin,
-                     (int16_t *)(((uintptr_t)scr + 31) & ~(uintptr_t)31), (int16_t *)(((uintptr_t)auxr + 31) & ~(uintptr_t)31)};
+                     (int16_t *)(((uintptr_t)scr + 31) & ~(uintptr_t)31), (int16_t *)(((uintptr_t)auxr + 31) & ~(uintptr_t)31),
+                     cwm};
     for (int64_t rb = r0; rb < r1; rb += R) {
         const int nrow = r1 - rb < R ? (int)(r1 - rb) : R;
         for (int j = 0; j < nrow; j++) t->dec((const uint8_t *)w + (rb + j) * (int64_t)w_row, k, &p, j);
         for (int j = nrow; j < R; j++) zero_row(&p, j, t);
-        for (int64_t c = 0; c < xp->m; c++) {
-            const xrow x = {xp->qs + c * kp, xp->d + c * (kp / 16), (const int16_t *)(xp->sum + c * xp->ng)};
-            float out[R];
-            if (t->kquant)
-                for (int q0 = 0; q0 < nrow; q0 += RH) dot_rows_k(t, &p, q0, k, x, out + q0);
-            else if (t->two_acc)
-                for (int q0 = 0; q0 < nrow; q0 += RH) dot_rows(t, &p, q0, RH, k, x, out + q0);
-            else
-                dot_rows(t, &p, 0, R, k, x, out);
-            if (nrow == R) _mm256_storeu_ps(y + c * ldy + rb, _mm256_loadu_ps(out)); /* not a memmove call */
-            else memcpy(y + c * ldy + rb, out, (size_t)nrow * sizeof(float));
+        if (!t->kquant)
+            for (int64_t i = 0; i < NXM && i < m; i++) prep_x(&p, nb, xrow_at(xp, i), scm[0][i]);
+        for (int64_t c = 0, pr = 0; c < m; c += NXM, pr ^= 1) {
+            const int nx = m - c < NXM ? (int)(m - c) : NXM;
+            xrow x[NXM];
+            for (int i = 0; i < nx; i++) x[i] = xrow_at(xp, c + i);
+            if (!t->kquant) /* the next pair's scales, ahead */
+                for (int64_t i = c + NXM; i < c + 2 * NXM && i < m; i++) prep_x(&p, nb, xrow_at(xp, i), scm[pr ^ 1][i - c - NXM]);
+            float *const sc[NXM] = {scm[pr][0], scm[pr][1]};
+            _Alignas(32) float out[NXM][R];
+            if (nx == NXM) panel_cols(t, &p, nrow, NXM, x, sc, out);
+            else panel_cols(t, &p, nrow, 1, x, sc, out);
+            for (int i = 0; i < nx; i++) {
+                if (nrow == R) _mm256_storeu_ps(y + (c + i) * ldy + rb, _mm256_load_ps(out[i])); /* not a memmove call */
+                else memcpy(y + (c + i) * ldy + rb, out[i], (size_t)nrow * sizeof(float));
+            }
         }
     }
 }
 
-static const wtype t_q4_0 = {decode_q4_0, 8, 0, 0, 0, 1}, t_q5_0 = {decode_q5_0, 16, 0, 0, 0, 0},
-                   t_q8_0 = {decode_q8_0, 0, 1, 0, 0, 1}, t_q4_K = {decode_q4_K, 0, 0, 1, 1, 0},
-                   t_q6_K = {decode_q6_K, 32, 0, 1, 0, 0};
+static const wtype t_q4_0 = {decode_q4_0, 0, 0, 0, 0, 1, 1}, t_q5_0 = {decode_q5_0, 0, 0, 0, 0, 0, 1},
+                   t_q8_0 = {decode_q8_0, 0, 1, 0, 0, 1, 0}, t_q4_K = {decode_q4_K, 0, 0, 1, 1, 0, 0},
+                   t_q6_K = {decode_q6_K, 32, 0, 1, 0, 0, 0};
 
 #define KERNELS(name, wt, kind)                                                                                  \
     static void gemm_pack_##name(const npl_gemm_x *xp, int64_t r, const void *row) {                          \
@@ -301,8 +367,8 @@ static const wtype t_q4_0 = {decode_q4_0, 8, 0, 0, 0, 1}, t_q5_0 = {decode_q5_0,
         rows_with(&wt, w, w_row, r0, r1, xp, y, ldy);                                                         \
     }                                                                                                         \
     static const npl_gemm_kernels gemm_##name = {gemm_pack_##name, gemm_rows_##name};
-KERNELS(q4_0, t_q4_0, X_Q8_0)
-KERNELS(q5_0, t_q5_0, X_Q8_0)
+KERNELS(q4_0, t_q4_0, X_Q8_0_BIASED)
+KERNELS(q5_0, t_q5_0, X_Q8_0_BIASED)
 KERNELS(q8_0, t_q8_0, X_Q8_0)
 KERNELS(q4_K, t_q4_K, X_Q8_K)
 KERNELS(q6_K, t_q6_K, X_Q8_K)
