@@ -10,12 +10,16 @@
  * per super-block for the k-quants (sub-block scales inside madd, q4_K's
  * mins in a 4-lane accumulator) — and its final horizontal sums.
  *
- * Weights are decoded 8 rows at a time into a panel on the stack (unsigned
- * quants u in element order and the rows' scales) and reused by every
- * activation row. maddubs saturates a pair of u8 x i8 products at int16, so u
- * stays small: u = w + offset for q4_0 / q5_0 / q6_K (offset times the
- * activation's 4-element sums is taken off in the int32 lanes, exactly), and
- * q8_0 keeps its signed quants as maddubs(|w|, sign(x, w)), as vec_dot does.
+ * Weights are decoded 8 rows at a time into a panel on the stack (quants in
+ * element order and the rows' scales) and reused by every activation row,
+ * two activation rows per pass so each weight load serves both. maddubs
+ * saturates a pair of u8 x i8 products at int16, so its unsigned side stays
+ * small: q4_0 / q5_0 keep w signed against x + 128 (packed so), and the
+ * panel holds 128 x the 4-element sums of w to take off in the int32 lanes;
+ * q6_K stores u = w + 32 (32 x the activation's group sums, from Q8_K's
+ * bsums, taken off); q8_0 keeps its signed quants as maddubs(|w|, sign(x, w)),
+ * as vec_dot does. Integer lanes are exact, so any of these gives vec_dot's
+ * int32 lanes, and the float steps are vec_dot's.
  *
  * Activation layout (npl_gemm_x): quants in element order, a scale per group
  * of 16, and in the sum array Q8_K's int16 bsums (k-quants). */
@@ -197,20 +201,28 @@ static void fill_as(int kind, int8_t *qs, float *d, float *sum, const void *xq, 
  * Two activation rows share each weight load and each row's pass over the
  * panel; vec_dot's accumulators stay per (weight row, activation row). */
 
-enum { NXM = 2 };
+#ifndef QNX
+#define QNX 2
+#endif
+#ifndef QNW
+#define QNW 4
+#endif
+enum { NXM = QNX > 2 ? QNX : 2 };
 
 /* An activation row's rows' dw * dx per block for the q*_0 kernel, once per
  * panel and row rather than per weight row. The kernel broadcasts them from
  * memory; rows_with makes them one activation-row pair ahead, so those loads
  * read lines stored long before, not a store still in flight. */
+INLINE void prep_block(const panel *p, int64_t b, xrow x, float *sc) {
+    _mm256_store_ps(sc + b * R, _mm256_mul_ps(_mm256_loadu_ps(p->dw + b * R), _mm256_set1_ps(x.d[2 * b])));
+}
 INLINE void prep_x(const panel *p, int64_t nb, xrow x, float *sc) {
-    for (int64_t b = 0; b < nb; b++)
-        _mm256_store_ps(sc + b * R, _mm256_mul_ps(_mm256_loadu_ps(p->dw + b * R), _mm256_set1_ps(x.d[2 * b])));
+    for (int64_t b = 0; b < nb; b++) prep_block(p, b, x, sc);
 }
 
 /* one block of NW rows x NX activation rows into acc (vec_dot's lanes, scaled by dw * dx) */
 INLINE void dot_block(const wtype *t, const panel *p, int q0, const int NW, const int NX, int64_t b, const xrow *x,
-                      float *const *sc, __m256 acc[NXM][4]) {
+                      float *const *sc, __m256 acc[NXM][8]) {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i xv[NXM];
     for (int c = 0; c < NX; c++) xv[c] = _mm256_load_si256((const __m256i *)(x[c].qs + 32 * b));
@@ -230,18 +242,22 @@ INLINE void dot_block(const wtype *t, const panel *p, int q0, const int NW, cons
  * accumulators per row, even and odd blocks, taken in pairs so all stay in
  * registers; 4 with one) */
 INLINE void dot_rows(const wtype *t, const panel *p, int q0, const int NW, const int NX, int64_t k, const xrow *x,
-                     float *const *sc, float out[NXM][R]) {
-    __m256 acc0[NXM][4], acc1[NXM][4];
+                     float *const *sc, int np, const xrow *nx, float *const *nsc, float out[NXM][R]) {
+    __m256 acc0[NXM][8], acc1[NXM][8];
     for (int c = 0; c < NX; c++)
         for (int r = 0; r < NW; r++) acc0[c][r] = acc1[c][r] = _mm256_setzero_ps();
     const int64_t nb = k / 32;
     int64_t b = 0;
     if (t->two_acc)
         for (; b + 1 < nb; b += 2) {
+            for (int i = 0; i < np; i++) prep_block(p, b, nx[i], nsc[i]), prep_block(p, b + 1, nx[i], nsc[i]);
             dot_block(t, p, q0, NW, NX, b, x, sc, acc0);
             dot_block(t, p, q0, NW, NX, b + 1, x, sc, acc1);
         }
-    for (; b < nb; b++) dot_block(t, p, q0, NW, NX, b, x, sc, acc0);
+    for (; b < nb; b++) {
+        for (int i = 0; i < np; i++) prep_block(p, b, nx[i], nsc[i]);
+        dot_block(t, p, q0, NW, NX, b, x, sc, acc0);
+    }
     for (int c = 0; c < NX; c++)
         for (int r = 0; r < NW; r++)
             out[c][q0 + r] = avx2_hsum_f32(t->two_acc ? _mm256_add_ps(acc0[c][r], acc1[c][r]) : acc0[c][r]);
@@ -305,13 +321,17 @@ INLINE void dot_rows_k(const wtype *t, const panel *p, int q0, const int NX, int
 
 /* One panel against activation rows c and, with NX = 2, c + 1. */
 INLINE void panel_cols(const wtype *t, const panel *p, int nrow, const int NX, const xrow *x, float *const *sc,
-                       float out[NXM][R]) {
+                       int np, const xrow *nx, float *const *nsc, float out[NXM][R]) {
     if (t->kquant)
-        for (int q0 = 0; q0 < nrow; q0 += RH) dot_rows_k(t, p, q0, NX, x[0].k, x, out);
+        for (int c = 0; c < NX; c += 2)
+            for (int q0 = 0; q0 < nrow; q0 += RH) {
+                if (NX - c >= 2) dot_rows_k(t, p, q0, 2, x[0].k, x + c, out + c);
+                else dot_rows_k(t, p, q0, 1, x[0].k, x + c, out + c);
+            }
     else if (t->two_acc)
-        for (int q0 = 0; q0 < nrow; q0 += 2) dot_rows(t, p, q0, 2, NX, x[0].k, x, sc, out);
+        for (int q0 = 0; q0 < nrow; q0 += QNW / 2) dot_rows(t, p, q0, QNW / 2, NX, x[0].k, x, sc, q0 ? 0 : np, nx, nsc, out);
     else
-        for (int q0 = 0; q0 < nrow; q0 += 4) dot_rows(t, p, q0, 4, NX, x[0].k, x, sc, out);
+        for (int q0 = 0; q0 < nrow; q0 += QNW) dot_rows(t, p, q0, QNW, NX, x[0].k, x, sc, q0 ? 0 : np, nx, nsc, out);
 }
 
 static inline xrow xrow_at(const npl_gemm_x *xp, int64_t c) {
@@ -340,12 +360,17 @@ INLINE void rows_with(const wtype *t, const void *w, size_t w_row, int64_t r0, i
             const int nx = m - c < NXM ? (int)(m - c) : NXM;
             xrow x[NXM];
             for (int i = 0; i < nx; i++) x[i] = xrow_at(xp, c + i);
-            if (!t->kquant) /* the next pair's scales, ahead */
-                for (int64_t i = c + NXM; i < c + 2 * NXM && i < m; i++) prep_x(&p, nb, xrow_at(xp, i), scm[pr ^ 1][i - c - NXM]);
-            float *const sc[NXM] = {scm[pr][0], scm[pr][1]};
-            _Alignas(32) float out[NXM][R];
-            if (nx == NXM) panel_cols(t, &p, nrow, NXM, x, sc, out);
-            else panel_cols(t, &p, nrow, 1, x, sc, out);
+            /* the next pair's scales, made by the first pass over the panel */
+            int np = 0;
+            xrow nxr[NXM];
+            float *sc[NXM], *nsc[NXM];
+            for (int i = 0; i < NXM; i++) sc[i] = scm[pr][i], nsc[i] = scm[pr ^ 1][i];
+            if (!t->kquant)
+                for (int64_t i = c + NXM; i < c + 2 * NXM && i < m; i++) nxr[np++] = xrow_at(xp, i);
+            _Alignas(32) float out[NXM][R] = {{0}}; /* nrow < R: the rest is not stored */
+            if (nx == NXM) panel_cols(t, &p, nrow, NXM, x, sc, np, nxr, nsc, out);
+            else
+                for (int i = 0; i < nx; i++) panel_cols(t, &p, nrow, 1, x + i, sc + i, 0, nxr, nsc, out + i);
             for (int i = 0; i < nx; i++) {
                 if (nrow == R) _mm256_storeu_ps(y + (c + i) * ldy + rb, _mm256_load_ps(out[i])); /* not a memmove call */
                 else memcpy(y + (c + i) * ldy + rb, out[i], (size_t)nrow * sizeof(float));
