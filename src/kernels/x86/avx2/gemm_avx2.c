@@ -62,7 +62,7 @@ typedef void (*decode_fn)(const void *row, int64_t k, const panel *p, int j);
 
 typedef struct {
     decode_fn dec;
-    int offset;   /* u = w + offset (0: q4_K, and q8_0, which keeps w signed) */
+    int offset;   /* u = w + offset: q6_K 32 (taken off through the bsums); 0 for the rest */
     int is_signed, kquant, has_min;
     int two_acc;  /* vec_dot sums even and odd blocks apart (q4_0, q8_0) */
     int xbias;    /* signed w against x + 128 (q4_0, q5_0; offset then unused) */
