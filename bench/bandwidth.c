@@ -9,18 +9,25 @@
  *     independent accumulators so no add chain limits the loads;
  *   - software prefetch 0, 512 or 2048 bytes ahead (helps some VMs);
  *   - each thread reading one contiguous half, or 64 KiB chunks interleaved;
- *   - threads pinned to one CPU each, or left to the scheduler.
- * The buffer is allocated once, every page is written by the thread that
+ *   - threads pinned to one CPU each, or left to the scheduler;
+ *   - on 4 KiB pages, or on 2 MiB pages (a second buffer with MADV_HUGEPAGE;
+ *     the model's mmap is on 2 MiB pages where its page cache is, see
+ *     README "Huge pages"): the hardware prefetcher stops at a page's end
+ *     and a 4 KiB page costs a TLB miss every 64 lines.
+ * Each buffer is allocated once, every page is written by the thread that
  * reads it (first touch) and read once untimed before timing. Threads are
  * started once and meet at a barrier, so thread creation is not timed.
  * Variants run round-robin (iteration i runs every variant once), so load
  * from other processes falls on all of them alike. stderr gets one line per
  * variant (median, min, max); stdout one JSON line for the best median:
  *   {"mib": ..., "threads": ..., "iters": ..., "gbs_median": ..., "gbs_max": ..., "gbs_min": ...,
- *    "variant": "...", ...}
+ *    "variant": "...", "gbs_median_4k": ..., "gbs_median_2m": ..., "huge_mib": ...}
+ * (the best median on each page size; huge_mib: MiB of the second buffer
+ * the kernel put on huge pages, from /proc/self/smaps).
  * GB/s are 1e9 bytes per second of bytes read. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,7 +46,8 @@ typedef struct {
     int pf;          /* index into pf_dist */
     int interleave;  /* 64 KiB chunks round-robin instead of halves */
     int pin;
-    char name[64];
+    int huge;        /* read the 2 MiB-page buffer */
+    char name[80];
     double *gbs;
 } variant;
 
@@ -49,7 +57,7 @@ typedef struct {
 } worker;
 
 static struct {
-    char *buf;
+    char *bufs[2]; /* 4 KiB pages, 2 MiB pages */
     size_t bytes;
     int nt, ncpu;
     const variant *v; /* what the next round runs; NULL: fill; stop when quit */
@@ -127,18 +135,18 @@ static void fill_range(char *p, size_t n) {
 }
 
 /* The byte ranges thread t reads: one half, or every nt-th chunk. */
-static void run_share(int t, int interleave, int fill, int pf, uint64_t *sum) {
+static void run_share(int t, char *buf, int interleave, int fill, int pf, uint64_t *sum) {
     const size_t nchunks = g.bytes / CHUNK;
     if (interleave) {
         for (size_t c = (size_t)t; c < nchunks; c += (size_t)g.nt) {
-            char *p = g.buf + c * CHUNK;
+            char *p = buf + c * CHUNK;
             if (fill) fill_range(p, CHUNK);
             else *sum += read_range(p, CHUNK, pf);
         }
         return;
     }
     const size_t c0 = nchunks * (size_t)t / (size_t)g.nt, c1 = nchunks * (size_t)(t + 1) / (size_t)g.nt;
-    char *p = g.buf + c0 * CHUNK;
+    char *p = buf + c0 * CHUNK;
     if (fill) fill_range(p, (c1 - c0) * CHUNK);
     else *sum += read_range(p, (c1 - c0) * CHUNK, pf);
 }
@@ -156,11 +164,13 @@ static void round_body(int t) {
     worker *w = &g.w[t];
     const variant *v = g.v;
     if (g.fill) {
-        run_share(t, 0, 1, 0, &w->sum);
-        run_share(t, 1, 1, 0, &w->sum);
+        for (int b = 0; b < 2; b++) {
+            run_share(t, g.bufs[b], 0, 1, 0, &w->sum);
+            run_share(t, g.bufs[b], 1, 1, 0, &w->sum);
+        }
         return;
     }
-    run_share(t, v->interleave, 0, pf_dist[v->pf], &w->sum);
+    run_share(t, g.bufs[v->huge], v->interleave, 0, pf_dist[v->pf], &w->sum);
 }
 
 static void *worker_main(void *arg) {
@@ -199,6 +209,35 @@ static double round_all(const variant *v, int fill) {
     return now() - t0;
 }
 
+/* bytes of anonymous memory on 4 KiB pages (huge 0) or 2 MiB pages (huge 1,
+ * MADV_HUGEPAGE, 2 MiB-aligned; the kernel may still give fewer), or NULL */
+static char *alloc_pages(size_t bytes, int huge) {
+    const size_t align = (size_t)2 << 20;
+    char *p = mmap(NULL, bytes + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
+    char *a = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+    madvise(a, bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE); /* best effort */
+    return a;
+}
+
+/* AnonHugePages (KiB) of the mapping holding p, from /proc/self/smaps; -1 if unknown */
+static long anon_huge_kib(const void *p) {
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f) return -1;
+    char line[512];
+    int in = 0;
+    long kib = -1;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+            in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        else if (in && sscanf(line, "AnonHugePages: %ld kB", &kib) == 1)
+            break;
+    }
+    fclose(f);
+    return kib;
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -222,20 +261,21 @@ int main(int argc, char **argv) {
     g.nt = nt;
     g.bytes = ((size_t)mib << 20) / CHUNK * CHUNK;
     if (g.bytes < (size_t)CHUNK * (size_t)nt) g.bytes = (size_t)CHUNK * (size_t)nt;
-    g.buf = aligned_alloc(4096, g.bytes);
-    if (!g.buf) {
-        fprintf(stderr, "bandwidth: cannot allocate %ld MiB\n", mib);
-        return 1;
-    }
-    enum { NV = N_PF * 2 * 2 };
+    for (int b = 0; b < 2; b++)
+        if (!(g.bufs[b] = alloc_pages(g.bytes, b))) {
+            fprintf(stderr, "bandwidth: cannot allocate %ld MiB\n", mib);
+            return 1;
+        }
+    enum { NV = N_PF * 2 * 2 * 2 };
     variant vs[NV];
     int nv = 0;
+    for (int huge = 0; huge < 2; huge++)
     for (int pin = 0; pin < 2; pin++)
         for (int il = 0; il < 2; il++)
             for (int pf = 0; pf < N_PF; pf++) {
                 variant *v = &vs[nv++];
-                v->pf = pf, v->interleave = il, v->pin = pin;
-                snprintf(v->name, sizeof v->name, "%s, %s, prefetch %d, %s",
+                v->pf = pf, v->interleave = il, v->pin = pin, v->huge = huge;
+                snprintf(v->name, sizeof v->name, "%s, %s, %s, prefetch %d, %s", huge ? "2M" : "4K",
 #if defined(__AVX512F__)
                          "avx512 x8",
 #elif defined(__AVX2__)
@@ -266,20 +306,26 @@ int main(int argc, char **argv) {
     for (int t = 1; t < nt; t++) pthread_join(th[t], NULL);
 
     int best = 0;
-    double best_med = 0;
+    double best_med = 0, page_med[2] = {0, 0};
     for (int i = 0; i < nv; i++) {
         const double med = median(vs[i].gbs, iters);
-        fprintf(stderr, "%-60s median %6.2f GB/s  min %6.2f  max %6.2f\n", vs[i].name, med, vs[i].gbs[0],
+        fprintf(stderr, "%-64s median %6.2f GB/s  min %6.2f  max %6.2f\n", vs[i].name, med, vs[i].gbs[0],
                 vs[i].gbs[iters - 1]);
         if (med > best_med) best_med = med, best = i;
+        if (med > page_med[vs[i].huge]) page_med[vs[i].huge] = med;
     }
+    const long huge_kib = anon_huge_kib(g.bufs[1]);
+    if (huge_kib * 1024 < (long)(g.bytes / 2))
+        fprintf(stderr, "bandwidth: only %ld of %zu MiB on huge pages (THP off? /sys/kernel/mm/transparent_hugepage)\n",
+                huge_kib >> 10, g.bytes >> 20);
     uint64_t sum = 0;
     for (int t = 0; t < nt; t++) sum += g.w[t].sum;
     const variant *b = &vs[best];
     printf("{\"mib\": %ld, \"threads\": %d, \"iters\": %d, \"gbs_median\": %.3f, \"gbs_max\": %.3f, "
-           "\"gbs_min\": %.3f, \"variant\": \"%s\", \"checksum\": %llu}\n",
-           mib, nt, iters, best_med, b->gbs[iters - 1], b->gbs[0], b->name, (unsigned long long)(sum & 0xffff));
+           "\"gbs_min\": %.3f, \"variant\": \"%s\", \"gbs_median_4k\": %.3f, \"gbs_median_2m\": %.3f, "
+           "\"huge_mib\": %ld, \"checksum\": %llu}\n",
+           mib, nt, iters, best_med, b->gbs[iters - 1], b->gbs[0], b->name, page_med[0], page_med[1], huge_kib >> 10,
+           (unsigned long long)(sum & 0xffff));
     for (int i = 0; i < nv; i++) free(vs[i].gbs);
-    free(g.buf);
     return 0;
 }

@@ -20,11 +20,14 @@
  *          per token and per class, GB/s over the bytes read. With one thread
  *          the times are its CPU time (memory stalls count, preemption not).
  * Median (min-max) over REPS. NPL_BENCH_ISA=avx2 (generic, avx512, amx) caps
- * the kernel family, e.g. to measure the AVX2 family on a CPU with AVX-512. */
+ * the kernel family, e.g. to measure the AVX2 family on a CPU with AVX-512.
+ * NPL_BENCH_HUGE=1 puts the weights on 2 MiB pages (MADV_HUGEPAGE), as the
+ * model's mmap is where its page cache is on 2 MiB folios; default 4 KiB. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "kernels/dtype.h"
@@ -76,10 +79,25 @@ static size_t row_bytes(npl_type t, int k) {
     return r;
 }
 
+/* bytes for weights, 2 MiB-aligned, on 2 MiB pages with NPL_BENCH_HUGE=1
+ * (best effort) and 4 KiB pages otherwise; never freed */
+static char *alloc_w(size_t bytes) {
+    const size_t align = (size_t)2 << 20;
+    const char *e = getenv("NPL_BENCH_HUGE");
+    char *p = mmap(NULL, bytes + align, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "gemv_bench: cannot map %zu bytes\n", bytes);
+        exit(1);
+    }
+    p = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+    madvise(p, bytes, e && atoi(e) ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+    return p;
+}
+
 /* n rows of type t: PROTO random rows quantized once, repeated */
 static void *make_w(npl_type t, int k, int n, unsigned *seed) {
     const size_t rb = row_bytes(t, k);
-    char *w = aligned_alloc(64, (rb * (size_t)n + 63) & ~(size_t)63);
+    char *w = alloc_w(rb * (size_t)n);
     float *f = malloc(sizeof(float) * (size_t)k);
     char *proto = malloc(rb * PROTO);
     for (int r = 0; r < PROTO; r++) {
@@ -105,7 +123,7 @@ static void hot(int reps) {
     printf("hot, one thread, GEMV kernel alone: CPU us per matrix, weight GB/s (median, min-max of %d)\n", reps);
     for (int c = 0; c < NC; c++) {
         const mclass *m = &classes[c];
-        const int n = m->n > 2048 ? 2048 : m->n; /* the output matrix: an L2-sized slice */
+        const int n = m->n > 2048 ? 512 : m->n; /* the output matrix: a slice that fits in L2 (512 KiB on Zen 3) */
         const npl_gemv_kernels *gv[2];
         for (int v = 0; v < nv; v++) gv[v] = npl_gemv_get(ISA, m->t, v == 0);
         if (!gv[0]) {
@@ -137,7 +155,7 @@ static void hot(int reps) {
                    !two ? "" : v ? "no GFNI" : "GFNI", u[reps / 2], u[0], u[reps - 1], bytes / u[reps / 2] * 1e-3,
                    bytes / u[reps - 1] * 1e-3, bytes / u[0] * 1e-3);
         }
-        free(w), free(x), free(y), free(xq), free(mem), free(us);
+        free(x), free(y), free(xq), free(mem), free(us);
     }
 }
 
@@ -171,7 +189,7 @@ static void cold(int reps, int chunk) {
         }
         qsort(gbs, (size_t)reps, sizeof(double), cmp_d);
         printf("%-26s %6.2f GB/s (%.2f-%.2f)\n", npl_type_name(m->t), gbs[reps / 2], gbs[0], gbs[reps - 1]);
-        free(w), free(x), free(y), free(xq), free(mem), free(gbs);
+        free(x), free(y), free(xq), free(mem), free(gbs);
     }
 }
 

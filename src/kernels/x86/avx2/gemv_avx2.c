@@ -31,19 +31,26 @@
 
 #define INLINE static inline __attribute__((always_inline))
 
+#ifndef PF_ROWS
+#define PF_ROWS 8
+#endif
+#ifndef PF_HINT
+#define PF_HINT _MM_HINT_T0
+#endif
 enum {
     NR = 4,      /* weight rows at once */
-    PF_ROWS = 8, /* prefetch distance in rows: two groups ahead */
 };
 
 static inline void *align64(void *p) { return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
 
 /* ---- prepared activation rows ---- */
 
+/* d: each q8_0 block scale as f32, four times over (d[4 * b + j] for the 4
+ * rows of a group: one vector multiply takes two blocks of 4 rows) */
 static void prep_q8_0(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) {
     const block_q8_0 *y = xq;
     float *d = align64(mem);
-    for (int64_t i = 0; i < k / QK8_0; i++) d[i] = h2f(y[i].d);
+    for (int64_t i = 0; i < k / QK8_0; i++) _mm_store_ps(d + 4 * i, _mm_set1_ps(h2f(y[i].d)));
     gx->k = gx->kp = k;
     gx->qs = (const int8_t *)xq;
     gx->d = d;
@@ -55,7 +62,7 @@ static void prep_q8_0(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) {
 INLINE void prep_offset(npl_gemv_x *gx, void *mem, const void *xq, int64_t k, int offset) {
     prep_q8_0(gx, mem, xq, k);
     const block_q8_0 *y = xq;
-    int32_t *cz = align64((float *)gx->d + k / QK8_0);
+    int32_t *cz = align64((float *)gx->d + 4 * (k / QK8_0));
     const __m256i off = _mm256_set1_epi8((char)offset);
     for (int64_t i = 0; i < k / QK8_0; i++)
         _mm256_store_si256((__m256i *)(cz + 8 * i), avx2_dot_u8i8_i32(off, _mm256_loadu_si256((const __m256i *)y[i].qs)));
@@ -77,6 +84,17 @@ static void prep_q8_K(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) {
 
 enum { T_Q4_0, T_Q5_0, T_Q8_0 };
 
+INLINE size_t bsize(const int T) {
+    return T == T_Q8_0 ? sizeof(block_q8_0) : T == T_Q4_0 ? sizeof(block_q4_0) : sizeof(block_q5_0);
+}
+
+/* 16 bytes of nibbles -> 32 bytes, low nibbles then high: one broadcast
+ * load and a per-half shift (two vector operations, avx2_nibbles32 three) */
+INLINE __m256i nibbles32(const uint8_t *p) {
+    const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_and_si256(_mm256_srlv_epi64(b, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
+}
+
 /* the int32 lanes of weight block b of row x against activation quants yv */
 INLINE __m256i lanes32(const int T, const void *x, int64_t b, __m256i yv, const int32_t *cz) {
     if (T == T_Q8_0) {
@@ -84,58 +102,69 @@ INLINE __m256i lanes32(const int T, const void *x, int64_t b, __m256i yv, const 
         return avx2_dot_u8i8_i32(_mm256_sign_epi8(w, w), _mm256_sign_epi8(yv, w));
     }
     __m256i u;
-    if (T == T_Q4_0) u = avx2_nibbles32(((const block_q4_0 *)x)[b].qs);
+    if (T == T_Q4_0) u = nibbles32(((const block_q4_0 *)x)[b].qs);
     else {
         const block_q5_0 *q = (const block_q5_0 *)x + b;
-        u = _mm256_or_si256(avx2_nibbles32(q->qs), _mm256_and_si256(avx2_bits32(q->qh), _mm256_set1_epi8(16)));
+        u = _mm256_or_si256(nibbles32(q->qs), _mm256_and_si256(avx2_bits32(q->qh), _mm256_set1_epi8(16)));
     }
     return _mm256_sub_epi32(avx2_dot_u8i8_i32(u, yv), _mm256_load_si256((const __m256i *)(cz + 8 * b)));
 }
 
-INLINE float wscale(const int T, const void *x, int64_t b) {
-    return T == T_Q8_0 ? h2f(((const block_q8_0 *)x)[b].d)
-           : T == T_Q4_0 ? h2f(((const block_q4_0 *)x)[b].d)
-                         : h2f(((const block_q5_0 *)x)[b].d);
+/* sd[j] = dw(row j, block b) * dx(b), sd[4 + j] the same for block b + 1:
+ * vec_dot's float products, eight in one conversion and one multiply (the
+ * scale leads every block type here) */
+INLINE void scales2(const int T, const int nr, const uint8_t *const *x, int64_t b, const float *yd4, float *sd) {
+    __m128i h = _mm_setzero_si128();
+    for (int j = 0; j < nr; j++) {
+        const uint8_t *p = x[j] + (size_t)b * bsize(T);
+        h = _mm_insert_epi16(h, *(const uint16_t *)p, j);
+        h = _mm_insert_epi16(h, *(const uint16_t *)(p + bsize(T)), 4 + j);
+    }
+    _mm256_store_ps(sd, _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_load_ps(yd4 + 4 * b)));
 }
 
-INLINE size_t bsize(const int T) {
-    return T == T_Q8_0 ? sizeof(block_q8_0) : T == T_Q4_0 ? sizeof(block_q4_0) : sizeof(block_q5_0);
-}
-
-/* acc[j] = fma(dw * dx, lanes, acc[j]) for block b of the nr rows, as vec_dot */
+/* acc[j] = fma(dw * dx, lanes, acc[j]) for block b of the nr rows, as vec_dot;
+ * sd[j] = dw * dx of row j */
 INLINE void block32(const int T, const int nr, const uint8_t *const *x, int64_t b, const block_q8_0 *yb,
-                    const float *yd, const int32_t *cz, __m256 *acc) {
+                    const float *sd, const int32_t *cz, __m256 *acc) {
     const __m256i yv = _mm256_loadu_si256((const __m256i *)yb[b].qs);
-    const float dx = yd[b];
     for (int j = 0; j < nr; j++) {
         const __m256i li = lanes32(T, x[j], b, yv, cz);
-        acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(wscale(T, x[j], b) * dx), _mm256_cvtepi32_ps(li), acc[j]);
+        acc[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(sd + j), _mm256_cvtepi32_ps(li), acc[j]);
     }
 }
 
 INLINE void rows32(const int T, const int nr, const uint8_t *const *x, const npl_gemv_x *g, float *out, size_t pf) {
     const block_q8_0 *yb = (const block_q8_0 *)g->qs;
-    const float *yd = g->d;
+    const float *yd4 = g->d;
     const int32_t *cz = g->cz;
     const int64_t nb = g->k / QK8_0;
     const size_t bs = bsize(T);
     __m256 acc0[NR], acc1[NR];
     for (int j = 0; j < nr; j++) acc0[j] = acc1[j] = _mm256_setzero_ps();
     int64_t b = 0;
-    if (T != T_Q5_0) /* q4_0 and q8_0: even and odd blocks in two accumulators, as vec_dot */
-        for (; b + 1 < nb; b += 2) {
-            if (pf)
-                for (int j = 0; j < nr; j++) {
-                    _mm_prefetch((const char *)x[j] + pf + b * bs, _MM_HINT_T0);
-                    if (2 * bs > 64) _mm_prefetch((const char *)x[j] + pf + b * bs + 64, _MM_HINT_T0);
-                }
-            block32(T, nr, x, b, yb, yd, cz, acc0);
-            block32(T, nr, x, b + 1, yb, yd, cz, acc1);
+    for (; b + 1 < nb; b += 2) {
+        _Alignas(32) float sdm[8];
+        float *sd = sdm;
+        __asm__("" : "+r"(sd)); /* opaque: gcc would keep the 8 addresses sd + j in registers and spill them */
+        if (pf)
+            for (int j = 0; j < nr; j++) {
+                _mm_prefetch((const char *)x[j] + pf + b * bs, PF_HINT);
+                if (2 * bs > 64) _mm_prefetch((const char *)x[j] + pf + b * bs + 64, PF_HINT);
+            }
+        scales2(T, nr, x, b, yd4, sd);
+        block32(T, nr, x, b, yb, sd, cz, acc0);
+        /* q4_0 and q8_0: even and odd blocks in two accumulators, as vec_dot; q5_0 one */
+        block32(T, nr, x, b + 1, yb, sd + 4, cz, T != T_Q5_0 ? acc1 : acc0);
+    }
+    if (b < nb) {
+        float sd[NR];
+        for (int j = 0; j < nr; j++) {
+            uint16_t h;
+            memcpy(&h, x[j] + (size_t)b * bs, sizeof h);
+            sd[j] = h2f(h) * yd4[4 * b];
         }
-    for (; b < nb; b++) {
-        if (pf && (T != T_Q5_0 || b % 2 == 0))
-            for (int j = 0; j < nr; j++) _mm_prefetch((const char *)x[j] + pf + b * bs, _MM_HINT_T0);
-        block32(T, nr, x, b, yb, yd, cz, acc0);
+        block32(T, nr, x, b, yb, sd, cz, acc0);
     }
     for (int j = 0; j < nr; j++) out[j] = avx2_hsum_f32(T != T_Q5_0 ? _mm256_add_ps(acc0[j], acc1[j]) : acc0[j]);
 }
@@ -158,9 +187,9 @@ INLINE void rows_q4_K_nr(const int nr, const uint8_t *const *x, const npl_gemv_x
         for (int j = 0; j < nr; j++) {
             const block_q4_K *b = (const block_q4_K *)x[j] + i;
             if (pf) {
-                _mm_prefetch((const char *)b + pf, _MM_HINT_T0);
-                _mm_prefetch((const char *)b + pf + 64, _MM_HINT_T0);
-                _mm_prefetch((const char *)b + pf + 128, _MM_HINT_T0);
+                _mm_prefetch((const char *)b + pf, PF_HINT);
+                _mm_prefetch((const char *)b + pf + 64, PF_HINT);
+                _mm_prefetch((const char *)b + pf + 128, PF_HINT);
             }
             const float dmin = -y[i].d * h2f(b->dmin);
             const __m256i ms = _mm256_cvtepu8_epi16(unpack_k4_scales(b->scales));
@@ -202,7 +231,7 @@ INLINE void rows_q6_K_nr(const int nr, const uint8_t *const *x, const npl_gemv_x
         for (int j = 0; j < nr; j++) {
             const block_q6_K *b = (const block_q6_K *)x[j] + i;
             if (pf)
-                for (int o = 0; o < (int)sizeof *b; o += 64) _mm_prefetch((const char *)b + pf + o, _MM_HINT_T0);
+                for (int o = 0; o < (int)sizeof *b; o += 64) _mm_prefetch((const char *)b + pf + o, PF_HINT);
             scales[j] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b->scales));
             /* weights enter as q + 32 in [0, 63]; take 32 * sum(scale * q8) back out */
             sumi[j] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(scales[j], bsum), 5));
@@ -254,26 +283,45 @@ INLINE void rows_nr(const int K, const int nr, const uint8_t *const *x, const np
     }
 }
 
-/* Rows [r0, r1) in groups of NR; the first activation row prefetches (the
- * later ones find the group in cache). The last group's prefetches may run
- * past the matrix: prefetches do not fault. */
+/* One group: rows x[0..nr) (row numbers rj[]) against the m activation rows */
+INLINE void group(const int K, const int nr, const uint8_t *const *x, const int64_t *rj, const npl_gemv_x *gx, int m,
+                  float *y, int64_t ldy, size_t pf) {
+    for (int c = 0; c < m; c++) {
+        float out[NR];
+        rows_nr(K, nr, x, &gx[c], out, c ? 0 : pf);
+        for (int j = 0; j < nr; j++) y[(int64_t)c * ldy + rj[j]] = out[j];
+    }
+}
+
+/* Rows [r0, r1) as NR streams: the range splits into NR contiguous parts
+ * and a group takes the next row of each, so each stream reads memory
+ * front to back, row after row, where the hardware prefetcher follows it
+ * (NR adjacent rows at once were NR interleaved streams inside one span).
+ * The first activation row prefetches each stream's row PF_ROWS / NR groups
+ * ahead (the later ones find the group in cache); a stream's last
+ * prefetches fall on the next part's start or past the range, harmless
+ * (prefetches do not fault). Fewer than NR rows left over: one group. */
 INLINE void rows_with(const int K, const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
                       float *y, int64_t ldy) {
-    const size_t pf = (size_t)PF_ROWS * w_row;
-    for (int64_t r = r0; r < r1; r += NR) {
-        const int nr = r1 - r < NR ? (int)(r1 - r) : NR;
-        const uint8_t *x[NR];
-        for (int j = 0; j < NR; j++) x[j] = (const uint8_t *)w + (size_t)(r + j) * w_row;
-        for (int c = 0; c < m; c++) {
-            float out[NR];
-            const size_t p = c ? 0 : pf;
-            if (nr == NR) rows_nr(K, NR, x, &gx[c], out, p);
-            else if (nr == 3) rows_nr(K, 3, x, &gx[c], out, p);
-            else if (nr == 2) rows_nr(K, 2, x, &gx[c], out, p);
-            else rows_nr(K, 1, x, &gx[c], out, p);
-            memcpy(y + (int64_t)c * ldy + r, out, sizeof(float) * (size_t)nr);
+    const int64_t q = (r1 - r0) / NR;
+    const size_t pf = (size_t)(PF_ROWS / NR) * w_row;
+    const uint8_t *x[NR];
+    int64_t rj[NR];
+    for (int64_t i = 0; i < q; i++) {
+        for (int j = 0; j < NR; j++) {
+            rj[j] = r0 + j * q + i;
+            x[j] = (const uint8_t *)w + (size_t)rj[j] * w_row;
         }
+        group(K, NR, x, rj, gx, m, y, ldy, pf);
     }
+    const int left = (int)(r1 - r0 - NR * q);
+    for (int j = 0; j < left; j++) {
+        rj[j] = r0 + NR * q + j;
+        x[j] = (const uint8_t *)w + (size_t)rj[j] * w_row;
+    }
+    if (left == 3) group(K, 3, x, rj, gx, m, y, ldy, 0);
+    else if (left == 2) group(K, 2, x, rj, gx, m, y, ldy, 0);
+    else if (left == 1) group(K, 1, x, rj, gx, m, y, ldy, 0);
 }
 
 #define ROWS(name, K)                                                                                         \
