@@ -11,17 +11,26 @@
  * the int32 lanes, instead of vec_dot's two sign operations per block.
  *
  * Why 4 rows: the activation block and its scale are loaded once for four
- * weight rows, and four rows are four streams of loads in flight; each row
- * prefetches every line of the row PF_ROWS rows ahead at its own position
- * (the hardware prefetcher alone left 4 interleaved rows at a quarter of the
- * bandwidth on the EPYC), so a group's prefetches cover the group PF_ROWS / 4
- * ahead. Against vec_dot row after row (npullm bench -p 1 -n 64 -t 2 --isa 1,
- * AMD EPYC, load ~23 from other jobs, 4 alternations): 32.5 vs 22.4 tok/s.
+ * weight rows. Which 4: a range of rows splits into 4 contiguous parts and a
+ * group takes the next row of each (rows_with), so each of the 4 streams
+ * reads memory front to back and the hardware prefetcher follows it; 4
+ * adjacent rows were 4 interleaved streams inside one span, which it did
+ * not follow (one thread, 256 MB of q8_0 rows in chunks of 1024, CPU time,
+ * AMD EPYC Zen 3, loaded machine: 6.8 -> 15 GB/s; npullm tg128 -t 1,
+ * tokens per CPU second: 27 -> 47). On top, the first activation row
+ * prefetches each stream's row PF_ROWS / 4 rows ahead (T0/T1 and 4-32 rows
+ * measured the same within noise; no prefetch a little slower).
+ *
+ * The scales of a 32-block pair for the 4 rows go through one f16
+ * conversion and one multiply by the activation scales (vec_dot's products,
+ * the same bits), and the products reach the fma by broadcast loads: vector
+ * ports stay for the dot products (q5_0 hot -17 % CPU time).
  *
  * Prepared row (prep): qs points at the vec_dot_type row itself (q8_0 or
- * q8_K blocks); d holds the q8_0 block scales as f32 (what vec_dot converts
- * per block); cz the int32 lanes offset * (4-element sums) per 32-block (q4_0,
- * q5_0). For q8_K rows d and cz are unused. */
+ * q8_K blocks); d holds each q8_0 block scale as f32, 4 times (d[4b + j],
+ * one 8-float load gives blocks b and b + 1 for 4 rows); cz the int32 lanes
+ * offset * (4-element sums) per 32-block (q4_0, q5_0). For q8_K rows d and
+ * cz are unused. PF_ROWS and PF_HINT are macros for tuning builds. */
 #include "kernels/gemv.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -37,9 +46,7 @@
 #ifndef PF_HINT
 #define PF_HINT _MM_HINT_T0
 #endif
-enum {
-    NR = 4,      /* weight rows at once */
-};
+enum { NR = 4 }; /* weight rows (streams) at once */
 
 static inline void *align64(void *p) { return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
 
@@ -114,12 +121,12 @@ INLINE __m256i lanes32(const int T, const void *x, int64_t b, __m256i yv, const 
  * vec_dot's float products, eight in one conversion and one multiply (the
  * scale leads every block type here) */
 INLINE void scales2(const int T, const int nr, const uint8_t *const *x, int64_t b, const float *yd4, float *sd) {
-    __m128i h = _mm_setzero_si128();
-    for (int j = 0; j < nr; j++) {
-        const uint8_t *p = x[j] + (size_t)b * bsize(T);
-        h = _mm_insert_epi16(h, *(const uint16_t *)p, j);
-        h = _mm_insert_epi16(h, *(const uint16_t *)(p + bsize(T)), 4 + j);
-    }
+    const size_t o = (size_t)b * bsize(T), o1 = o + bsize(T);
+    __m128i h = _mm_setzero_si128(); /* lane indices must be constants (clang): one line per row */
+    h = _mm_insert_epi16(_mm_insert_epi16(h, *(const uint16_t *)(x[0] + o), 0), *(const uint16_t *)(x[0] + o1), 4);
+    if (nr > 1) h = _mm_insert_epi16(_mm_insert_epi16(h, *(const uint16_t *)(x[1] + o), 1), *(const uint16_t *)(x[1] + o1), 5);
+    if (nr > 2) h = _mm_insert_epi16(_mm_insert_epi16(h, *(const uint16_t *)(x[2] + o), 2), *(const uint16_t *)(x[2] + o1), 6);
+    if (nr > 3) h = _mm_insert_epi16(_mm_insert_epi16(h, *(const uint16_t *)(x[3] + o), 3), *(const uint16_t *)(x[3] + o1), 7);
     _mm256_store_ps(sd, _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_load_ps(yd4 + 4 * b)));
 }
 
