@@ -5,7 +5,6 @@
  * with one line naming the field instead of crashing. Values stay in the
  * mapping; we only keep offsets to them. */
 #define _POSIX_C_SOURCE 200809L
-#define _DEFAULT_SOURCE /* MADV_HUGEPAGE */
 #include "core/quote.h"
 #include "format/gguf.h"
 
@@ -529,22 +528,6 @@ npl_gguf *npl_gguf_open_memory(const void *buf, size_t size, const char *name, c
     return parse(buf ? buf : empty, buf ? size : 0, name ? name : "<memory>", limits, err, errlen);
 }
 
-/* Decode streams every weight once per token. On 2 MiB pages the hardware
- * prefetcher runs on past 4 KiB boundaries and a TLB miss comes every 2 MiB
- * instead of every 4 KiB. A file mapping gets them only where the page cache
- * holds the file in 2 MiB folios; MADV_HUGEPAGE makes the reads this mapping
- * faults in (a cold page cache) allocate such folios. It changes nothing
- * for pages already cached in small folios (MADV_COLLAPSE refuses read-only
- * ext4 files). NPL_HUGE=0 leaves the mapping as it is, for A/B runs. */
-static void advise_huge(void *map, size_t size) {
-#ifdef MADV_HUGEPAGE
-    const char *e = getenv("NPL_HUGE");
-    if (!e || strcmp(e, "0")) (void)madvise(map, size, MADV_HUGEPAGE); /* best effort: EINVAL without THP */
-#else
-    (void)map, (void)size;
-#endif
-}
-
 npl_gguf *npl_gguf_open(const char *path, const npl_gguf_limits *limits, char *err, size_t errlen) {
     static const uint8_t empty[1];
     struct stat st;
@@ -574,7 +557,6 @@ npl_gguf *npl_gguf_open(const char *path, const npl_gguf_limits *limits, char *e
         }
     }
     close(fd); /* the mapping keeps the file alive */
-    if (map) advise_huge(map, size);
     npl_gguf *g = parse(map ? map : empty, size, path, limits, err, errlen);
     if (!g) {
         if (map) munmap(map, size);
