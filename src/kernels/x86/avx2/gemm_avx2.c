@@ -201,6 +201,8 @@ static void fill_as(int kind, int8_t *qs, float *d, float *sum, const void *xq, 
  * Two activation rows share each weight load and each row's pass over the
  * panel; vec_dot's accumulators stay per (weight row, activation row). */
 
+/* QNX activation rows x QNW weight rows per pass, settable with -D for tuning:
+ * 1 x 8, 2 x 4 and 3 x 2 measured on Zen 3, 2 x 4 the fastest. */
 #ifndef QNX
 #define QNX 2
 #endif
