@@ -64,11 +64,12 @@ typedef struct {
 static const tolerance TOL_F32 = {2e-2, 2e-2, 2e-2, 5e-3, 0.99, 0};
 static const tolerance TOL_QUANT = {0.5, 0.5, 0.5, 0.15, 0.90, 0};
 static const tolerance TOL_GEMMA = {0.5, 3.0, 6.0, 0.6, 0.90, 1};
-/* rand-gemma4-q8_0 with llama.cpp's arithmetic: top-5 logits measured within
- * 0.09, the mean within 0.03 and argmax agreement 98.9-99.5 %, but the one
- * position where the argmax flips (a near-tie this fixture amplifies) differs
- * by 2.74. With our arithmetic the mean is 0.185 and agreement 91 %: rejected. */
-static const tolerance TOL_GEMMA4_Q8 = {0.5, 0.5, 3.0, 0.15, 0.98, 0};
+/* The q8_0 files of the further architectures with llama.cpp's non-flash
+ * arithmetic (--arith llamacpp-nofa, the figures' mode): the rounding choices
+ * are llama.cpp's, so only summation order is left and per-position argmax
+ * agreement must be >= 99 % (issue 17's bar; measured 100 % on every kernel
+ * family). Logits as TOL_QUANT. */
+static const tolerance TOL_QUANT_LLAMACPP = {0.5, 0.5, 0.5, 0.15, 0.99, 0};
 
 /* What the judge found, summed over prompts. */
 typedef struct {
@@ -232,7 +233,7 @@ static void check_model(const char *model_path, const char *json_path, const tol
         if (!r) break;
         verdict v = {0};
         run_model(r, doc, &NONE, t, &v);
-        print_verdict("ok", r, doc, &v, t);
+        print_verdict(g_arith == 2 ? "ok nofa" : "ok", r, doc, &v, t);
         CHECK_EQ_INT(v.prompts, cJSON_GetArraySize(cJSON_GetObjectItem(doc, "prompts")));
         CHECK_EQ_INT(v.nonfinite, 0);
         CHECK_EQ_INT(v.top1_bad, 0);
@@ -385,15 +386,28 @@ int main(void) {
             snprintf(mpath, sizeof(mpath), "%s/models/rand-%s-%s.gguf", data, arch_models[m], types[q]);
             check_model(mpath, jpath, q == 0 ? &TOL_F32 : &TOL_QUANT, 1);
         }
-    /* gemma4 (make_random_gemma4.py): with llama.cpp's non-flash arithmetic
-     * (the figures' mode), since this fixture amplifies rounding differences
-     * (bench/verify_matrix.sh: llama.cpp against itself with flash attention
-     * on / off disagrees on 20 % of the q8_0 file's top-1) */
-    g_arith = 2; /* NPL_ARITH_LLAMACPP_NOFA */
+    /* gemma4 (make_random_gemma4.py) */
     for (int q = 0; q < 2; q++) {
         snprintf(jpath, sizeof(jpath), "%s/llamacpp/rand-gemma4-%s.json", data, types[q]);
         snprintf(mpath, sizeof(mpath), "%s/models/rand-gemma4-%s.gguf", data, types[q]);
-        check_model(mpath, jpath, q == 0 ? &TOL_F32 : &TOL_GEMMA4_Q8, 1);
+        check_model(mpath, jpath, q == 0 ? &TOL_F32 : &TOL_QUANT, 1);
+    }
+    /* their q8_0 files again with llama.cpp's arithmetic, at the 99 % bar */
+    static const char *q8_models[] = {"gemma2", "phi3", "granite", "smollm3", "mistral3", "gemma4"};
+    g_arith = 2; /* NPL_ARITH_LLAMACPP_NOFA */
+    for (size_t m = 0; m < sizeof(q8_models) / sizeof(q8_models[0]); m++) {
+        snprintf(jpath, sizeof(jpath), "%s/llamacpp/rand-%s-q8_0.json", data, q8_models[m]);
+        snprintf(mpath, sizeof(mpath), "%s/models/rand-%s-q8_0.gguf", data, q8_models[m]);
+        check_model(mpath, jpath, &TOL_QUANT_LLAMACPP, 1);
+    }
+    /* the two whose next token mostly favours the input token (their
+     * generators' conditioning) still reject RoPE at twice the frequency */
+    static const mutation rope2[] = {{0, 2.0}};
+    for (int m = 0; m < 2; m++) {
+        const char *name = m ? "rand-gemma4-q8_0" : "rand-smollm3-q8_0";
+        snprintf(jpath, sizeof(jpath), "%s/llamacpp/%s.json", data, name);
+        snprintf(mpath, sizeof(mpath), "%s/models/%s.gguf", data, name);
+        check_mutants(mpath, jpath, &TOL_QUANT_LLAMACPP, rope2, 1);
     }
     g_arith = 0;
     /* Phi-3.5's LongRoPE (long factors at these contexts), and the same

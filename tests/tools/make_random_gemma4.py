@@ -29,7 +29,7 @@ up to 20 % of the q8_0 file's positions.  With the smaller branches the tied
 output favours the input token by a margin on ~97 % of the positions and
 llama.cpp agrees with itself >= 99.7 %, while each feature still moves the
 logits (rope_freqs all 1, no sliding window, layer_output_scale 1 or
-per_layer_token_embd zeroed: a median max |dlogit| of 8-17 against 0.4 for
+per_layer_token_embd zeroed: a median max |dlogit| of 10-17 against 0.4 for
 llama.cpp's flash attention on vs off).
 Vocabulary: make_random_gguf.py's truncated Gemma-3 SentencePiece one.
 usage: make_random_gemma4.py OUTDIR [--type f32|q8_0 ...] [--check]
