@@ -33,6 +33,9 @@ void npl_compile_summary(FILE *o, const npl_compile_report *r) {
                 r->n_range_tok, r->calib ? p->calib : r->n_calib ? "the built-in calibration text" : "built-in token ids");
     if (p->weights == NPL_WEIGHTS_W8 || p->weights == NPL_WEIGHTS_W4)
         npl_requant_summary(o, r->mg->g, r->wc, r->n_nodes, npl_weight_prec_name(p->weights));
+    if (p->weights == NPL_WEIGHTS_W4 && !r->int16_static)
+        fprintf(o, "  w4         one 4-bit scale per output channel, not blockwise: QNN's blockwise expansion (LPBQ) "
+                   "takes integer activations only (--act int16), and fp16 activations x LPBQ weights fail in QNN\n");
     fprintf(o, "  subgraphs  %d found, %d lowered\n", r->part->n_segs, r->n_kept);
     for (int si = 0; si < r->part->n_segs; si++) {
         const npl_segment *sg = &r->part->segs[si];
@@ -66,9 +69,19 @@ void npl_compile_summary(FILE *o, const npl_compile_report *r) {
     uint64_t wbytes = 0;
     for (int si = 0; si < r->part->n_segs; si++)
         if (r->part->segs[si].keep) wbytes += r->res[si].static_bytes;
+    int n_graphs = 0;
+    for (int si = 0; si < r->part->n_segs; si++)
+        if (r->part->segs[si].keep) n_graphs += r->res[si].n_shapes;
+    /* what is not weights is QNN's per-graph data: it grows with the graphs'
+     * rows (measured: SmolLM2 weight-shared 1.049x at chunk 16, 1.161x at 128;
+     * a FullyConnected's weights are stored unpadded) */
+    if (wbytes && p->weight_sharing && r->total_bin > wbytes)
+        fprintf(o, "  binary     %.2f MiB beyond the weights over %d graphs (%.2f MiB per graph): graph data, which "
+                "grows with the chunk's rows, not padding\n", (double)(r->total_bin - wbytes) / 1048576.0, n_graphs,
+                (double)(r->total_bin - wbytes) / 1048576.0 / (n_graphs ? n_graphs : 1));
     if (wbytes)
         fprintf(o, "  weights    %.2f MiB at the chosen encoding%s; the context binaries are %.3fx that (%s)\n",
-                wbytes / 1048576.0, p->weights == NPL_WEIGHTS_W4 ? " (w4 counted as its int8 containers)" : "",
+                wbytes / 1048576.0, p->weights == NPL_WEIGHTS_W4 ? " (w4 counted as its int8 containers; QNN packs them to 4 bits)" : "",
                 (double)r->total_bin / (double)wbytes,
                 p->weight_sharing ? "weight sharing: each weight once; for a device, QNN on x86 cannot load it"
                                  : "no weight sharing: each graph holds its own copy; loads in QNN's x86 emulator");

@@ -237,6 +237,15 @@ static int weight_bytes(lw *l, int id, int use) {
     const npl_node *nd = npl_graph_node(l->a->g, id);
     const npl_type_traits *src = npl_type_get(nd->type);
     int64_t k = nd->shape.ne[0], rows = nd->shape.ne[1] * nd->shape.ne[2] * nd->shape.ne[3];
+    /* w4 under a static int16 matmul: QNN's blockwise expansion (LPBQ), which
+     * takes integer activations only; fp16 ones keep one scale per channel.
+     * The logits matrix keeps one too: its LPBQ FullyConnected, cut into the
+     * slices the HTP computes right (qnn_lpbq.c), crashed QNN's finalize
+     * (SIGFPE in GraphPrepare) inside a whole-decoder graph, and a crash
+     * cannot fall back to the CPU. */
+    if (!use && id != l->a->out_weight && l->a->wprec == NPL_WEIGHTS_W4 && int16_op(l, l->cur) && k % NPL_LPBQ_BLOCK == 0 &&
+        strcmp(npl_requant_class(nd->name), "output"))
+        return npl_requant_lpbq(nd, w, l->err, l->errlen);
     if (!use && id != l->a->out_weight && (l->a->wprec == NPL_WEIGHTS_W8 || l->a->wprec == NPL_WEIGHTS_W4))
         return npl_requant_rows(nd, l->a->wprec == NPL_WEIGHTS_W4 ? 4 : 8, w, l->err, l->errlen);
     npl_type tt = use ? NPL_TYPE_F32 : target_type(nd->type, l->a->wprec, k);
@@ -280,8 +289,9 @@ static int weight_tensor(lw *l, int id, int use, uint32_t *out) {
     snprintf(name, sizeof name, "%s%s", nd->name, use ? "#f32" : "");
     npl_accel_tensor_desc d = {.name = name, .kind = NPL_ACCEL_STATIC, .dtype = w->dt[use], .data = w->data[use],
                                .data_size = w->size[use]};
-    if (!use && w->scales) /* per output channel: ABI dims [n, k], axis 0 */
-        d.quant = (npl_accel_quant){NPL_ACCEL_QUANT_PER_AXIS, 0, 0, w->n_scales, w->scales, NULL};
+    if (!use && w->scales) /* per output channel (or per block of it): ABI dims [n, k], axis 0 */
+        d.quant = (npl_accel_quant){w->block ? NPL_ACCEL_QUANT_PER_BLOCK : NPL_ACCEL_QUANT_PER_AXIS, 0, w->block,
+                                    w->n_scales, w->scales, NULL};
     if (use) { /* a vector: [n] */
         d.rank = 1;
         d.dims[0] = (uint32_t)npl_shape_nelements(&nd->shape);

@@ -12,8 +12,10 @@ typedef struct {
     void *data[2];     /* [0] matmul layout, [1] f32 (norms, biases) */
     size_t size[2];
     npl_accel_dtype dt[2];
-    float *scales;     /* --weights w8 / w4: one per output channel of data[0] (requant.c) */
+    float *scales;     /* --weights w8 / w4: one per output channel of data[0] (requant.c), or with
+                          block > 0 one per block of `block` weights along k, scales[row * (k / block) + b] */
     uint32_t n_scales;
+    uint32_t block;    /* 0: per output channel; 32: 4-bit blockwise (LPBQ, npl_requant_lpbq) */
     double rq_se, rq_ss; /* requantization: squared error and squared sum of the weights */
 } npl_lower_weight;
 

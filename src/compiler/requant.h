@@ -18,6 +18,15 @@
  * has a to_float). bits 8 or 4. 0 or -1 with err. */
 int npl_requant_rows(const npl_node *nd, int bits, npl_lower_weight *w, char *err, size_t errlen);
 
+/* --act int16 --weights w4: 4-bit values (-8..7) in int8 [rows][k] with a
+ * scale per block of NPL_LPBQ_BLOCK along k that is the row's scale times an
+ * integer 1..15 (QNN's blockwise expansion, "LPBQ": 4-bit block scales under
+ * a per-channel float scale). w->scales gets the block scales as floats,
+ * scales[r * (k / 32) + b] = row scale * m, the largest m of each row 15 so
+ * the row scale is max / 15; w->block = 32. k a multiple of 32. */
+#define NPL_LPBQ_BLOCK 32
+int npl_requant_lpbq(const npl_node *nd, npl_lower_weight *w, char *err, size_t errlen);
+
 /* The tensor class of a weight, by its GGUF name: "qkv", "o", "gate/up",
  * "down", "output" (the logits matrix, tied or not) or "other". */
 const char *npl_requant_class(const char *name);

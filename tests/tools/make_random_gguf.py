@@ -370,12 +370,17 @@ def add_vocab(w, vocab):
 
 def build(path, arch, wtype, n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff,
           n_vocab, ctx, seed, tie=None, logit_std=6.0, eps=1e-6, quiet=False,
-          rope_freqs=None, rope_scaling=None, longrope=None, emb_std=None):
+          rope_freqs=None, rope_scaling=None, longrope=None, emb_std=None, block_spread=None):
     """emb_std: token_embd's std (default 1/sqrt(n_embd) when tied, else 1);
     rope_freqs: None or dict(factor, orig_ctx) (llama only);
     rope_scaling: None or dict(type, factor, orig_ctx or None);
     longrope: None or dict(orig_ctx) (phi3 only): Phi-3.5's LongRoPE keys and
-    rope_factors_long / _short tensors, as conversion/phi.py writes them."""
+    rope_factors_long / _short tensors, as conversion/phi.py writes them;
+    block_spread: None or S > 1: every block of 32 consecutive weights of each
+    matrix row is multiplied by S**-u, u uniform in [0, 1) (drawn from a second
+    generator, so the normal draws are those of the model without it), the
+    row then rescaled to its former RMS: magnitudes that vary from block to
+    block, as real checkpoints' do (what 4-bit blockwise scales are for)."""
     qtype, ftype = TYPES[wtype]
     if arch not in ARCHS + EXTRA_ARCHS:
         raise ValueError("arch must be one of %s" % (ARCHS + EXTRA_ARCHS,))
@@ -460,8 +465,16 @@ def build(path, arch, wtype, n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff,
         W [rows][cols]."""
         add_mat(name, normal((rows, cols), std))
 
+    brng = np.random.default_rng(seed + 1000)
+
     def add_mat(name, a):
         rows, cols = a.shape
+        if block_spread is not None and cols % 32 == 0:
+            f = block_spread ** -brng.random((rows, cols // 32))
+            f = np.repeat(f, 32, axis=1)
+            b = a * f
+            b *= np.sqrt((a * a).mean(axis=1, keepdims=True) / np.maximum((b * b).mean(axis=1, keepdims=True), 1e-30))
+            a = b.astype(np.float32)
         if qtype == QT.F32:
             w.add_tensor(name, a)
         elif qtype in LLAMACPP_QUANT:
@@ -662,6 +675,8 @@ def main():
     ap.add_argument("--rope-scaling-factor", type=float, default=4.0)
     ap.add_argument("--rope-orig-ctx", type=int,
                     help="rope.scaling.original_context_length")
+    ap.add_argument("--block-spread", type=float,
+                    help="scale each 32-weight block of every matrix row by S**-u, u uniform [0,1)")
     a = ap.parse_args()
     rope_freqs = dict(factor=a.rope_freqs_factor, orig_ctx=a.rope_freqs_orig_ctx) if a.rope_freqs else None
     rope_scaling = None
@@ -692,7 +707,8 @@ def main():
     else:
         if not a.out:
             ap.error("-o/--out, --all or --rope-extras is required")
-        jobs.append((a.out, a.arch, a.wtype, dict(rope_freqs=rope_freqs, rope_scaling=rope_scaling)))
+        jobs.append((a.out, a.arch, a.wtype, dict(rope_freqs=rope_freqs, rope_scaling=rope_scaling,
+                                                  block_spread=a.block_spread)))
 
     bad = 0
     for path, arch, t, kw in jobs:

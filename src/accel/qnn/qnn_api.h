@@ -43,6 +43,7 @@ enum {
     QNN_QUANTIZATION_ENCODING_SCALE_OFFSET = 0,
     QNN_QUANTIZATION_ENCODING_AXIS_SCALE_OFFSET = 1,
     QNN_QUANTIZATION_ENCODING_BW_AXIS_SCALE_OFFSET = 3,
+    QNN_QUANTIZATION_ENCODING_BLOCKWISE_EXPANSION = 5,
     QNN_QUANTIZATION_ENCODING_UNDEFINED = 0x7FFFFFFF
 };
 enum { QNN_TENSORMEMTYPE_RAW = 0 };
@@ -87,6 +88,21 @@ typedef struct {
     int32_t *offsets;
 } Qnn_BwAxisScaleOffset_t;
 
+/* Blockwise expansion ("LPBQ"): a scale / offset per channel of `axis`, the
+ * other axis cut into numBlocksPerAxis blocks, each with an unsigned integer
+ * multiplier of blockScaleBitwidth bits (stored one per byte with storage 8),
+ * blocksScale8[channel * numBlocksPerAxis + block] (the probe p7_lpbq's
+ * block-varying weights tell that order from the other). */
+enum { QNN_BLOCKWISE_EXPANSION_BITWIDTH_SCALE_STORAGE_8 = 0 };
+typedef struct {
+    int32_t axis;
+    Qnn_ScaleOffset_t *scaleOffsets;
+    uint32_t numBlocksPerAxis;
+    uint32_t blockScaleBitwidth;
+    uint32_t blockScaleStorageType;
+    uint8_t *blocksScale8;
+} Qnn_BlockwiseExpansion_t;
+
 typedef struct {
     uint32_t encodingDefinition;
     uint32_t quantizationEncoding;
@@ -94,6 +110,7 @@ typedef struct {
         Qnn_ScaleOffset_t scaleOffset;
         Qnn_AxisScaleOffset_t axisScaleOffset;
         Qnn_BwAxisScaleOffset_t bwAxisScaleOffset;
+        Qnn_BlockwiseExpansion_t *blockwiseExpansion;
         uint8_t size_[32]; /* the largest member (bitwidth-axis encoding) is 32 bytes */
     };
 } Qnn_QuantizeParams_t;
@@ -291,6 +308,8 @@ _Static_assert(sizeof(void *) == 8, "QNN declarations are for LP64 targets");
 _Static_assert(sizeof(Qnn_QuantizeParams_t) == 40, "Qnn_QuantizeParams_t");
 _Static_assert(sizeof(Qnn_BwAxisScaleOffset_t) == 32 && offsetof(Qnn_BwAxisScaleOffset_t, scales) == 16,
                "Qnn_BwAxisScaleOffset_t (the probe's pc4u layout)");
+_Static_assert(sizeof(Qnn_BlockwiseExpansion_t) == 40 && offsetof(Qnn_BlockwiseExpansion_t, blocksScale8) == 32,
+               "Qnn_BlockwiseExpansion_t (the probe's lpbq4u layout)");
 _Static_assert(offsetof(Qnn_TensorV2_t, quantizeParams) == 32, "Qnn_TensorV2_t.quantizeParams");
 _Static_assert(offsetof(Qnn_TensorV2_t, rank) == 72, "Qnn_TensorV2_t.rank");
 _Static_assert(offsetof(QnnHtpContext_CustomConfig_t, weightSharingEnabled) == 8, "QnnHtpContext_CustomConfig_t: the flag after the 8-aligned union start");

@@ -59,6 +59,11 @@ typedef struct {
     struct npl_accel_graph *graph; /* owner of a non-STATIC tensor */
     int hidden;                    /* an input / output the adapter binds at execute (Rope's cos / sin, Attention's) */
     int bits4;                     /* STATIC INT8 per-axis whose values fit 4 bits: QNN's bitwidth-4 encoding */
+    /* STATIC INT8 [N, K] per-block (axis 0): QNN's blockwise expansion (LPBQ),
+     * the ABI's block scales factored into a scale per channel times 1..15 */
+    float *lpbq_sc;                /* [N] */
+    uint8_t *lpbq_m;               /* [N * lpbq_nb] */
+    uint32_t lpbq_nb;              /* blocks per channel */
     uint32_t gather_rows;          /* an INT32 input of a Gather over this many rows: clamped at execute */
 } qnn_tensor;
 
@@ -153,6 +158,16 @@ void qnn_rope_angles(const qnn_rope *r, const int32_t *pos, void *cos, void *sin
 /* A STATIC float record as F16 / F32 ("<name>.f16" / ".f32", made once per context). */
 npl_accel_status qnn_static_as(npl_accel_context *c, npl_accel_tensor_id id, npl_accel_dtype dt, npl_accel_tensor_id *out);
 npl_accel_status qnn_weight_nk(npl_accel_context *c, npl_accel_tensor_id id, npl_accel_tensor_id *out);
+/* Rows n0 .. n0 + n - 1 of an [N, K] STATIC weight (its scales with them), a
+ * context record "<name>.n<n0>_<n>" made once and shared by every graph. */
+npl_accel_status qnn_weight_rows(npl_accel_context *c, npl_accel_tensor_id id, uint32_t n0, uint32_t n, npl_accel_tensor_id *out);
+/* The ABI's per-block scales of t (INT8 [N, K], axis 0, values -8..7) as
+ * LPBQ: t->lpbq_*; UNSUPPORTED with the reason when they are not a scale
+ * per channel times an integer 1..15 (qnn_lpbq.c). */
+npl_accel_status qnn_lpbq_factor(npl_accel_backend *be, qnn_tensor *t, const int8_t *values);
+/* The output-channel slice width a blockwise-expansion FullyConnected of
+ * K inputs and N outputs is lowered in (N: no slicing); 0 if none works. */
+uint32_t qnn_lpbq_slice(uint32_t K, uint32_t N);
 
 /* qnn_ops.c: lowering of one ABI node into QNN nodes. */
 enum { QNN_MAX_IN = 16, QNN_MAX_PARAMS = 8 };

@@ -205,7 +205,39 @@ static npl_accel_status lower_plain(qnn_lw *L) {
 /* An [N, K] weight with its scales on N, as FullyConnected takes it. */
 static int fc_weight_ok(const qnn_tensor *w, int wt) {
     if (w->kind != NPL_ACCEL_STATIC || w->rank != 2) return 0;
+    if (w->quant.encoding == NPL_ACCEL_QUANT_PER_BLOCK) return wt; /* [N, K] only (checked at create) */
     return w->quant.encoding != NPL_ACCEL_QUANT_PER_AXIS || w->quant.axis == (wt ? 0 : 1);
+}
+
+/* A blockwise-expansion FullyConnected cut along its output channels into
+ * slices of sl (qnn_lpbq.c: the shapes the HTP gets right), each slice's
+ * rows a shared context record, the outputs joined by a Concat on the last
+ * axis (same type and quant params as the output: exact). */
+static npl_accel_status lower_fc_sliced(qnn_lw *L, const Qnn_Tensor_t *x, npl_accel_tensor_id wid, uint32_t sl,
+                                        Qnn_Tensor_t *out, Qnn_Param_t *prm, uint32_t np) {
+    npl_accel_context *c = L->g->ctx;
+    const uint32_t N = c->t[wid].dims[0], ns = (N + sl - 1) / sl, rank = out->v2.rank;
+    Qnn_Tensor_t *parts = qnn_keep(L->g, sizeof *parts * ns);
+    if (!parts) return NOMEM(L->be);
+    npl_accel_status st = NPL_ACCEL_OK;
+    for (uint32_t i = 0; i < ns && !st; i++) {
+        const uint32_t n0 = i * sl, n = N - n0 < sl ? N - n0 : sl;
+        npl_accel_tensor_id sid;
+        Qnn_Tensor_t *w, in[2] = {*x};
+        uint32_t dims[NPL_ACCEL_MAX_RANK];
+        char sfx[32];
+        memcpy(dims, out->v2.dimensions, sizeof(uint32_t) * rank);
+        dims[rank - 1] = n;
+        snprintf(sfx, sizeof sfx, ".n%u", n0);
+        if ((st = qnn_weight_rows(c, wid, n0, n, &sid)) || (st = qnn_graph_tensor(L->g, sid, &w))) break;
+        in[1] = *w;
+        if (!(st = qnn_native(L->g, L->nm, sfx, out, rank, dims, &parts[i])))
+            st = qnn_node(L, sfx, "FullyConnected", in, 2, &parts[i], prm, np);
+    }
+    if (st) return st;
+    Qnn_Param_t ax = qnn_scalar("axis", QNN_DATATYPE_UINT_32);
+    ax.scalarParam.u32 = rank - 1;
+    return qnn_node(L, ".concat", "Concat", parts, ns, out, &ax, 1);
 }
 
 static npl_accel_status lower_matmul(qnn_lw *L) {
@@ -233,13 +265,28 @@ static npl_accel_status lower_matmul(qnn_lw *L) {
         const npl_accel_dtype wdt = L->g->ctx->t[wid].dtype;
         if (L->cdt != NPL_ACCEL_DT_COUNT && is_float(wdt) && wdt != L->cdt && (st = qnn_static_as(L->g->ctx, wid, L->cdt, &wid))) return st;
         if (!wt && (st = qnn_weight_nk(L->g->ctx, wid, &wid))) return st;
+        const npl_accel_param *kd = qnn_param(L->n, "keep_dims");
+        if (xrank > 2 || (kd && kd->i)) prm[np] = qnn_scalar("keep_dims", QNN_DATATYPE_BOOL_8), prm[np++].scalarParam.b8 = 1;
+        const qnn_tensor *wr = &L->g->ctx->t[wid];
+        const uint32_t sl = wr->quant.encoding == NPL_ACCEL_QUANT_PER_BLOCK ? qnn_lpbq_slice(wr->dims[1], wr->dims[0]) : wr->dims[0];
+        if (!sl)
+            return qnn_fail(L->be, NPL_ACCEL_ERR_UNSUPPORTED, "qnn-htp: node '%s': no blockwise-expansion FullyConnected "
+                            "shape known to work for K %u", L->nm, wr->dims[1]);
+        if (sl < wr->dims[0]) {
+            if (n_in == 3)
+                return qnn_fail(L->be, NPL_ACCEL_ERR_UNSUPPORTED, "qnn-htp: node '%s': a sliced blockwise-expansion "
+                                "FullyConnected takes no bias", L->nm);
+            if ((st = lower_fc_sliced(L, &in[0], wid, sl, &out, prm, np))) return st;
+            return f16_out ? qnn_node(L, "", "Cast", &out, 1, &L->out, NULL, 0) : NPL_ACCEL_OK;
+        }
         Qnn_Tensor_t *w;
         if ((st = qnn_graph_tensor(L->g, wid, &w))) return st;
         in[1] = *w;
-        const npl_accel_param *kd = qnn_param(L->n, "keep_dims");
-        if (xrank > 2 || (kd && kd->i)) prm[np] = qnn_scalar("keep_dims", QNN_DATATYPE_BOOL_8), prm[np++].scalarParam.b8 = 1;
         if ((st = qnn_node(L, f16_out ? ".f16" : "", "FullyConnected", in, n_in, &out, prm, np))) return st;
     } else {
+        if (qnn_lw_t(L, 1)->quant.encoding == NPL_ACCEL_QUANT_PER_BLOCK)
+            return qnn_fail(L->be, NPL_ACCEL_ERR_UNSUPPORTED, "qnn-htp: node '%s': per-block weights need the [N, K] form "
+                            "(FullyConnected, or MatMul with transpose_in1)", L->nm);
         if ((st = qnn_in(L, 1, &in[1]))) return st;
         prm[np] = qnn_scalar("transpose_in0", QNN_DATATYPE_BOOL_8), prm[np++].scalarParam.b8 = 0;
         prm[np] = qnn_scalar("transpose_in1", QNN_DATATYPE_BOOL_8), prm[np++].scalarParam.b8 = wt ? 1 : 0;

@@ -162,6 +162,8 @@ void qnn_tensor_release(qnn_tensor *t) {
     free((void *)t->quant.scales);
     free((void *)t->quant.offsets);
     free(t->data);
+    free(t->lpbq_sc);
+    free(t->lpbq_m);
 }
 
 npl_accel_status qnn_context_free(npl_accel_context *c) {
@@ -297,9 +299,13 @@ static npl_accel_status check_desc(npl_accel_backend *be, const npl_accel_tensor
     if (bytes > UINT32_MAX) return FAIL(be, NPL_ACCEL_ERR_SHAPE_MISMATCH, "tensor '%s': over 4 GiB", nm);
     int quantized = d->dtype == NPL_ACCEL_DT_INT8 || d->dtype == NPL_ACCEL_DT_UINT8 || d->dtype == NPL_ACCEL_DT_INT16;
     const npl_accel_quant *q = &d->quant;
-    if (q->encoding == NPL_ACCEL_QUANT_PER_BLOCK || q->encoding == NPL_ACCEL_QUANT_DYNAMIC)
-        return FAIL(be, NPL_ACCEL_ERR_UNSUPPORTED, "tensor '%s': %s quantization is not mapped to QNN yet", nm,
-                    q->encoding == NPL_ACCEL_QUANT_PER_BLOCK ? "per-block" : "dynamic");
+    if (q->encoding == NPL_ACCEL_QUANT_DYNAMIC)
+        return FAIL(be, NPL_ACCEL_ERR_UNSUPPORTED, "tensor '%s': dynamic quantization is not mapped to QNN yet", nm);
+    if (q->encoding == NPL_ACCEL_QUANT_PER_BLOCK && /* QNN's blockwise expansion (qnn_lpbq.c) */
+        (d->kind != NPL_ACCEL_STATIC || d->dtype != NPL_ACCEL_DT_INT8 || d->rank != 2 || q->axis != 0 || !q->block_size ||
+         d->dims[1] % q->block_size || q->n_scales != d->dims[0] * (d->dims[1] / q->block_size) || !q->scales))
+        return FAIL(be, NPL_ACCEL_ERR_UNSUPPORTED, "tensor '%s': per-block quantization maps to QNN's blockwise expansion "
+                    "for STATIC INT8 [N, K] weights with axis 0, blocks along K and N * K / block_size scales", nm);
     if (q->encoding > NPL_ACCEL_QUANT_DYNAMIC) return FAIL(be, NPL_ACCEL_ERR_INVALID_ARG, "tensor '%s': quant encoding %u", nm, q->encoding);
     if (quantized != (q->encoding != NPL_ACCEL_QUANT_NONE))
         return FAIL(be, NPL_ACCEL_ERR_TYPE_MISMATCH, "tensor '%s': %s", nm,
@@ -393,6 +399,10 @@ npl_accel_status qnn_new_tensor(npl_accel_context *c, qnn_graph *g, const npl_ac
             for (uint32_t i = 0; i < d->quant.n_scales && fits; i++) fits = !d->quant.offsets || !d->quant.offsets[i];
             for (uint64_t i = 0; i < t->bytes && fits; i++) fits = ((const int8_t *)d->data)[i] >= -8 && ((const int8_t *)d->data)[i] <= 7;
             t->bits4 = fits;
+        }
+        if (ok && d->quant.encoding == NPL_ACCEL_QUANT_PER_BLOCK && (st = qnn_lpbq_factor(be, t, d->data))) {
+            qnn_tensor_release(t);
+            return st;
         }
     }
     /* QNN HTP has no context tensors (tensorCreateContextTensor: 1000): an

@@ -154,6 +154,25 @@ npl_accel_status qnn_graph_tensor(qnn_graph *g, npl_accel_tensor_id id, Qnn_Tens
             qp->bwAxisScaleOffset.scales = (float *)t->quant.scales;
             qp->bwAxisScaleOffset.offsets = (int32_t *)t->quant.offsets;
         }
+    } else if (t->quant.encoding == NPL_ACCEL_QUANT_PER_BLOCK) { /* blockwise expansion (qnn_lpbq.c) */
+        Qnn_BlockwiseExpansion_t *bw = qnn_keep(g, sizeof *bw); /* read until finalize */
+        Qnn_ScaleOffset_t *so = malloc(sizeof *so * t->dims[0]);
+        if (!bw || !so) {
+            free(so);
+            return qnn_fail(be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
+        }
+        for (uint32_t i = 0; i < t->dims[0]; i++) so[i].scale = t->lpbq_sc[i], so[i].offset = 0;
+        g->qso[id] = so;
+        memset(bw, 0, sizeof *bw);
+        bw->axis = 0;
+        bw->scaleOffsets = so;
+        bw->numBlocksPerAxis = t->lpbq_nb;
+        bw->blockScaleBitwidth = 4;
+        bw->blockScaleStorageType = QNN_BLOCKWISE_EXPANSION_BITWIDTH_SCALE_STORAGE_8;
+        bw->blocksScale8 = t->lpbq_m;
+        qp->encodingDefinition = QNN_DEFINITION_DEFINED;
+        qp->quantizationEncoding = QNN_QUANTIZATION_ENCODING_BLOCKWISE_EXPANSION;
+        qp->blockwiseExpansion = bw;
     }
     if (t->kind == NPL_ACCEL_STATIC) {
         x.v2.clientBuf.data = t->data;
