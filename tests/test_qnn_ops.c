@@ -218,8 +218,21 @@ static void test_refusals(qnn_rig *r) {
     for (int i = 0; i < 128; i++) sc[i] = 0.01f;
     npl_accel_tensor_desc wd = accel_desc("wb", NPL_ACCEL_STATIC, NPL_ACCEL_DT_INT8, 2, 64, 64, 0);
     wd.data = q, wd.data_size = sizeof q;
+    /* per-block: QNN's blockwise expansion (never the crashing BLOCK encoding), whose
+     * block scales must be a channel scale times 1..15 and values 4-bit */
+    sc[1] = 0.0123f; /* 0.0123 / (0.0123 / 15) is 15, but 0.01 is not an integer multiple of 0.0123 / 15 */
     wd.quant = (npl_accel_quant){NPL_ACCEL_QUANT_PER_BLOCK, 0, 32, 128, sc, NULL};
-    CHECK_EQ_INT(a->tensor_create(g, &wd, &w), NPL_ACCEL_ERR_UNSUPPORTED); /* never the crashing BLOCK encoding */
+    CHECK_EQ_INT(a->tensor_create(g, &wd, &w), NPL_ACCEL_ERR_UNSUPPORTED);
+    CHECK(strstr(a->last_error(r->be), "times an integer 1..15") != NULL);
+    sc[1] = 0.01f;
+    q[5] = 9;
+    wd.name = "wb9";
+    CHECK_EQ_INT(a->tensor_create(g, &wd, &w), NPL_ACCEL_ERR_UNSUPPORTED);
+    CHECK(strstr(a->last_error(r->be), "4-bit values") != NULL);
+    q[5] = 0;
+    wd.name = "wb4";
+    CHECK_EQ_INT(a->tensor_create(g, &wd, &w), NPL_ACCEL_OK);
+    wd.name = "wb";
     wd.quant = (npl_accel_quant){NPL_ACCEL_QUANT_NONE, 0, 0, 0, NULL, NULL};
     CHECK_EQ_INT(a->tensor_create(g, &wd, &w), NPL_ACCEL_ERR_TYPE_MISMATCH); /* int8 without scales */
     npl_accel_node_desc nd = {"n", "Frobnicate", NULL, 0, &x, 1, &y, 1};
