@@ -9,7 +9,7 @@
  *
  *   per Rope, in graph order:
  *     graph, positions, cos, sin names (u16 length + bytes each)
- *     u32 n_pos, half; u8 f16, neox, has_factors, 0
+ *     u32 n_pos, half; u8 f16, neox, has_factors, full width (cos / sin [S, 1, D], interleaved f16)
  *     f64 base, freq_scale, ext_factor, attn_factor, corr_lo, corr_hi
  *     f32 factors[half] if has_factors
  *   per Attention, in graph order:
@@ -84,7 +84,7 @@ void qnn_binrec_write(const npl_accel_context *c, uint64_t qnn_size, uint8_t *ds
         for (uint32_t j = 0; j < c->g[i]->n_ropes; j++, k++) {
             const qnn_graph *g = c->g[i];
             const qnn_rope *r = &g->ropes[j];
-            const uint8_t flags[4] = {(uint8_t)r->f16, (uint8_t)r->neox, r->factors != NULL, 0};
+            const uint8_t flags[4] = {(uint8_t)r->f16, (uint8_t)r->neox, r->factors != NULL, r->width != 0};
             const double d[6] = {r->base, r->freq_scale, r->ext_factor, r->attn_factor, r->corr_lo, r->corr_hi};
             p = put_str(p, g->name), p = put_str(p, c->t[r->pos].name);
             p = put_str(p, c->t[r->cos].name), p = put_str(p, c->t[r->sin].name);
@@ -234,9 +234,11 @@ npl_accel_status qnn_binrec_load(npl_accel_context *c, const void *bin, uint64_t
         qnn_graph *g = k.bad ? NULL : qnn_find_graph(c, gn);
         qnn_tensor *tp = NULL, *tc = NULL, *ts = NULL;
         if (g) tp = io(c, g, pn, &r.pos), tc = io(c, g, cn, &r.cos), ts = io(c, g, sn, &r.sin);
-        const uint64_t want = (uint64_t)r.n_pos * r.half * (r.f16 ? 2 : 4);
+        /* full width (flag 3): cos / sin [S, 1, D], D from their size */
+        if (fl[3] == 1 && tc && r.n_pos && r.f16) r.width = (uint32_t)(tc->bytes / (2ull * r.n_pos));
+        const uint64_t want = (uint64_t)r.n_pos * (r.width ? r.width : r.half) * (r.f16 ? 2 : 4);
         if (!g || !tp || !tc || !ts || tp->dtype != NPL_ACCEL_DT_INT32 || tp->bytes != 4ull * r.n_pos || tc->bytes != want ||
-            ts->bytes != want || !r.half || fl[2] > 1)
+            ts->bytes != want || !r.half || fl[2] > 1 || fl[3] > 1 || (fl[3] && (!r.f16 || r.width < 2 * r.half)))
             return FAIL(be, NPL_ACCEL_ERR_BINARY_CORRUPT, "the binary's Rope record %u does not match its graphs ('%s')", i,
                         k.bad ? "(truncated)" : gn);
         if (fl[2]) {

@@ -76,6 +76,8 @@ typedef struct {
     int f16, neox;
     double base, freq_scale, ext_factor, attn_factor, corr_lo, corr_hi;
     float *factors; /* [half] or NULL */
+    uint32_t width; /* 0: cos / sin [S, 1, half(, 1)]; D: interleaved in full width [S, 1, D], cos
+                       repeated per pair and 1 past n_rot, sin signed (-s, s) per pair and 0 past n_rot */
 } qnn_rope;
 
 /* An Attention node's host side (qnn_attn.c). The KV caches are APP_READWRITE

@@ -40,10 +40,19 @@ void qnn_rope_angles(const qnn_rope *r, const int32_t *pos, void *cos_out, void 
                 th -= two_pi * nearbyint(th / two_pi);
                 c = (float)(cos(th) * ms), s = (float)(sin(th) * ms);
             }
+            if (r->width) { /* pair i is elements 2i, 2i+1 of the row: out = x c + swap(x) (-s, s) */
+                const size_t k = (size_t)p * r->width + 2 * i;
+                const uint16_t hc = qnn_f32_to_f16(c), hs = qnn_f32_to_f16(s);
+                ((uint16_t *)cos_out)[k] = ((uint16_t *)cos_out)[k + 1] = hc;
+                ((uint16_t *)sin_out)[k] = (uint16_t)(hs ^ 0x8000u), ((uint16_t *)sin_out)[k + 1] = hs;
+                continue;
+            }
             const size_t k = (size_t)p * r->half + i;
             if (r->f16) ((uint16_t *)cos_out)[k] = qnn_f32_to_f16(c), ((uint16_t *)sin_out)[k] = qnn_f32_to_f16(s);
             else ((float *)cos_out)[k] = c, ((float *)sin_out)[k] = s;
         }
+        for (uint32_t j = 2 * r->half; j < r->width; j++) /* past n_rot: unchanged */
+            ((uint16_t *)cos_out)[(size_t)p * r->width + j] = 0x3c00u, ((uint16_t *)sin_out)[(size_t)p * r->width + j] = 0;
     }
 }
 
@@ -100,7 +109,7 @@ npl_accel_status qnn_lower_rope(qnn_lw *L) {
     const npl_accel_dtype dt = L->cdt != NPL_ACCEL_DT_COUNT ? L->cdt : x->dtype; /* x comes converted to it (qnn_in) */
     qnn_rope r = {n->inputs[1], 0, 0, S, h, dt == NPL_ACCEL_DT_F16, fparam(n, "neox", 0) != 0,
                   fparam(n, "base", 10000), fparam(n, "freq_scale", 1), fparam(n, "ext_factor", 0),
-                  fparam(n, "attn_factor", 1), fparam(n, "corr_low", 0), fparam(n, "corr_high", 0), NULL};
+                  fparam(n, "attn_factor", 1), fparam(n, "corr_low", 0), fparam(n, "corr_high", 0), NULL, 0};
     if (!(r.base > 0) || (r.ext_factor != 0 && !(r.freq_scale > 0)))
         return qnn_fail(L->be, NPL_ACCEL_ERR_BAD_PARAM, "qnn-htp: node '%s': Rope needs base > 0 (and freq_scale > 0 with yarn)", nm);
     if (ff) {
@@ -115,11 +124,15 @@ npl_accel_status qnn_lower_rope(qnn_lw *L) {
     L->g->ropes = rs;
     qnn_rope *R = &rs[L->g->n_ropes++]; /* owned by the graph from here on, factors included */
     *R = r;
+    /* interleaved pairs in f16: no [S, H, D/2, 2] views (a last dim of 2 makes
+     * the HTP's compiled graph grow ~1-2 KiB per row per Rope: SmolLM2's
+     * weight-shared binary 1.161x its weights at chunk 128, NEOX models not) */
+    if (!R->neox && dt == NPL_ACCEL_DT_F16) R->width = D;
     Qnn_Tensor_t xq, c, s, a, b, o1, o2, parts[3], xr;
-    const uint32_t cd[4] = {S, 1, h, 1};
+    const uint32_t cd[4] = {S, 1, h, 1}, cw[3] = {S, 1, D};
     npl_accel_status st = qnn_in(L, 0, &xq);
-    if (!st) st = qnn_hidden_tensor(L, ".cos", NPL_ACCEL_APP_WRITE, dt, R->neox ? 3 : 4, cd, &R->cos, &c);
-    if (!st) st = qnn_hidden_tensor(L, ".sin", NPL_ACCEL_APP_WRITE, dt, R->neox ? 3 : 4, cd, &R->sin, &s);
+    if (!st) st = qnn_hidden_tensor(L, ".cos", NPL_ACCEL_APP_WRITE, dt, R->width ? 3 : R->neox ? 3 : 4, R->width ? cw : cd, &R->cos, &c);
+    if (!st) st = qnn_hidden_tensor(L, ".sin", NPL_ACCEL_APP_WRITE, dt, R->width ? 3 : R->neox ? 3 : 4, R->width ? cw : cd, &R->sin, &s);
     if (st) return st;
     uint32_t np = 2;
     if (R->neox) {
@@ -140,6 +153,24 @@ npl_accel_status qnn_lower_rope(qnn_lw *L) {
         return qnn_node(L, "", "Concat", parts, np, &L->out, &ax, 1);
     }
     if (D % 2) return qnn_fail(L->be, NPL_ACCEL_ERR_SHAPE_MISMATCH, "qnn-htp: node '%s': interleaved Rope needs an even D", nm);
+    if (R->width) { /* f16: out = x * C + swap(x) * S', swap by an exact 0/1 FullyConnected */
+        uint16_t *pm = calloc((size_t)D * D, 2);
+        if (!pm) return qnn_fail(L->be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
+        for (uint32_t j = 0; j < 2 * h; j++) pm[(size_t)j * D + (j ^ 1u)] = 0x3c00u; /* row j takes x[j ^ 1] */
+        const uint32_t pd[2] = {D, D}, fd[2] = {S * H, D};
+        Qnn_Tensor_t w, sw, x2, s2, in[2];
+        st = qnn_const(L->g, nm, ".swapw", QNN_DATATYPE_FLOAT_16, NULL, 2, pd, pm, 2 * D * D, &w);
+        free(pm);
+        if (st || (st = mk(L, ".x2d", 2, fd, &x2)) || (st = qnn_node(L, ".x2d", "Reshape", &xq, 1, &x2, NULL, 0))) return st;
+        if ((st = mk(L, ".swap2d", 2, fd, &s2))) return st;
+        in[0] = x2, in[1] = w;
+        if ((st = qnn_node(L, ".swap2d", "FullyConnected", in, 2, &s2, NULL, 0))) return st;
+        if ((st = mk(L, ".swap", 3, x->dims, &sw)) || (st = qnn_node(L, ".swap", "Reshape", &s2, 1, &sw, NULL, 0))) return st;
+        if ((st = bin(L, ".xc", "ElementWiseMultiply", xq, c, &a)) || (st = bin(L, ".ss", "ElementWiseMultiply", sw, s, &b)))
+            return st;
+        in[0] = a, in[1] = b;
+        return qnn_node(L, "", "ElementWiseAdd", in, 2, &L->out, NULL, 0);
+    }
     const uint32_t d4[4] = {S, H, D / 2, 2}, z[4] = {0, 0, 0, 0}, ee[4] = {S, H, h, 1}, ob[4] = {0, 0, 0, 1}, oe[4] = {S, H, h, 2};
     Qnn_Tensor_t xe, xo, t1, t2, pr;
     if ((st = mk(L, ".pairs", 4, d4, &xr)) || (st = qnn_node(L, ".pairs", "Reshape", &xq, 1, &xr, NULL, 0))) return st;
