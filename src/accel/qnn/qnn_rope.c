@@ -165,7 +165,8 @@ npl_accel_status qnn_lower_rope(qnn_lw *L) {
         if ((st = mk(L, ".swap2d", 2, fd, &s2))) return st;
         in[0] = x2, in[1] = w;
         if ((st = qnn_node(L, ".swap2d", "FullyConnected", in, 2, &s2, NULL, 0))) return st;
-        if ((st = mk(L, ".swap", 3, x->dims, &sw)) || (st = qnn_node(L, ".swap", "Reshape", &s2, 1, &sw, NULL, 0))) return st;
+        const uint32_t xd[3] = {S, H, D}; /* not x->dims: the hidden tensors above may have moved the records */
+        if ((st = mk(L, ".swap", 3, xd, &sw)) || (st = qnn_node(L, ".swap", "Reshape", &s2, 1, &sw, NULL, 0))) return st;
         if ((st = bin(L, ".xc", "ElementWiseMultiply", xq, c, &a)) || (st = bin(L, ".ss", "ElementWiseMultiply", sw, s, &b)))
             return st;
         in[0] = a, in[1] = b;
