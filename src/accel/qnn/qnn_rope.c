@@ -125,8 +125,11 @@ npl_accel_status qnn_lower_rope(qnn_lw *L) {
     qnn_rope *R = &rs[L->g->n_ropes++]; /* owned by the graph from here on, factors included */
     *R = r;
     /* interleaved pairs in f16: no [S, H, D/2, 2] views (a last dim of 2 makes
-     * the HTP's compiled graph grow ~1-2 KiB per row per Rope: SmolLM2's
-     * weight-shared binary 1.161x its weights at chunk 128, NEOX models not) */
+     * the HTP's compiled graph grow with the rows: SmolLM2's weight-shared
+     * binary 1.161x its weights at chunk 128, NEOX models' not). The pair swap
+     * as an exact 0/1 FullyConnected over [S * H, D] finalized for one
+     * SmolLM2 layer but not for all 30 in one AR-128 graph ("split too large",
+     * 1002); a Gather on the last axis has no such matmul */
     if (!R->neox && dt == NPL_ACCEL_DT_F16) R->width = D;
     Qnn_Tensor_t xq, c, s, a, b, o1, o2, parts[3], xr;
     const uint32_t cd[4] = {S, 1, h, 1}, cw[3] = {S, 1, D};
@@ -134,6 +137,11 @@ npl_accel_status qnn_lower_rope(qnn_lw *L) {
     if (!st) st = qnn_hidden_tensor(L, ".cos", NPL_ACCEL_APP_WRITE, dt, R->width ? 3 : R->neox ? 3 : 4, R->width ? cw : cd, &R->cos, &c);
     if (!st) st = qnn_hidden_tensor(L, ".sin", NPL_ACCEL_APP_WRITE, dt, R->width ? 3 : R->neox ? 3 : 4, R->width ? cw : cd, &R->sin, &s);
     if (st) return st;
+    /* xq's dims pointed into the graph's per-id storage, which the hidden tensors may have moved */
+    uint32_t *xqd = qnn_keep(L->g, sizeof(uint32_t) * 3);
+    if (!xqd) return qnn_fail(L->be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
+    xqd[0] = S, xqd[1] = H, xqd[2] = D;
+    xq.v2.dimensions = xqd;
     uint32_t np = 2;
     if (R->neox) {
         const uint32_t z[3] = {0, 0, 0}, e1[3] = {S, H, h}, b2[3] = {0, 0, h}, e2[3] = {S, H, 2 * h}, e3[3] = {S, H, D};
@@ -153,20 +161,19 @@ npl_accel_status qnn_lower_rope(qnn_lw *L) {
         return qnn_node(L, "", "Concat", parts, np, &L->out, &ax, 1);
     }
     if (D % 2) return qnn_fail(L->be, NPL_ACCEL_ERR_SHAPE_MISMATCH, "qnn-htp: node '%s': interleaved Rope needs an even D", nm);
-    if (R->width) { /* f16: out = x * C + swap(x) * S', swap by an exact 0/1 FullyConnected */
-        uint16_t *pm = calloc((size_t)D * D, 2);
-        if (!pm) return qnn_fail(L->be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
-        for (uint32_t j = 0; j < 2 * h; j++) pm[(size_t)j * D + (j ^ 1u)] = 0x3c00u; /* row j takes x[j ^ 1] */
-        const uint32_t pd[2] = {D, D}, fd[2] = {S * H, D};
-        Qnn_Tensor_t w, sw, x2, s2, in[2];
-        st = qnn_const(L->g, nm, ".swapw", QNN_DATATYPE_FLOAT_16, NULL, 2, pd, pm, 2 * D * D, &w);
-        free(pm);
-        if (st || (st = mk(L, ".x2d", 2, fd, &x2)) || (st = qnn_node(L, ".x2d", "Reshape", &xq, 1, &x2, NULL, 0))) return st;
-        if ((st = mk(L, ".swap2d", 2, fd, &s2))) return st;
-        in[0] = x2, in[1] = w;
-        if ((st = qnn_node(L, ".swap2d", "FullyConnected", in, 2, &s2, NULL, 0))) return st;
+    if (R->width) { /* f16: out = x * C + swap(x) * S', swap a Gather of the last axis by static indices */
+        int32_t *ix = malloc(sizeof(int32_t) * D);
+        if (!ix) return qnn_fail(L->be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
+        for (uint32_t j = 0; j < D; j++) ix[j] = (int32_t)(j < 2 * h ? j ^ 1u : j); /* element j takes x[j ^ 1] */
         const uint32_t xd[3] = {S, H, D}; /* not x->dims: the hidden tensors above may have moved the records */
-        if ((st = mk(L, ".swap", 3, xd, &sw)) || (st = qnn_node(L, ".swap", "Reshape", &s2, 1, &sw, NULL, 0))) return st;
+        Qnn_Tensor_t idx, sw, in[2];
+        Qnn_Param_t ax = qnn_scalar("axis", QNN_DATATYPE_INT_32);
+        ax.scalarParam.i32 = 2;
+        st = qnn_const(L->g, nm, ".swapix", QNN_DATATYPE_INT_32, NULL, 1, &D, ix, 4 * D, &idx);
+        free(ix);
+        if (st || (st = mk(L, ".swap", 3, xd, &sw))) return st;
+        in[0] = xq, in[1] = idx;
+        if ((st = qnn_node(L, ".swap", "Gather", in, 2, &sw, &ax, 1))) return st;
         if ((st = bin(L, ".xc", "ElementWiseMultiply", xq, c, &a)) || (st = bin(L, ".ss", "ElementWiseMultiply", sw, s, &b)))
             return st;
         in[0] = a, in[1] = b;
