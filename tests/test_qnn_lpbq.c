@@ -19,7 +19,7 @@
  * the weights' blocks differ enough that r < 0.8, checked). A wrong block
  * scale order, a slice of wrong numbers (the HTP's shape bugs, qnn_lpbq.c) or
  * a lost multiplier gives errors of the output's own size and fails it.
- * The logits head stays per channel (requant.c's comment says why): the
+ * The logits head stays per channel (lower.c's weight_bytes says why): the
  * whole package's logits, run through the runner, must still be closer to the
  * CPU path than the per-channel package's. */
 #include <libgen.h>
