@@ -72,9 +72,10 @@ void npl_compile_summary(FILE *o, const npl_compile_report *r) {
     int n_graphs = 0;
     for (int si = 0; si < r->part->n_segs; si++)
         if (r->part->segs[si].keep) n_graphs += r->res[si].n_shapes;
-    /* what is not weights is QNN's per-graph data: it grows with the graphs'
-     * rows (measured: SmolLM2 weight-shared 1.049x at chunk 16, 1.161x at 128;
-     * a FullyConnected's weights are stored unpadded) */
+    /* what is not weights is QNN's per-graph data, which grows with the graphs'
+     * rows; a FullyConnected's weights are stored unpadded (docs/qnn-lpbq-shapes.md:
+     * SmolLM2 weight-shared at chunk 128 was 1.161x with the [S, H, D/2, 2]
+     * interleaved Rope, 1.059x without) */
     if (wbytes && p->weight_sharing && r->total_bin > wbytes)
         fprintf(o, "  binary     %.2f MiB beyond the weights over %d graphs (%.2f MiB per graph): graph data, which "
                 "grows with the chunk's rows, not padding\n", (double)(r->total_bin - wbytes) / 1048576.0, n_graphs,
