@@ -315,6 +315,66 @@ static void test_rope_attention(int hd, int nh, int nkv, int P, int window) {
     free(q); free(k); free(v); free(pos); free(kc); free(vc); free(qd); free(kd); free(sc);
 }
 
+/* Matmuls on the same activations next to each other (q, k, v: a group the
+ * session runs in one dispatch, npl_op_exec.exec_group) give each output the
+ * bits of its matmul run alone (npl_cpu_matmul) and the double reference's
+ * values; M = 1 and 3 take the grouped GEMV path, 20 the GEMM one by one. */
+static void test_matmul_group(int64_t M) {
+    enum { K = 512, NW = 3 };
+    static const npl_type wt[NW] = {NPL_TYPE_Q5_0, NPL_TYPE_Q8_0, NPL_TYPE_Q4_K};
+    static const int64_t wn[NW] = {96, 32, 64};
+    float *x = malloc(sizeof(float) * K * M), *wf[NW], *wd[NW];
+    void *wq[NW];
+    fill(x, K * M, 1.0f);
+    npl_graph *g = npl_graph_new();
+    int xi = input2(g, "x", NPL_TYPE_F32, K, M, x), wi[NW], y[NW];
+    for (int i = 0; i < NW; i++) {
+        size_t row;
+        CHECK(npl_row_size(wt[i], K, &row) == 0);
+        wf[i] = malloc(sizeof(float) * K * wn[i]);
+        wd[i] = malloc(sizeof(float) * K * wn[i]);
+        wq[i] = malloc(row * wn[i]);
+        fill(wf[i], K * wn[i], 1.0f);
+        for (int64_t n = 0; n < wn[i]; n++) {
+            npl_type_get(wt[i])->from_float(wf[i] + n * K, (char *)wq[i] + n * row, K);
+            npl_type_get(wt[i])->to_float((char *)wq[i] + n * row, wd[i] + n * K, K);
+        }
+        int64_t ne[2] = {K, wn[i]};
+        char name[8] = {'w', (char)('0' + i), 0};
+        wi[i] = npl_weight(g, name, wt[i], 2, ne, wq[i]);
+    }
+    for (int i = 0; i < NW; i++) y[i] = npl_matmul(g, wi[i], xi); /* consecutive: one group */
+    char err[256];
+    npl_graph_session *s = npl_graph_session_new(g, &be, pool, y, NW, err, sizeof(err));
+    CHECK(s != NULL);
+    npl_shape sx = {2, {K, M, 1, 1}};
+    CHECK(npl_graph_session_set_input(s, "x", x, &sx) == 0);
+    CHECK(npl_graph_session_run(s) == 0);
+    for (int i = 0; i < NW; i++) {
+        const npl_tensor *o = npl_graph_session_output(s, i);
+        npl_tensor tw = {wt[i], {2, {K, wn[i], 1, 1}}, wq[i]}, tx = {NPL_TYPE_F32, {2, {K, M, 1, 1}}, x};
+        float *alone = malloc(sizeof(float) * wn[i] * M);
+        npl_tensor ty = {NPL_TYPE_F32, {2, {wn[i], M, 1, 1}}, alone};
+        void *sc = malloc(npl_cpu_matmul_scratch(&tw, &tx) + 64);
+        CHECK(npl_cpu_matmul(&cc, pool, &tw, &tx, &ty, sc, err, sizeof(err)) == 0);
+        CHECK_EQ_INT(o->shape.ne[0], wn[i]);
+        CHECK(memcmp(o->data, alone, sizeof(float) * wn[i] * M) == 0);
+        double maxerr = 0;
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < wn[i]; n++) {
+                double ref = 0;
+                for (int64_t k = 0; k < K; k++) ref += (double)wd[i][n * K + k] * x[m * K + k];
+                maxerr = fmax(maxerr, fabs(ref - ((const float *)o->data)[m * wn[i] + n]));
+            }
+        CHECK(maxerr <= 0.007 * sqrt((double)K));
+        free(alone), free(sc);
+    }
+    npl_graph_session_free(s);
+    npl_graph_free(g);
+    for (int i = 0; i < NW; i++) free(wf[i]), free(wd[i]), free(wq[i]);
+    free(x);
+}
+
 /* A chain of ops whose intermediates die early must reuse arena memory. */
 static void test_arena_reuse(void) {
     enum { E = 256, R = 8 };
@@ -393,6 +453,9 @@ int main(void) {
         test_rope_attention(64, 4, 1, 9, 0);
         test_rope_attention(128, 8, 2, 37, 5);
         test_rope_attention(256, 4, 4, 20, 0);
+        test_matmul_group(1);
+        test_matmul_group(3);
+        test_matmul_group(20);
         test_arena_reuse();
         test_builder_errors();
     }

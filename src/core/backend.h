@@ -42,6 +42,12 @@ typedef struct {
     /* optional: scratch bytes needed for these shapes */
     size_t (*scratch)(const npl_exec_ctx *ctx);
     void (*destroy)(void *state);
+    /* optional: run n > 1 nodes of this op that come one after another in
+     * the session's order and read the same src[1] (a matmul's activations:
+     * q, k and v; gate and up) together, each ctx with its own scratch of
+     * scratch() bytes; returns 0 when done, 1 to have them run one by one
+     * (nothing written then), -1 with ctx[0].err filled */
+    int (*exec_group)(npl_exec_ctx *ctx, int n);
 } npl_op_exec;
 
 typedef struct npl_backend {

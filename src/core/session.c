@@ -7,9 +7,10 @@
 #include <string.h>
 
 #include "core/checked.h"
+#include "core/op_profile.h"
 #include "core/status.h"
 
-enum { MAX_PLANS = 32, ARENA_ALIGN = 64 };
+enum { MAX_PLANS = 32, ARENA_ALIGN = 64, GROUP_MAX = 4 };
 #define NO_OFFSET SIZE_MAX
 
 typedef struct {
@@ -28,6 +29,7 @@ struct npl_graph_session {
     int *outputs, n_outputs;
     unsigned char *needed;
     int *order, n_order;          /* needed non-leaf nodes, topological */
+    int *group;                   /* per order index: nodes run together from here (exec_group), 0 inside one */
     int *inputs, n_inputs;        /* needed INPUT nodes */
     void **bound;                 /* data per node for INPUT/STATE/WEIGHT */
     npl_shape *bound_shape;       /* current shape per INPUT */
@@ -85,6 +87,7 @@ void npl_graph_session_free(npl_graph_session *s) {
     free(s->outputs);
     free(s->needed);
     free(s->order);
+    free(s->group);
     free(s->inputs);
     free(s->bound);
     free(s->bound_shape);
@@ -114,6 +117,30 @@ static void fill_ctx(npl_graph_session *s, const plan *p, int id, npl_exec_ctx *
     }
     c->dst.type = nd->type;
     if (p) c->dst.shape = p->shapes[id];
+}
+
+/* Runs of nodes the backend executes together (npl_op_exec.exec_group):
+ * consecutive in the order, the same op, the same src[1] (no member an
+ * input of another). Consecutive, so no other node's output is allocated
+ * while a member's is written early, and src[1] stays live to the last. */
+static void find_groups(npl_graph_session *s) {
+    for (int k = 0; k < s->n_order; k++) s->group[k] = 1;
+    for (int k = 0; k < s->n_order;) {
+        const npl_node *nd = npl_graph_node(s->g, s->order[k]);
+        int n = 1;
+        if (s->be->ops[nd->op].exec_group && s->be->ops[nd->op].scratch && nd->n_src >= 2)
+            while (k + n < s->n_order && n < GROUP_MAX) {
+                const npl_node *nx = npl_graph_node(s->g, s->order[k + n]);
+                int ok = nx->op == nd->op && nx->n_src == nd->n_src && nx->src[1] == nd->src[1];
+                for (int j = 0; ok && j < nx->n_src; j++)
+                    for (int i = 0; i < n; i++) ok &= nx->src[j] != s->order[k + i];
+                if (!ok) break;
+                n++;
+            }
+        s->group[k] = n;
+        for (int i = 1; i < n; i++) s->group[k + i] = 0;
+        k += n;
+    }
 }
 
 npl_graph_session *npl_graph_session_new(const npl_graph *g, const npl_backend *be, npl_pool *pool,
@@ -172,6 +199,8 @@ npl_graph_session *npl_graph_session_new(const npl_graph *g, const npl_backend *
             s->order[s->n_order++] = i;
         }
     }
+    if (!(s->group = malloc(((size_t)s->n_order + 1) * sizeof(int)))) goto oom;
+    find_groups(s);
     for (int k = 0; k < s->n_order; k++) {
         int id = s->order[k];
         const npl_op_exec *ox = &be->ops[npl_graph_node(g, id)->op];
@@ -324,6 +353,15 @@ static int make_plan(npl_graph_session *s, plan *p) {
         if (ox->scratch) {
             size_t sc = ox->scratch(&c);
             if (sc > p->scratch_size) p->scratch_size = sc;
+            if (s->group[k] > 1) { /* a group: each member's scratch after the one before */
+                size_t sum = 0;
+                for (int i = 0; i < s->group[k]; i++) {
+                    npl_exec_ctx ci;
+                    fill_ctx(s, p, s->order[k + i], &ci);
+                    sum += (ox->scratch(&ci) + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+                }
+                if (sum > p->scratch_size) p->scratch_size = sum;
+            }
         }
         if (nd->op != NPL_OP_RESHAPE) {
             const npl_type_traits *tt = npl_type_get(nd->type);
@@ -409,6 +447,20 @@ static plan *select_plan(npl_graph_session *s) {
     return p;
 }
 
+/* c for node id with its inputs' and output's memory; -1 on an unbound input */
+static int bind_ctx(npl_graph_session *s, const plan *p, int id, npl_exec_ctx *c) {
+    const npl_graph *g = s->g;
+    const npl_node *nd = npl_graph_node(g, id);
+    fill_ctx(s, p, id, c);
+    for (int j = 0; j < nd->n_src; j++) {
+        int r = root_of(g, nd->src[j]);
+        c->src[j].data = p->offsets[r] != NO_OFFSET ? s->arena + p->offsets[r] : s->bound[r];
+        if (!c->src[j].data) return fail(s, "node %d (%s): input %d has no data (unbound state?)", id, npl_op_name(nd->op), j);
+    }
+    if (nd->op != NPL_OP_RESHAPE) c->dst.data = s->arena + p->offsets[id];
+    return 0;
+}
+
 int npl_graph_session_run(npl_graph_session *s) {
     s->err[0] = 0;
     plan *p = select_plan(s);
@@ -418,23 +470,44 @@ int npl_graph_session_run(npl_graph_session *s) {
         ensure(s, &s->scratch, &s->scratch_cap, p->scratch_size))
         return -1;
     const npl_graph *g = s->g;
-    for (int k = 0; k < s->n_order; k++) {
-        int id = s->order[k];
+#ifdef NPL_OP_PROFILE
+    int prof_on = 1; /* decode steps only: every input one row */
+    for (int i = 0; i < s->n_inputs; i++) prof_on &= s->bound_shape[s->inputs[i]].ne[0] == 1;
+    const double t_run = prof_start();
+#endif
+    for (int k = 0; k < s->n_order; k += s->group[k]) {
+        const int n = s->group[k], id = s->order[k];
         const npl_node *nd = npl_graph_node(g, id);
-        npl_exec_ctx c;
-        fill_ctx(s, p, id, &c);
-        for (int j = 0; j < nd->n_src; j++) {
-            int r = root_of(g, nd->src[j]);
-            c.src[j].data = p->offsets[r] != NO_OFFSET ? s->arena + p->offsets[r] : s->bound[r];
-            if (!c.src[j].data) return fail(s, "node %d (%s): input %d has no data (unbound state?)", id, npl_op_name(nd->op), j);
+        npl_exec_ctx c[GROUP_MAX];
+        size_t off = 0;
+        for (int i = 0; i < n; i++) {
+            if (bind_ctx(s, p, s->order[k + i], &c[i])) return -1;
+            if (n > 1) { /* each member its own scratch (make_plan) */
+                c[i].scratch = (char *)s->scratch + off;
+                off += (s->be->ops[nd->op].scratch(&c[i]) + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+            }
         }
         if (nd->op == NPL_OP_RESHAPE) continue;
-        c.dst.data = s->arena + p->offsets[id];
-        if (s->be->ops[nd->op].exec(&c) != 0) {
+#ifdef NPL_OP_PROFILE
+        const double t0 = prof_now();
+#endif
+        int rc = n > 1 ? s->be->ops[nd->op].exec_group(c, n) : 1;
+        for (int i = 0; rc == 1 && i < n; i++) { /* not as a group: one by one, the shared scratch each */
+            c[i].scratch = s->scratch;
+            if (s->be->ops[nd->op].exec(&c[i]) != 0) rc = -1;
+        }
+        if (rc == 1) rc = 0;
+        if (rc != 0) {
             if (!s->err[0]) fail(s, "node %d (%s) failed", id, npl_op_name(nd->op));
             return -1;
         }
+#ifdef NPL_OP_PROFILE
+        if (prof_on) prof_node(nd, c, n, t0);
+#endif
     }
+#ifdef NPL_OP_PROFILE
+    if (prof_on) prof_run(t_run);
+#endif
     for (int i = 0; i < s->n_outputs; i++) {
         int id = s->outputs[i], r = root_of(g, id);
         s->out_tensors[i].type = npl_graph_node(g, id)->type;

@@ -79,7 +79,10 @@ static size_t scratch_matmul(const npl_exec_ctx *c) { return npl_cpu_matmul_scra
 static int exec_matmul(npl_exec_ctx *c) {
     return npl_cpu_matmul(cpu(c), c->pool, &c->src[0], &c->src[1], &c->dst, c->scratch, c->err, c->errlen);
 }
-static const npl_op_exec cpu_matmul = {.exec = exec_matmul, .scratch = scratch_matmul};
+static int exec_group_matmul(npl_exec_ctx *c, int n) {
+    return npl_cpu_matmul_group(cpu(c), c->pool, c, n);
+}
+static const npl_op_exec cpu_matmul = {.exec = exec_matmul, .scratch = scratch_matmul, .exec_group = exec_group_matmul};
 
 /* ---- elementwise ---- */
 static void add_row(const npl_exec_ctx *c, int64_t r) {

@@ -31,5 +31,8 @@ void npl_cpu_backend_init(npl_backend *be, npl_cpu_ctx *ctx, npl_isa isa);
 int npl_cpu_matmul(const npl_cpu_ctx *cc, npl_pool *pool, const npl_tensor *w, const npl_tensor *x,
                    npl_tensor *y, void *scratch, char *err, size_t errlen);
 size_t npl_cpu_matmul_scratch(const npl_tensor *w, const npl_tensor *x);
+/* n matmul nodes on the same activations in one dispatch where the kernels
+ * allow it (npl_matmul_kernel_group): 0 done, 1 run them one by one. */
+int npl_cpu_matmul_group(const npl_cpu_ctx *cc, npl_pool *pool, npl_exec_ctx *c, int n);
 
 #endif

@@ -26,3 +26,15 @@ int npl_cpu_matmul(const npl_cpu_ctx *cc, npl_pool *pool, const npl_tensor *w, c
     const npl_matmul_kernel_args a = args_of(w, x, y, cc->no_gfni);
     return npl_matmul_kernel(cc->isa, pool, &a, scratch, err, errlen);
 }
+
+int npl_cpu_matmul_group(const npl_cpu_ctx *cc, npl_pool *pool, npl_exec_ctx *c, int n) {
+    npl_matmul_kernel_args a[NPL_MATMUL_GROUP_MAX];
+    void *scratch[NPL_MATMUL_GROUP_MAX];
+    if (n > NPL_MATMUL_GROUP_MAX) return 1;
+    for (int i = 0; i < n; i++) {
+        if (c[i].src[1].type != NPL_TYPE_F32) return 1;
+        a[i] = args_of(&c[i].src[0], &c[i].src[1], &c[i].dst, cc->no_gfni);
+        scratch[i] = c[i].scratch;
+    }
+    return npl_matmul_kernel_group(cc->isa, pool, a, n, scratch);
+}

@@ -134,6 +134,55 @@ size_t npl_matmul_kernel_scratch(npl_type wtype, int64_t k, int64_t m) {
     return total;
 }
 
+/* ---- several matrices on one activation (q, k, v; gate, up) in one dispatch ---- */
+
+typedef struct {
+    mm_job *j;
+    int n;
+} mm_group;
+
+/* Threads go through the members in order, each taking chunks as gemv_rows
+ * does: a member's last chunks overlap the next member's first ones instead
+ * of every thread waiting for the slowest at each member's end. */
+static void group_rows(void *arg, int ith, int nth) {
+    const mm_group *g = arg;
+    for (int i = 0; i < g->n; i++) gemv_rows(&g->j[i], ith, nth);
+}
+
+int npl_matmul_kernel_group(npl_isa isa, npl_pool *pool, const npl_matmul_kernel_args *a, int n, void *const *scratch) {
+    const npl_kernels *kt = npl_kernels_get(isa);
+    isa = kt->isa;
+    mm_job j[NPL_MATMUL_GROUP_MAX];
+    if (n < 2 || n > NPL_MATMUL_GROUP_MAX) return 1;
+    for (int i = 0; i < n; i++) { /* the decode GEMV path for every member, else one by one */
+        const npl_type_traits *t = npl_type_get(a[i].wtype);
+        if (!t || !kt->vec_dot[a[i].wtype] || t->vec_dot_type == NPL_TYPE_F32 || !kt->quantize_row[t->vec_dot_type] ||
+            a[i].m * a[i].k > INLINE_QUANT || !gemv_for(isa, !a[i].no_gfni, a[i].wtype, a[i].m, a[i].k) ||
+            npl_row_size(a[i].wtype, a[i].k, &(size_t){0}) || npl_row_size(t->vec_dot_type, a[i].k, &(size_t){0}))
+            return 1;
+    }
+    for (int i = 0; i < n; i++) { /* what npl_matmul_kernel does before its GEMV dispatch */
+        mm_job *ji = &j[i];
+        *ji = (mm_job){.kt = kt, .a = &a[i]};
+        ji->k = a[i].k;
+        ji->n = a[i].n;
+        ji->m = a[i].m;
+        npl_row_size(a[i].wtype, ji->k, &ji->w_row);
+        npl_row_size(npl_type_get(a[i].wtype)->vec_dot_type, ji->k, &ji->xq_row);
+        ji->xq_out = scratch[i];
+        ji->xq = scratch[i];
+        ji->gemv = gemv_for(isa, !a[i].no_gfni, a[i].wtype, ji->m, ji->k);
+        ji->gx_mem = (char *)scratch[i] + ji->xq_row * (size_t)ji->m;
+        quantize_rows(ji, 0, 1);
+        atomic_init(&ji->next, 0);
+        ji->nth = npl_pool_size(pool);
+        ji->chunk_max = CHUNK_ROWS / ji->m > ROW_BLOCK ? CHUNK_ROWS / ji->m & ~(int64_t)(ROW_BLOCK - 1) : ROW_BLOCK;
+    }
+    mm_group g = {j, n};
+    npl_pool_run(pool, group_rows, &g);
+    return 0;
+}
+
 int npl_matmul_kernel(npl_isa isa, npl_pool *pool, const npl_matmul_kernel_args *a, void *scratch, char *err,
                       size_t errlen) {
     const npl_type_traits *t = npl_type_get(a->wtype);

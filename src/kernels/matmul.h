@@ -34,4 +34,13 @@ size_t npl_matmul_kernel_scratch(npl_type wtype, int64_t k, int64_t m);
 int npl_matmul_kernel(npl_isa isa, npl_pool *pool, const npl_matmul_kernel_args *a, void *scratch, char *err,
                       size_t errlen);
 
+/* Up to NPL_MATMUL_GROUP_MAX matmuls (same activation rows, as q, k and v
+ * or gate and up; any weight types) in one pool dispatch, when every member
+ * takes the decode GEMV path: each row gets the bits npl_matmul_kernel gives
+ * it (same quantizer, same kernel), only the dispatches are fewer. scratch[i]:
+ * member i's npl_matmul_kernel_scratch. Returns 0 when done, 1 when the
+ * members must run one by one (nothing written then). */
+enum { NPL_MATMUL_GROUP_MAX = 4 };
+int npl_matmul_kernel_group(npl_isa isa, npl_pool *pool, const npl_matmul_kernel_args *a, int n, void *const *scratch);
+
 #endif
