@@ -239,6 +239,10 @@ npl_accel_status qnn_add_graph(npl_accel_context *c, const char *name, qnn_graph
 void qnn_graph_free(qnn_graph *g);
 void qnn_tensor_release(qnn_tensor *t);
 qnn_tensor *qnn_context_append_tensor(npl_accel_context *c);
+/* A static tensor derived from another, by name (malloc'd; this takes it):
+ * found, *t = NULL and *out its id; or a new entry *t named name for the
+ * caller to fill and then make c->n_t++ (appending may move c->t). */
+npl_accel_status qnn_derived_tensor(npl_accel_context *c, char *name, npl_accel_tensor_id *out, qnn_tensor **t);
 /* tensor_create's checks and record (g NULL: a context tensor). */
 npl_accel_status qnn_new_tensor(npl_accel_context *c, qnn_graph *g, const npl_accel_tensor_desc *d, npl_accel_tensor_id *out);
 

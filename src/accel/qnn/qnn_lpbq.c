@@ -74,17 +74,9 @@ npl_accel_status qnn_weight_rows(npl_accel_context *c, npl_accel_tensor_id id, u
     char *name = malloc(strlen(c->t[id].name) + 32);
     if (!name) return qnn_fail(be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
     sprintf(name, "%s.n%u_%u", c->t[id].name, n0, n);
-    for (uint32_t i = 0; i < c->n_t; i++)
-        if (!strcmp(c->t[i].name, name)) {
-            free(name);
-            *out = i;
-            return NPL_ACCEL_OK;
-        }
-    qnn_tensor *t = qnn_context_append_tensor(c); /* may move c->t */
-    if (!t) {
-        free(name);
-        return qnn_fail(be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
-    }
+    qnn_tensor *t;
+    npl_accel_status st = qnn_derived_tensor(c, name, out, &t);
+    if (st != NPL_ACCEL_OK || !t) return st;
     const qnn_tensor *w = &c->t[id];
     const uint32_t K = w->dims[1];
     const uint64_t row = (uint64_t)K * qnn_elem_bytes(w->dtype);

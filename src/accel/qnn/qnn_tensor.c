@@ -211,6 +211,21 @@ npl_accel_status qnn_static_tensor(qnn_graph *g, const char *name, uint32_t qdt,
     return NPL_ACCEL_OK;
 }
 
+npl_accel_status qnn_derived_tensor(npl_accel_context *c, char *name, npl_accel_tensor_id *out, qnn_tensor **t) {
+    *t = NULL;
+    for (uint32_t i = 0; i < c->n_t; i++)
+        if (!strcmp(c->t[i].name, name)) {
+            free(name);
+            *out = i;
+            return NPL_ACCEL_OK;
+        }
+    if (!(*t = qnn_context_append_tensor(c))) {
+        free(name);
+        return qnn_fail(c->be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
+    }
+    return NPL_ACCEL_OK;
+}
+
 /* QNN's FullyConnected wants its weight as [N, K] with the scales on axis 0.
  * A MatMul weight [K, N] gets a transposed copy, a STATIC context record
  * "<name>.nk" made once and shared by every graph that uses the weight. */
@@ -219,18 +234,10 @@ npl_accel_status qnn_weight_nk(npl_accel_context *c, npl_accel_tensor_id id, npl
     char *name = malloc(strlen(c->t[id].name) + 4);
     if (!name) return qnn_fail(be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
     strcpy(name, c->t[id].name), strcat(name, ".nk");
-    for (uint32_t i = 0; i < c->n_t; i++)
-        if (!strcmp(c->t[i].name, name)) {
-            free(name);
-            *out = i;
-            return NPL_ACCEL_OK;
-        }
-    qnn_tensor *t = qnn_context_append_tensor(c); /* may move c->t */
+    qnn_tensor *t;
+    npl_accel_status st = qnn_derived_tensor(c, name, out, &t);
+    if (st != NPL_ACCEL_OK || !t) return st;
     const qnn_tensor *w = &c->t[id];
-    if (!t) {
-        free(name);
-        return qnn_fail(be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
-    }
     const uint32_t K = w->dims[0], N = w->dims[1];
     const uint64_t es = qnn_elem_bytes(w->dtype);
     *t = *w;
@@ -282,17 +289,9 @@ npl_accel_status qnn_static_as(npl_accel_context *c, npl_accel_tensor_id id, npl
     char *name = malloc(strlen(c->t[id].name) + 5);
     if (!name) return qnn_fail(be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
     strcpy(name, c->t[id].name), strcat(name, sfx);
-    for (uint32_t i = 0; i < c->n_t; i++)
-        if (!strcmp(c->t[i].name, name)) {
-            free(name);
-            *out = i;
-            return NPL_ACCEL_OK;
-        }
-    qnn_tensor *t = qnn_context_append_tensor(c); /* may move c->t */
-    if (!t) {
-        free(name);
-        return qnn_fail(be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
-    }
+    qnn_tensor *t;
+    npl_accel_status st = qnn_derived_tensor(c, name, out, &t);
+    if (st != NPL_ACCEL_OK || !t) return st;
     const qnn_tensor *w = &c->t[id];
     const uint64_t n = w->bytes / qnn_elem_bytes(w->dtype);
     *t = *w;
