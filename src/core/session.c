@@ -123,6 +123,8 @@ static void fill_ctx(npl_graph_session *s, const plan *p, int id, npl_exec_ctx *
  * consecutive in the order, the same op, the same src[1] (no member an
  * input of another). Consecutive, so no other node's output is allocated
  * while a member's is written early, and src[1] stays live to the last. */
+static int root_of(const npl_graph *g, int id);
+
 static void find_groups(npl_graph_session *s) {
     for (int k = 0; k < s->n_order; k++) s->group[k] = 1;
     for (int k = 0; k < s->n_order;) {
@@ -131,7 +133,10 @@ static void find_groups(npl_graph_session *s) {
         if (s->be->ops[nd->op].exec_group && s->be->ops[nd->op].scratch && nd->n_src >= 2)
             while (k + n < s->n_order && n < GROUP_MAX) {
                 const npl_node *nx = npl_graph_node(s->g, s->order[k + n]);
-                int ok = nx->op == nd->op && nx->n_src == nd->n_src && nx->src[1] == nd->src[1];
+                /* src[0] a WEIGHT: bound memory, which a member's output cannot take over */
+                int ok = nx->op == nd->op && nx->n_src == nd->n_src && nx->src[1] == nd->src[1] &&
+                         npl_graph_node(s->g, root_of(s->g, nx->src[0]))->op == NPL_OP_WEIGHT &&
+                         npl_graph_node(s->g, root_of(s->g, nd->src[0]))->op == NPL_OP_WEIGHT;
                 for (int j = 0; ok && j < nx->n_src; j++)
                     for (int i = 0; i < n; i++) ok &= nx->src[j] != s->order[k + i];
                 if (!ok) break;
