@@ -11,11 +11,14 @@
 #include "check.h"
 #include "llm/runner.h"
 
-static double package_compare(npl_runner *cpu, npl_runner *pkg, int n, int n_dec, int n_vocab, int mul, int add) {
+/* Runs the prompt and the decode steps on both; adds to *worst the largest
+ * |difference| (NaN counts as the worst) and, when se is given, to *se the
+ * squared differences and to *ss the CPU logits' squares. */
+static inline void package_diff(npl_runner *cpu, npl_runner *pkg, int n, int n_dec, int n_vocab, int mul, int add, double *worst,
+                                double *se, double *ss) {
     char err[512];
     int32_t *tok = malloc(sizeof(int32_t) * (size_t)(n + n_dec));
     float *a = malloc(sizeof(float) * (size_t)n_vocab);
-    double worst = 0;
     for (int i = 0; i < n + n_dec; i++) tok[i] = (int32_t)((i * mul + add) % n_vocab);
     for (int step = 0; step <= n_dec; step++) {
         int len = step ? 1 : n, pos0 = step ? n + step - 1 : 0;
@@ -31,11 +34,17 @@ static double package_compare(npl_runner *cpu, npl_runner *pkg, int n, int n_dec
         }
         for (int v = 0; v < n_vocab; v++) {
             double d = fabs((double)a[v] - (double)lb[v]);
-            if (!(d <= worst)) worst = d;
+            if (!(d <= *worst)) *worst = d;
+            if (se) *se += d * d, *ss += (double)a[v] * a[v];
         }
     }
     free(a);
     free(tok);
+}
+
+static inline double package_compare(npl_runner *cpu, npl_runner *pkg, int n, int n_dec, int n_vocab, int mul, int add) {
+    double worst = 0;
+    package_diff(cpu, pkg, n, n_dec, n_vocab, mul, add, &worst, NULL, NULL);
     return worst;
 }
 #endif

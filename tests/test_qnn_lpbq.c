@@ -29,6 +29,7 @@
 #include "compiler/compiler.h"
 #include "format/gguf.h"
 #include "llm/runner.h"
+#include "package_compare.h"
 #include "test_qnn_common.h"
 
 static char pdir[1024];
@@ -99,26 +100,8 @@ static void weight_errs(const char *model, double *ec, double *eb) {
 
 /* relative RMS of the package's logits against the CPU path's over prompts of 5 and 11 tokens plus 2 decode steps */
 static double logits_err(npl_runner *cpu, npl_runner *pkg, int n_vocab) {
-    char err[512];
-    double se = 0, ss = 0;
-    float *a = malloc(sizeof(float) * (size_t)n_vocab);
-    int32_t tok[16];
-    for (int c = 0; c < 2; c++) {
-        const int n = c ? 11 : 5;
-        for (int i = 0; i < n + 2; i++) tok[i] = (int32_t)((i * 37 + 11 + c) % n_vocab);
-        for (int step = 0; step <= 2; step++) {
-            const int len = step ? 1 : n, pos0 = step ? n + step - 1 : 0;
-            const float *la = npl_runner_forward(cpu, tok + pos0, len, pos0, 1, err, sizeof err);
-            CHECK(la != NULL);
-            if (!la) break;
-            memcpy(a, la, sizeof(float) * (size_t)n_vocab);
-            const float *lb = npl_runner_forward(pkg, tok + pos0, len, pos0, 1, err, sizeof err);
-            CHECK(lb != NULL);
-            if (!lb) break;
-            for (int v = 0; v < n_vocab; v++) se += ((double)a[v] - lb[v]) * ((double)a[v] - lb[v]), ss += (double)a[v] * a[v];
-        }
-    }
-    free(a);
+    double worst = 0, se = 0, ss = 0;
+    for (int c = 0; c < 2; c++) package_diff(cpu, pkg, c ? 11 : 5, 2, n_vocab, 37, 11 + c, &worst, &se, &ss);
     return sqrt(se / (ss > 0 ? ss : 1));
 }
 
