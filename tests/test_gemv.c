@@ -127,15 +127,25 @@ static void check_kernel(npl_type t, const npl_kernels *kt, const npl_gemv_kerne
     /* q4_1: AVX2's GEMV and vec_dot at every x86 ISA */
     const int same_as_dot = kt->isa == NPL_ISA_AVX2 || t == NPL_TYPE_Q4_1, x86_wide = kt->isa >= NPL_ISA_AVX512;
 #endif
-    if (same_as_dot) {
-        int same = 1;
+    /* and AVX2's q4_0 / q5_0 / q8_0 take plain C's steps: the generic bits */
+#if defined(__x86_64__) || defined(__i386__)
+    const int same_as_generic = kt->isa == NPL_ISA_AVX2 && (t == NPL_TYPE_Q4_0 || t == NPL_TYPE_Q5_0 || t == NPL_TYPE_Q8_0);
+#else
+    const int same_as_generic = 0;
+#endif
+    const npl_kernels *gen = npl_kernels_get(NPL_ISA_GENERIC);
+    if (same_as_dot || same_as_generic) {
+        int same = 1, same_gen = 1;
         for (int c = 0; c < m; c++)
             for (int r = 0; r < n; r++) {
-                float one = NAN;
+                float one = NAN, g = NAN;
                 kt->vec_dot[t](k, &one, (char *)p.wq + r * p.w_row, (char *)p.xq + (c0 + c) * p.x_row);
+                gen->vec_dot[t](k, &g, (char *)p.wq + r * p.w_row, (char *)p.xq + (c0 + c) * p.x_row);
                 same &= !memcmp(&one, &y[(size_t)c * n + r], sizeof one);
+                same_gen &= !memcmp(&g, &y[(size_t)c * n + r], sizeof g);
             }
-        CHECK(same);
+        if (same_as_dot) CHECK(same);
+        if (same_as_generic) CHECK(same_gen);
     }
 
     /* the AVX-512 and AMX GEMVs keep their family's GEMM order: the GEMM

@@ -51,6 +51,34 @@ static inline __m256i avx2_bits32(const uint8_t *p) {
     return _mm256_cmpeq_epi8(b, _mm256_set1_epi64x(-1));
 }
 
+/* q4_0 / q5_0 / q8_0 (and q4_1's d term) take one float step per 32-block
+ * and row on the block's exact int32 total, as the plain C kernels do:
+ * acc + (float)total * dw * dx, blocks in order. opaque() keeps the compiler
+ * from contracting the product and the add into an fma (-ffp-contract=fast
+ * with -mfma), which would round once less than plain C. */
+static inline float avx2_opaque_f32(float v) {
+    __asm__("" : "+x"(v));
+    return v;
+}
+static inline __m128 avx2_opaque_ps128(__m128 v) {
+    __asm__("" : "+x"(v));
+    return v;
+}
+static inline __m256 avx2_opaque_ps(__m256 v) {
+    __asm__("" : "+x"(v));
+    return v;
+}
+static inline float avx2_block_step(float acc, int32_t total, float dw, float dx) {
+    return acc + avx2_opaque_f32((float)total * dw * dx);
+}
+
+static inline int32_t avx2_hsum_i32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+
 /* Sum of u8*i8 products in groups of 4, as 8 int32. maddubs saturates each
  * pair sum at int16: safe for u8 <= 128 against |i8| <= 127. */
 static inline __m256i avx2_dot_u8i8_i32(__m256i u, __m256i s) {
@@ -60,9 +88,10 @@ static inline __m256 avx2_dot_u8i8_f32(__m256i u, __m256i s) {
     return _mm256_cvtepi32_ps(avx2_dot_u8i8_i32(u, s));
 }
 /* Signed x signed: move x's sign onto y so maddubs sees |x| unsigned. */
-static inline __m256 avx2_dot_i8_f32(__m256i x, __m256i y) {
-    return avx2_dot_u8i8_f32(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+static inline __m256i avx2_dot_i8_i32(__m256i x, __m256i y) {
+    return avx2_dot_u8i8_i32(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
 }
+static inline __m256 avx2_dot_i8_f32(__m256i x, __m256i y) { return _mm256_cvtepi32_ps(avx2_dot_i8_i32(x, y)); }
 
 /* q4_K / q5_K 12-byte scales -> 16 bytes [scale 0-7 | min 0-7], in
  * registers (a scalar unpack through memory stalls on store forwarding).

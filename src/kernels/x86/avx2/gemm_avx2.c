@@ -4,22 +4,32 @@
  * It computes what the AVX2 vec_dot kernels (vec_dot_avx2.c,
  * vec_dot_avx2_k.c) compute, bit for bit, as does the AVX2 GEMV that decode
  * and small batches take (gemv_avx2.c), so a row inside a prefill batch gets
- * decode's bits: chunked prefill equals unchunked. Per (weight row, activation row) it keeps
- * vec_dot's float accumulators — 8 lanes of 4-element integer sums scaled by
- * dw * dx per block (two accumulators for q4_0 / q8_0, even and odd blocks),
- * per super-block for the k-quants (sub-block scales inside madd, q4_K's
- * mins in a 4-lane accumulator) — and its final horizontal sums.
+ * decode's bits: chunked prefill equals unchunked.
  *
- * Weights are decoded 8 rows at a time into a panel on the stack (quants in
- * element order and the rows' scales) and reused by every activation row,
- * two activation rows per pass so each weight load serves both. maddubs
- * saturates a pair of u8 x i8 products at int16, so its unsigned side stays
- * small: q4_0 / q5_0 keep w signed against x + 128 (packed so), and the
- * panel holds 128 x the 4-element sums of w to take off in the int32 lanes;
- * q6_K stores u = w + 32 (32 x the activation's group sums, from Q8_K's
- * bsums, taken off); q8_0 keeps its signed quants as maddubs(|w|, sign(x, w)),
- * as vec_dot does. Integer lanes are exact, so any of these gives vec_dot's
- * int32 lanes, and the float steps are vec_dot's.
+ * q4_0 / q5_0 / q8_0: per (weight row, activation row, 32-block) the exact
+ * int32 total, then the plain C step acc = acc + (float)total * dw * dx,
+ * blocks in order (so these equal the plain C kernels too). The panel keeps
+ * each block as 8 vectors, vector g holding elements 4g..4g+3 of the 8 rows
+ * side by side (row j in int32 lane j), and an activation's 4 bytes are
+ * broadcast against it: maddubs + madd give the 8 rows' sums in 8 lanes, so
+ * there is no horizontal sum, and one float step serves 8 rows. q4_0 / q5_0
+ * add a block's 8 maddubs results in int16 lanes (16 elements each) onto
+ * -128 x their sums of w (cw): the adds wrap, but the lanes end at the exact
+ * sums of x . w, which fit (|x| <= 127, |w| <= 16: at most 32512), so one
+ * madd gives the totals.
+ *
+ * q4_K / q6_K keep vec_dot's float accumulators per (weight row, activation
+ * row): 8 lanes of integer sums per super-block (sub-block scales inside
+ * madd, q4_K's mins in a 4-lane accumulator) and its final horizontal sums.
+ *
+ * Weights are decoded 8 rows at a time into a panel on the stack and reused
+ * by every activation row. maddubs saturates a pair of u8 x i8 products at
+ * int16, so its unsigned side stays small: q4_0 / q5_0 keep w signed against
+ * x + 128 (packed so), and the panel holds 128 x each row's block sum of w
+ * to take off; q6_K stores u = w + 32 (32 x the activation's group sums,
+ * from Q8_K's bsums, taken off); q8_0 keeps its signed quants as
+ * maddubs(|w|, sign(x, w)). Integer lanes are exact, so any of these gives
+ * the exact sums.
  *
  * Activation layout (npl_gemm_x): quants in element order, a scale per group
  * of 16, and in the sum array Q8_K's int16 bsums (k-quants). */
@@ -51,7 +61,7 @@ typedef struct {
                        (q4_K: the block's, broadcast here, so the kernel's madd
                        takes it from memory instead of a broadcast per pair) */
     int16_t *aux;   /* k-quants: [kp / 256][R][16] q6_K: the 16 group scales; q4_K: the 8 mins */
-    __m256i *cw;    /* q4_0 / q5_0: [kp / 32][R] 128 x the 4-element sums of w, per lane */
+    __m256i *cw;    /* q4_0 / q5_0: [kp / 32] -128 x sums of w per int16 lane (interleave) */
 } panel;
 
 /* where row j keeps block b's 32 values u, or its 16 pair scales */
@@ -64,7 +74,6 @@ typedef struct {
     decode_fn dec;
     int offset;   /* u = w + offset: q6_K 32 (taken off through the bsums); 0 for the rest */
     int is_signed, kquant, has_min;
-    int two_acc;  /* vec_dot sums even and odd blocks apart (q4_0, q8_0) */
     int xbias;    /* signed w against x + 128 (q4_0, q5_0; offset then unused) */
 } wtype;
 
@@ -73,11 +82,37 @@ typedef struct {
 static inline void put_scale(const panel *p, int j, int64_t b, float d) { p->dw[b * R + j] = d; }
 
 /* q4_0 / q5_0 keep w signed (the activations are stored as x + 128,
- * unsigned, for maddubs): the correction 128 x sum(w) per lane is the
- * weights' own, made here once per panel rather than once per activation row */
-static void put_signed(const panel *p, int j, int64_t b, __m256i w) {
-    _mm256_store_si256((__m256i *)u_at(p, j, b), w);
-    p->cw[b * R + j] = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8((char)0x80), w), _mm256_set1_epi16(1));
+ * unsigned, for maddubs); the correction 128 x sum(w) is made per panel
+ * (interleave) rather than per activation row */
+static void put_signed(const panel *p, int j, int64_t b, __m256i w) { _mm256_store_si256((__m256i *)u_at(p, j, b), w); }
+
+/* The 32-blocks' panel layout: the 8 rows x 8 int32 of a block transposed,
+ * so vector g holds elements 4g..4g+3 of row j in lane j; and, for the
+ * signed types, cw[b] = -128 x the sums of w that the int16 lanes of the
+ * block's maddubs results take (int16 lanes 2j, 2j + 1: row j), wrapping. */
+static void interleave(const panel *p, int64_t nb, int xbias) {
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i *v = (__m256i *)u_at(p, 0, b), r[R], t[R];
+        for (int j = 0; j < R; j++) r[j] = _mm256_load_si256(v + j);
+        for (int j = 0; j < R; j += 2) t[j] = _mm256_unpacklo_epi32(r[j], r[j + 1]), t[j + 1] = _mm256_unpackhi_epi32(r[j], r[j + 1]);
+        for (int j = 0; j < R; j += 4)
+            for (int h = 0; h < 2; h++)
+                r[j + h] = _mm256_unpacklo_epi64(t[j + h], t[j + h + 2]), r[j + h + 2] = _mm256_unpackhi_epi64(t[j + h], t[j + h + 2]);
+        /* r[0..3]: rows 0-3 in 128-bit halves by group (0,4), (2,6), (1,5), (3,7); r[4..7] rows 4-7 */
+        static const int gi[4] = {0, 2, 1, 3};
+        __m256i cw = _mm256_setzero_si256();
+        for (int q = 0; q < 4; q++) {
+            const __m256i lo = _mm256_permute2x128_si256(r[q], r[q + 4], 0x20), hi = _mm256_permute2x128_si256(r[q], r[q + 4], 0x31);
+            _mm256_store_si256(v + gi[q], lo);
+            _mm256_store_si256(v + gi[q] + 4, hi);
+            if (xbias) {
+                const __m256i m = _mm256_set1_epi8((char)0x80);
+                cw = _mm256_sub_epi16(cw, _mm256_maddubs_epi16(m, lo));
+                cw = _mm256_sub_epi16(cw, _mm256_maddubs_epi16(m, hi));
+            }
+        }
+        if (xbias) p->cw[b] = cw;
+    }
 }
 
 static void decode_q4_0(const void *row, int64_t k, const panel *p, int j) {
@@ -150,8 +185,6 @@ static void zero_row(const panel *p, int j, const wtype *t) {
     for (int64_t b = 0; b < p->kp / 32; b++) memset(u_at(p, j, b), 0, 32);
     if (!t->kquant) {
         for (int64_t b = 0; b < p->kp / 32; b++) p->dw[b * R + j] = 0;
-        if (t->xbias)
-            for (int64_t b = 0; b < p->kp / 32; b++) p->cw[b * R + j] = _mm256_setzero_si256();
         return;
     }
     for (int64_t b = 0; b < p->kp / 32; b++) memset(sc_at(p, j, b), 0, 32);
@@ -196,73 +229,49 @@ static void fill_as(int kind, int8_t *qs, float *d, float *sum, const void *xq, 
     else fill_q8_0(qs, d, xq, k, kp, kind == X_Q8_0_BIASED);
 }
 
-/* ---- the kernels: panel rows against NX = 1 or 2 activation rows ----
+/* ---- the kernels ----
  *
- * Two activation rows share each weight load and each row's pass over the
- * panel; vec_dot's accumulators stay per (weight row, activation row). */
-
-/* QNX activation rows x QNW weight rows per pass, settable with -D for tuning:
- * 1 x 8, 2 x 4 and 3 x 2 measured on Zen 3, 2 x 4 the fastest. */
-#ifndef QNX
-#define QNX 2
+ * q4_0 / q5_0 / q8_0: the 8 panel rows against QX activation rows per pass
+ * (each weight load serves them all; measured on Zen 3, settable with -D). */
+#ifndef QX
+#define QX 4
 #endif
-#ifndef QNW
-#define QNW 4
-#endif
-enum { NXM = QNX > 2 ? QNX : 2 };
+enum { NXM = 2 }; /* k-quants: activation rows per pass */
 
-/* An activation row's rows' dw * dx per block for the q*_0 kernel, once per
- * panel and row rather than per weight row. The kernel broadcasts them from
- * memory; rows_with makes them one activation-row pair ahead, so those loads
- * read lines stored long before, not a store still in flight. */
-INLINE void prep_block(const panel *p, int64_t b, xrow x, float *sc) {
-    _mm256_store_ps(sc + b * R, _mm256_mul_ps(_mm256_loadu_ps(p->dw + b * R), _mm256_set1_ps(x.d[2 * b])));
-}
-INLINE void prep_x(const panel *p, int64_t nb, xrow x, float *sc) {
-    for (int64_t b = 0; b < nb; b++) prep_block(p, b, x, sc);
-}
-
-/* one block of NW rows x NX activation rows into acc (vec_dot's lanes, scaled by dw * dx) */
-INLINE void dot_block(const wtype *t, const panel *p, int q0, const int NW, const int NX, int64_t b, const xrow *x,
-                      float *const *sc, __m256 acc[NXM][8]) {
+/* The 8 panel rows against NX activation rows: out[c] = the rows' results,
+ * per block acc = acc + (float)total * dw * dx (plain C's order). */
+INLINE void dot_panel_q0(const wtype *t, const panel *p, const int NX, const xrow *x, __m256 *out) {
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256i xv[NXM];
-    for (int c = 0; c < NX; c++) xv[c] = _mm256_load_si256((const __m256i *)(x[c].qs + 32 * b));
-    for (int r = 0; r < NW; r++) {
-        const __m256i w = _mm256_load_si256((const __m256i *)u_at(p, q0 + r, b));
-        const __m256i aw = t->is_signed ? _mm256_sign_epi8(w, w) : w;
+    __m256 acc[QX];
+    for (int c = 0; c < NX; c++) acc[c] = _mm256_setzero_ps();
+    const int64_t nb = x[0].k / 32;
+    const uint8_t *wb = p->u;
+    for (int64_t b = 0; b < nb; b++, wb += R * 32) {
+        __m256i s[QX], s32[QX];
+        for (int g = 0; g < 8; g++) {
+            const __m256i w = _mm256_load_si256((const __m256i *)(wb + 32 * g));
+            const __m256i aw = t->is_signed ? _mm256_sign_epi8(w, w) : w;
+            for (int c = 0; c < NX; c++) {
+                int32_t x4;
+                memcpy(&x4, x[c].qs + 32 * b + 4 * g, sizeof x4);
+                const __m256i xb = _mm256_set1_epi32(x4);
+                if (t->is_signed) { /* q8_0: |w| . sign(x, w), pair sums do not fit twice in int16 */
+                    const __m256i v = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xb, w)), ones);
+                    s32[c] = g ? _mm256_add_epi32(s32[c], v) : v;
+                } else { /* (x + 128) . w from -128 sum(w) in int16, then madd */
+                    s[c] = _mm256_add_epi16(g ? s[c] : p->cw[b], _mm256_maddubs_epi16(xb, w));
+                    __asm__("" : "+x"(s[c])); /* in order: gcc would make all 32 products first, and spill */
+                    if (g == 7) s32[c] = _mm256_madd_epi16(s[c], ones);
+                }
+            }
+        }
+        const __m256 dw = _mm256_load_ps(p->dw + b * R);
         for (int c = 0; c < NX; c++) {
-            /* q4_0 / q5_0: (x + 128) . w - 128 sum(w); q8_0: |w| . sign(x, w) (|w| reaches 128) */
-            const __m256i li = t->is_signed ? _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv[c], w)), ones)
-                                            : _mm256_sub_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(xv[c], w), ones), p->cw[b * R + q0 + r]);
-            acc[c][r] = _mm256_fmadd_ps(_mm256_broadcast_ss(sc[c] + b * R + q0 + r), _mm256_cvtepi32_ps(li), acc[c][r]);
+            const __m256 f = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(s32[c]), dw), _mm256_broadcast_ss(x[c].d + 2 * b));
+            acc[c] = _mm256_add_ps(acc[c], avx2_opaque_ps(f)); /* no fma: plain C rounds the product */
         }
     }
-}
-
-/* q4_0 / q5_0 / q8_0: dot_qX_0_q8_0's arithmetic, NW rows (2 with two
- * accumulators per row, even and odd blocks, taken in pairs so all stay in
- * registers; 4 with one) */
-INLINE void dot_rows(const wtype *t, const panel *p, int q0, const int NW, const int NX, int64_t k, const xrow *x,
-                     float *const *sc, int np, const xrow *nx, float *const *nsc, float out[NXM][R]) {
-    __m256 acc0[NXM][8], acc1[NXM][8];
-    for (int c = 0; c < NX; c++)
-        for (int r = 0; r < NW; r++) acc0[c][r] = acc1[c][r] = _mm256_setzero_ps();
-    const int64_t nb = k / 32;
-    int64_t b = 0;
-    if (t->two_acc)
-        for (; b + 1 < nb; b += 2) {
-            for (int i = 0; i < np; i++) prep_block(p, b, nx[i], nsc[i]), prep_block(p, b + 1, nx[i], nsc[i]);
-            dot_block(t, p, q0, NW, NX, b, x, sc, acc0);
-            dot_block(t, p, q0, NW, NX, b + 1, x, sc, acc1);
-        }
-    for (; b < nb; b++) {
-        for (int i = 0; i < np; i++) prep_block(p, b, nx[i], nsc[i]);
-        dot_block(t, p, q0, NW, NX, b, x, sc, acc0);
-    }
-    for (int c = 0; c < NX; c++)
-        for (int r = 0; r < NW; r++)
-            out[c][q0 + r] = avx2_hsum_f32(t->two_acc ? _mm256_add_ps(acc0[c][r], acc1[c][r]) : acc0[c][r]);
+    for (int c = 0; c < NX; c++) out[c] = acc[c];
 }
 
 /* q4_K / q6_K: dot_k4's and dot_q6_K_q8_K's arithmetic, RH rows x NX
@@ -321,33 +330,37 @@ INLINE void dot_rows_k(const wtype *t, const panel *p, int q0, const int NX, int
         }
 }
 
-/* One panel against activation rows c and, with NX = 2, c + 1. */
-INLINE void panel_cols(const wtype *t, const panel *p, int nrow, const int NX, const xrow *x, float *const *sc,
-                       int np, const xrow *nx, float *const *nsc, float out[NXM][R]) {
-    if (t->kquant)
-        for (int c = 0; c < NX; c += 2)
-            for (int q0 = 0; q0 < nrow; q0 += RH) {
-                if (NX - c >= 2) dot_rows_k(t, p, q0, 2, x[0].k, x + c, out + c);
-                else dot_rows_k(t, p, q0, 1, x[0].k, x + c, out + c);
-            }
-    else if (t->two_acc)
-        for (int q0 = 0; q0 < nrow; q0 += QNW / 2) dot_rows(t, p, q0, QNW / 2, NX, x[0].k, x, sc, q0 ? 0 : np, nx, nsc, out);
-    else
-        for (int q0 = 0; q0 < nrow; q0 += QNW) dot_rows(t, p, q0, QNW, NX, x[0].k, x, sc, q0 ? 0 : np, nx, nsc, out);
+/* One panel against the k-quant kernel's activation rows c and, with NX = 2, c + 1. */
+INLINE void panel_cols_k(const wtype *t, const panel *p, int nrow, const int NX, const xrow *x, float out[NXM][R]) {
+    for (int q0 = 0; q0 < nrow; q0 += RH) dot_rows_k(t, p, q0, NX, x[0].k, x, out);
 }
 
 static inline xrow xrow_at(const npl_gemm_x *xp, int64_t c) {
     return (xrow){xp->qs + c * xp->kp, xp->d + c * (xp->kp / 16), (const int16_t *)(xp->sum + c * xp->ng), xp->k};
 }
 
+static inline void store_row(float *y, const float *v, int nrow) {
+    if (nrow == R) _mm256_storeu_ps(y, _mm256_load_ps(v)); /* not a memmove call */
+    else memcpy(y, v, (size_t)nrow * sizeof(float));
+}
+
+/* The 32-block types: the panel against activation rows [c, c + NX). */
+INLINE void cols_q0(const wtype *t, const panel *p, int nrow, const int NX, const npl_gemm_x *xp, int64_t c,
+                    float *y, int64_t ldy, int64_t rb) {
+    xrow x[QX];
+    for (int i = 0; i < NX; i++) x[i] = xrow_at(xp, c + i);
+    _Alignas(32) __m256 out[QX];
+    dot_panel_q0(t, p, NX, x, out);
+    for (int i = 0; i < NX; i++) store_row(y + (c + i) * ldy + rb, (const float *)&out[i], nrow);
+}
+
 /* Weight rows [r0, r1) against the packed activation rows. */
 INLINE void rows_with(const wtype *t, const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp,
                       float *y, int64_t ldy) {
-    const int64_t k = xp->k, kp = xp->kp, m = xp->m, nsb = t->kquant ? kp / QK_K : 1, nb = t->kquant ? 1 : k / 32;
+    const int64_t k = xp->k, kp = xp->kp, m = xp->m, nsb = t->kquant ? kp / QK_K : 1;
     uint8_t raw[R * kp + 32];
     float dw[kp / 32 * R], dmin[nsb * R];
-    _Alignas(32) float scm[2][NXM][nb * R]; /* [activation-row pair, even or odd][row of the pair] */
-    __m256i cwm[t->xbias ? kp / 32 * R : 1];
+    __m256i cwm[t->xbias ? kp / 32 : 1];
     int16_t scr[t->kquant ? R * kp / 2 + 16 : 1], auxr[R * nsb * 16 + 16]; /* + 16: alignment */
     const panel p = {kp, (uint8_t *)(((uintptr_t)raw + 31) & ~(uintptr_t)31), dw, dmin,
                      (int16_t *)(((uintptr_t)scr + 31) & ~(uintptr_t)31), (int16_t *)(((uintptr_t)auxr + 31) & ~(uintptr_t)31),
@@ -356,34 +369,33 @@ INLINE void rows_with(const wtype *t, const void *w, size_t w_row, int64_t r0, i
         const int nrow = r1 - rb < R ? (int)(r1 - rb) : R;
         for (int j = 0; j < nrow; j++) t->dec((const uint8_t *)w + (rb + j) * (int64_t)w_row, k, &p, j);
         for (int j = nrow; j < R; j++) zero_row(&p, j, t);
-        if (!t->kquant)
-            for (int64_t i = 0; i < NXM && i < m; i++) prep_x(&p, nb, xrow_at(xp, i), scm[0][i]);
-        for (int64_t c = 0, pr = 0; c < m; c += NXM, pr ^= 1) {
+        if (!t->kquant) {
+            interleave(&p, k / 32, t->xbias);
+            int64_t c = 0;
+            for (; c + QX <= m; c += QX) cols_q0(t, &p, nrow, QX, xp, c, y, ldy, rb);
+            switch (m - c) { /* a constant count each, so the accumulators stay in registers */
+            case 3: cols_q0(t, &p, nrow, 3 < QX ? 3 : QX, xp, c, y, ldy, rb); break;
+            case 2: cols_q0(t, &p, nrow, 2 < QX ? 2 : QX, xp, c, y, ldy, rb); break;
+            case 1: cols_q0(t, &p, nrow, 1, xp, c, y, ldy, rb); break;
+            default: break;
+            }
+            continue;
+        }
+        for (int64_t c = 0; c < m; c += NXM) {
             const int nx = m - c < NXM ? (int)(m - c) : NXM;
             xrow x[NXM];
             for (int i = 0; i < nx; i++) x[i] = xrow_at(xp, c + i);
-            /* the next pair's scales, made by the first pass over the panel */
-            int np = 0;
-            xrow nxr[NXM];
-            float *sc[NXM], *nsc[NXM];
-            for (int i = 0; i < NXM; i++) sc[i] = scm[pr][i], nsc[i] = scm[pr ^ 1][i];
-            if (!t->kquant)
-                for (int64_t i = c + NXM; i < c + 2 * NXM && i < m; i++) nxr[np++] = xrow_at(xp, i);
             _Alignas(32) float out[NXM][R] = {{0}}; /* nrow < R: the rest is not stored */
-            if (nx == NXM) panel_cols(t, &p, nrow, NXM, x, sc, np, nxr, nsc, out);
-            else
-                for (int i = 0; i < nx; i++) panel_cols(t, &p, nrow, 1, x + i, sc + i, 0, nxr, nsc, out + i);
-            for (int i = 0; i < nx; i++) {
-                if (nrow == R) _mm256_storeu_ps(y + (c + i) * ldy + rb, _mm256_load_ps(out[i])); /* not a memmove call */
-                else memcpy(y + (c + i) * ldy + rb, out[i], (size_t)nrow * sizeof(float));
-            }
+            if (nx == NXM) panel_cols_k(t, &p, nrow, NXM, x, out);
+            else panel_cols_k(t, &p, nrow, 1, x, out);
+            for (int i = 0; i < nx; i++) store_row(y + (c + i) * ldy + rb, out[i], nrow);
         }
     }
 }
 
-static const wtype t_q4_0 = {decode_q4_0, 0, 0, 0, 0, 1, 1}, t_q5_0 = {decode_q5_0, 0, 0, 0, 0, 0, 1},
-                   t_q8_0 = {decode_q8_0, 0, 1, 0, 0, 1, 0}, t_q4_K = {decode_q4_K, 0, 0, 1, 1, 0, 0},
-                   t_q6_K = {decode_q6_K, 32, 0, 1, 0, 0, 0};
+static const wtype t_q4_0 = {decode_q4_0, 0, 0, 0, 0, 1}, t_q5_0 = {decode_q5_0, 0, 0, 0, 0, 1},
+                   t_q8_0 = {decode_q8_0, 0, 1, 0, 0, 0}, t_q4_K = {decode_q4_K, 0, 0, 1, 1, 0},
+                   t_q6_K = {decode_q6_K, 32, 0, 1, 0, 0};
 
 #define KERNELS(name, wt, kind)                                                                                  \
     static void gemm_pack_##name(const npl_gemm_x *xp, int64_t r, const void *row) {                          \

@@ -65,14 +65,15 @@ static void prep_q8_0(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) {
     gx->xs = NULL;
 }
 
-/* q8_0 scales, and offset x each block's 4-element sums */
+/* q8_0 scales, and offset x each block's quant sum, four times over as d */
 INLINE void prep_offset(npl_gemv_x *gx, void *mem, const void *xq, int64_t k, int offset) {
     prep_q8_0(gx, mem, xq, k);
     const block_q8_0 *y = xq;
     int32_t *cz = align64((float *)gx->d + 4 * (k / QK8_0));
     const __m256i off = _mm256_set1_epi8((char)offset);
     for (int64_t i = 0; i < k / QK8_0; i++)
-        _mm256_store_si256((__m256i *)(cz + 8 * i), avx2_dot_u8i8_i32(off, _mm256_loadu_si256((const __m256i *)y[i].qs)));
+        _mm_store_si128((__m128i *)(cz + 4 * i),
+                        _mm_set1_epi32(avx2_hsum_i32(avx2_dot_u8i8_i32(off, _mm256_loadu_si256((const __m256i *)y[i].qs)))));
     gx->cz = cz;
 }
 static void prep_q4_0(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) { prep_offset(gx, mem, xq, k, 8); }
@@ -102,8 +103,9 @@ INLINE __m256i nibbles32(const uint8_t *p) {
     return _mm256_and_si256(_mm256_srlv_epi64(b, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
 }
 
-/* the int32 lanes of weight block b of row x against activation quants yv */
-INLINE __m256i lanes32(const int T, const void *x, int64_t b, __m256i yv, const int32_t *cz) {
+/* the int32 lanes of weight block b of row x against activation quants yv
+ * (q4_0 / q5_0: of u = w + offset; the offset's part comes off the totals) */
+INLINE __m256i lanes32(const int T, const void *x, int64_t b, __m256i yv) {
     if (T == T_Q8_0) {
         const __m256i w = _mm256_loadu_si256((const __m256i *)((const block_q8_0 *)x)[b].qs);
         return avx2_dot_u8i8_i32(_mm256_sign_epi8(w, w), _mm256_sign_epi8(yv, w));
@@ -114,66 +116,69 @@ INLINE __m256i lanes32(const int T, const void *x, int64_t b, __m256i yv, const 
         const block_q5_0 *q = (const block_q5_0 *)x + b;
         u = _mm256_or_si256(nibbles32(q->qs), _mm256_and_si256(avx2_bits32(q->qh), _mm256_set1_epi8(16)));
     }
-    return _mm256_sub_epi32(avx2_dot_u8i8_i32(u, yv), _mm256_load_si256((const __m256i *)(cz + 8 * b)));
+    return avx2_dot_u8i8_i32(u, yv);
 }
 
-/* sd[j] = dw(row j, block b) * dx(b), sd[4 + j] the same for block b + 1:
- * vec_dot's float products, eight in one conversion and one multiply (the
- * scale leads every block type here) */
-INLINE void scales2(const int T, const int nr, const uint8_t *const *x, int64_t b, const float *yd4, float *sd) {
+/* The nr rows' block scales dw as f32: lane j row j at block b, lane 4 + j
+ * at block b + 1 (one conversion; the scale leads every block type here) */
+INLINE __m256 scales2(const int T, const int nr, const uint8_t *const *x, int64_t b) {
     const size_t o = (size_t)b * bsize(T), o1 = o + bsize(T);
     __m128i h = _mm_setzero_si128(); /* lane indices must be constants (clang): one line per row */
     h = _mm_insert_epi16(_mm_insert_epi16(h, *(const uint16_t *)(x[0] + o), 0), *(const uint16_t *)(x[0] + o1), 4);
     if (nr > 1) h = _mm_insert_epi16(_mm_insert_epi16(h, *(const uint16_t *)(x[1] + o), 1), *(const uint16_t *)(x[1] + o1), 5);
     if (nr > 2) h = _mm_insert_epi16(_mm_insert_epi16(h, *(const uint16_t *)(x[2] + o), 2), *(const uint16_t *)(x[2] + o1), 6);
     if (nr > 3) h = _mm_insert_epi16(_mm_insert_epi16(h, *(const uint16_t *)(x[3] + o), 3), *(const uint16_t *)(x[3] + o1), 7);
-    _mm256_store_ps(sd, _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_load_ps(yd4 + 4 * b)));
+    return _mm256_cvtph_ps(h);
 }
 
-/* acc[j] = fma(dw * dx, lanes, acc[j]) for block b of the nr rows, as vec_dot;
- * sd[j] = dw * dx of row j */
-INLINE void block32(const int T, const int nr, const uint8_t *const *x, int64_t b, const block_q8_0 *yb,
-                    const float *sd, const int32_t *cz, __m256 *acc) {
-    const __m256i yv = _mm256_loadu_si256((const __m256i *)yb[b].qs);
-    for (int j = 0; j < nr; j++) {
-        const __m256i li = lanes32(T, x[j], b, yv, cz);
-        acc[j] = _mm256_fmadd_ps(_mm256_broadcast_ss(sd + j), _mm256_cvtepi32_ps(li), acc[j]);
-    }
+/* Block b of the nr rows: lane j of the low half holds the sum of row j's
+ * lanes 0-3, of the high half of its lanes 4-7 (an hadd tree; rows past nr
+ * are zero) */
+INLINE __m256i block_halves(const int T, const int nr, const uint8_t *const *x, int64_t b, const block_q8_0 *yb) {
+    const __m256i yv = _mm256_loadu_si256((const __m256i *)yb[b].qs), z = _mm256_setzero_si256();
+    const __m256i l0 = lanes32(T, x[0], b, yv), l1 = nr > 1 ? lanes32(T, x[1], b, yv) : z;
+    const __m256i l2 = nr > 2 ? lanes32(T, x[2], b, yv) : z, l3 = nr > 3 ? lanes32(T, x[3], b, yv) : z;
+    return _mm256_hadd_epi32(_mm256_hadd_epi32(l0, l1), _mm256_hadd_epi32(l2, l3));
 }
 
+/* Per block the 4 rows' exact int32 totals (two blocks in one vector), then
+ * plain C's float step, acc + (float)total * dw * dx, blocks in order */
 INLINE void rows32(const int T, const int nr, const uint8_t *const *x, const npl_gemv_x *g, float *out, size_t pf) {
     const block_q8_0 *yb = (const block_q8_0 *)g->qs;
     const float *yd4 = g->d;
     const int32_t *cz = g->cz;
     const int64_t nb = g->k / QK8_0;
     const size_t bs = bsize(T);
-    __m256 acc0[NR], acc1[NR];
-    for (int j = 0; j < nr; j++) acc0[j] = acc1[j] = _mm256_setzero_ps();
+    __m128 acc = _mm_setzero_ps();
     int64_t b = 0;
     for (; b + 1 < nb; b += 2) {
-        _Alignas(32) float sdm[8];
-        float *sd = sdm;
-        __asm__("" : "+r"(sd)); /* opaque: gcc would keep the 8 addresses sd + j in registers and spill them */
         if (pf)
             for (int j = 0; j < nr; j++) {
                 _mm_prefetch((const char *)x[j] + pf + b * bs, PF_HINT);
                 if (2 * bs > 64) _mm_prefetch((const char *)x[j] + pf + b * bs + 64, PF_HINT);
             }
-        scales2(T, nr, x, b, yd4, sd);
-        block32(T, nr, x, b, yb, sd, cz, acc0);
-        /* q4_0 and q8_0: even and odd blocks in two accumulators, as vec_dot; q5_0 one */
-        block32(T, nr, x, b + 1, yb, sd + 4, cz, T != T_Q5_0 ? acc1 : acc0);
+        const __m256i h0 = block_halves(T, nr, x, b, yb), h1 = block_halves(T, nr, x, b + 1, yb);
+        __m256i tot = _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20), _mm256_permute2x128_si256(h0, h1, 0x31));
+        if (T != T_Q8_0) tot = _mm256_sub_epi32(tot, _mm256_load_si256((const __m256i *)(cz + 4 * b)));
+        const __m256 f = avx2_opaque_ps(
+            _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(tot), scales2(T, nr, x, b)), _mm256_load_ps(yd4 + 4 * b)));
+        acc = _mm_add_ps(acc, _mm256_castps256_ps128(f));
+        acc = _mm_add_ps(acc, _mm256_extractf128_ps(f, 1));
     }
     if (b < nb) {
-        float sd[NR];
+        const __m256i h0 = block_halves(T, nr, x, b, yb);
+        __m128i tot = _mm_add_epi32(_mm256_castsi256_si128(h0), _mm256_extracti128_si256(h0, 1));
+        if (T != T_Q8_0) tot = _mm_sub_epi32(tot, _mm_load_si128((const __m128i *)(cz + 4 * b)));
+        _Alignas(16) float d4[4] = {0};
         for (int j = 0; j < nr; j++) {
             uint16_t h;
             memcpy(&h, x[j] + (size_t)b * bs, sizeof h);
-            sd[j] = h2f(h) * yd4[4 * b];
+            d4[j] = h2f(h);
         }
-        block32(T, nr, x, b, yb, sd, cz, acc0);
+        const __m128 f = avx2_opaque_ps128(_mm_mul_ps(_mm_mul_ps(_mm_cvtepi32_ps(tot), _mm_load_ps(d4)), _mm_load_ps(yd4 + 4 * b)));
+        acc = _mm_add_ps(acc, f);
     }
-    for (int j = 0; j < nr; j++) out[j] = avx2_hsum_f32(T != T_Q5_0 ? _mm256_add_ps(acc0[j], acc1[j]) : acc0[j]);
+    _mm_storeu_ps(out, acc);
 }
 
 /* ---- q4_K and q6_K against q8_K: dot_k4's and dot_q6_K_q8_K's arithmetic ---- */

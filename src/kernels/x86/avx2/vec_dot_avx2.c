@@ -1,5 +1,9 @@
 /* AVX2 + FMA + F16C dot products for the 32-element block types and the
- * plain float types. Only called after npl_cpu_best_isa() saw AVX2. */
+ * plain float types. Only called after npl_cpu_best_isa() saw AVX2.
+ *
+ * q4_0 / q5_0 / q8_0: the exact int32 total of each block, then plain C's
+ * float step (avx2_block_step), so these give the plain C kernels' bits,
+ * and the AVX2 GEMV's and GEMM's (gemv_avx2.c, gemm_avx2.c). */
 #include <immintrin.h>
 #include <string.h>
 
@@ -13,24 +17,14 @@ static void dot_q4_0_q8_0(int n, float *s, const void *vx, const void *vy) {
     const block_q4_0 *x = vx;
     const block_q8_0 *y = vy;
     const __m256i off = _mm256_set1_epi8(8);
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    const int nb = n / QK8_0;
-    int i = 0;
-    for (; i + 1 < nb; i += 2) {
-        prefetch_weights(x + i, 2 * sizeof *x);
-        __m256i q0 = _mm256_sub_epi8(avx2_nibbles32(x[i].qs), off);
-        __m256i q1 = _mm256_sub_epi8(avx2_nibbles32(x[i + 1].qs), off);
-        __m256 p0 = avx2_dot_i8_f32(q0, _mm256_loadu_si256((const __m256i *)y[i].qs));
-        __m256 p1 = avx2_dot_i8_f32(q1, _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d)), p0, acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i + 1].d) * h2f(y[i + 1].d)), p1, acc1);
+    float acc = 0;
+    for (int i = 0; i < n / QK8_0; i++) {
+        if (i % 2 == 0) prefetch_weights(x + i, 2 * sizeof *x);
+        const __m256i q = _mm256_sub_epi8(avx2_nibbles32(x[i].qs), off);
+        const int32_t t = avx2_hsum_i32(avx2_dot_i8_i32(q, _mm256_loadu_si256((const __m256i *)y[i].qs)));
+        acc = avx2_block_step(acc, t, h2f(x[i].d), h2f(y[i].d));
     }
-    for (; i < nb; i++) {
-        __m256i q0 = _mm256_sub_epi8(avx2_nibbles32(x[i].qs), off);
-        __m256 p0 = avx2_dot_i8_f32(q0, _mm256_loadu_si256((const __m256i *)y[i].qs));
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d)), p0, acc0);
-    }
-    *s = avx2_hsum_f32(_mm256_add_ps(acc0, acc1));
+    *s = acc;
 }
 
 static void dot_q4_1_q8_1(int n, float *s, const void *vx, const void *vy) {
@@ -49,17 +43,17 @@ static void dot_q4_1_q8_1(int n, float *s, const void *vx, const void *vy) {
 static void dot_q5_0_q8_0(int n, float *s, const void *vx, const void *vy) {
     const block_q5_0 *x = vx;
     const block_q8_0 *y = vy;
-    __m256 acc = _mm256_setzero_ps();
+    float acc = 0;
     for (int i = 0; i < n / QK8_0; i++) {
         if (i % 4 == 0) prefetch_weights(x + i, 4 * sizeof *x);
         /* a clear 5th bit means value - 16: set the high nibble, making the
          * byte (nibble - 16) as int8 */
         __m256i hi = _mm256_andnot_si256(avx2_bits32(x[i].qh), _mm256_set1_epi8((char)0xF0));
         __m256i q = _mm256_or_si256(avx2_nibbles32(x[i].qs), hi);
-        __m256 p = avx2_dot_i8_f32(q, _mm256_loadu_si256((const __m256i *)y[i].qs));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d)), p, acc);
+        const int32_t t = avx2_hsum_i32(avx2_dot_i8_i32(q, _mm256_loadu_si256((const __m256i *)y[i].qs)));
+        acc = avx2_block_step(acc, t, h2f(x[i].d), h2f(y[i].d));
     }
-    *s = avx2_hsum_f32(acc);
+    *s = acc;
 }
 
 static void dot_q5_1_q8_1(int n, float *s, const void *vx, const void *vy) {
@@ -80,24 +74,14 @@ static void dot_q5_1_q8_1(int n, float *s, const void *vx, const void *vy) {
 static void dot_q8_0_q8_0(int n, float *s, const void *vx, const void *vy) {
     const block_q8_0 *x = vx;
     const block_q8_0 *y = vy;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    const int nb = n / QK8_0;
-    int i = 0;
-    for (; i + 1 < nb; i += 2) {
-        prefetch_weights(x + i, 2 * sizeof *x);
-        __m256 p0 = avx2_dot_i8_f32(_mm256_loadu_si256((const __m256i *)x[i].qs),
-                                    _mm256_loadu_si256((const __m256i *)y[i].qs));
-        __m256 p1 = avx2_dot_i8_f32(_mm256_loadu_si256((const __m256i *)x[i + 1].qs),
-                                    _mm256_loadu_si256((const __m256i *)y[i + 1].qs));
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d)), p0, acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i + 1].d) * h2f(y[i + 1].d)), p1, acc1);
+    float acc = 0;
+    for (int i = 0; i < n / QK8_0; i++) {
+        if (i % 2 == 0) prefetch_weights(x + i, 2 * sizeof *x);
+        const int32_t t = avx2_hsum_i32(avx2_dot_i8_i32(_mm256_loadu_si256((const __m256i *)x[i].qs),
+                                                         _mm256_loadu_si256((const __m256i *)y[i].qs)));
+        acc = avx2_block_step(acc, t, h2f(x[i].d), h2f(y[i].d));
     }
-    for (; i < nb; i++) {
-        __m256 p0 = avx2_dot_i8_f32(_mm256_loadu_si256((const __m256i *)x[i].qs),
-                                    _mm256_loadu_si256((const __m256i *)y[i].qs));
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d)), p0, acc0);
-    }
-    *s = avx2_hsum_f32(_mm256_add_ps(acc0, acc1));
+    *s = acc;
 }
 
 /* ---- plain float types: 4 accumulators of 8, scalar tail ---- */
