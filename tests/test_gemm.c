@@ -140,8 +140,10 @@ static void check_matmul(npl_type t, npl_isa isa, npl_pool *pool, int m, int n, 
     if (bad) fprintf(stderr, "matmul %s %s m=%d n=%d k=%d: %d outputs off\n", npl_isa_name(cc.isa), npl_type_name(t), m, n, kk, bad);
     CHECK_EQ_INT(bad, 0);
 #if defined(__x86_64__) || defined(__i386__)
-    /* AVX2's q4_0 / q5_0 / q8_0 GEMM takes plain C's steps: the generic bits */
-    if (cc.isa == NPL_ISA_AVX2 && (t == NPL_TYPE_Q4_0 || t == NPL_TYPE_Q5_0 || t == NPL_TYPE_Q8_0)) CHECK_EQ_INT(differ, 0);
+    /* AVX2's q4_0 / q5_0 / q8_0 / q4_1 GEMM takes plain C's steps: the generic
+     * bits (q4_1: every x86 family's is AVX2's) */
+    if ((cc.isa == NPL_ISA_AVX2 && (t == NPL_TYPE_Q4_0 || t == NPL_TYPE_Q5_0 || t == NPL_TYPE_Q8_0)) || t == NPL_TYPE_Q4_1)
+        CHECK_EQ_INT(differ, 0);
 #endif
     free(scratch);
     drop(&p);

@@ -127,9 +127,10 @@ static void check_kernel(npl_type t, const npl_kernels *kt, const npl_gemv_kerne
     /* q4_1: AVX2's GEMV and vec_dot at every x86 ISA */
     const int same_as_dot = kt->isa == NPL_ISA_AVX2 || t == NPL_TYPE_Q4_1, x86_wide = kt->isa >= NPL_ISA_AVX512;
 #endif
-    /* and AVX2's q4_0 / q5_0 / q8_0 take plain C's steps: the generic bits */
+    /* and AVX2's q4_0 / q5_0 / q8_0 / q4_1 take plain C's steps: the generic bits */
 #if defined(__x86_64__) || defined(__i386__)
-    const int same_as_generic = kt->isa == NPL_ISA_AVX2 && (t == NPL_TYPE_Q4_0 || t == NPL_TYPE_Q5_0 || t == NPL_TYPE_Q8_0);
+    const int same_as_generic = (kt->isa == NPL_ISA_AVX2 && (t == NPL_TYPE_Q4_0 || t == NPL_TYPE_Q5_0 || t == NPL_TYPE_Q8_0)) ||
+                                t == NPL_TYPE_Q4_1;
 #else
     const int same_as_generic = 0;
 #endif

@@ -46,10 +46,17 @@ static void fill(bufs *b, int n, uint64_t *s) {
     }
 }
 
-/* AVX2's q4_0 / q5_0 / q8_0 take plain C's steps (an exact int32 total per
+/* AVX2's q4_0 / q5_0 / q8_0 / q4_1 take plain C's steps (an exact int32 total per
  * block, then acc + total * dw * dx in block order): the same bits */
 static int same_bits_as_generic(const npl_kernels *k, int type) {
-    return k->isa == NPL_ISA_AVX2 && (type == NPL_TYPE_Q4_0 || type == NPL_TYPE_Q5_0 || type == NPL_TYPE_Q8_0);
+#if defined(__x86_64__) || defined(__i386__)
+    /* q4_1: every x86 family's q4_1 vec_dot is AVX2's */
+    return (k->isa == NPL_ISA_AVX2 && (type == NPL_TYPE_Q4_0 || type == NPL_TYPE_Q5_0 || type == NPL_TYPE_Q8_0)) ||
+           (k->isa >= NPL_ISA_AVX2 && type == NPL_TYPE_Q4_1);
+#else
+    (void)k, (void)type;
+    return 0;
+#endif
 }
 
 static void run_isa(const npl_kernels *k, const npl_kernels *gen, bufs *b) {

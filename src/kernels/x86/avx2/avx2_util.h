@@ -72,6 +72,12 @@ static inline float avx2_block_step(float acc, int32_t total, float dw, float dx
     return acc + avx2_opaque_f32((float)total * dw * dx);
 }
 
+/* q4_1: plain C's acc + ((dw * dx) * total + m * s); dw * dx and m * s are
+ * products of two f16 values, exact in f32 */
+static inline float avx2_block_step_q4_1(float acc, int32_t total, float dw, float dx, float m, float s) {
+    return acc + (avx2_opaque_f32(dw * dx * (float)total) + avx2_opaque_f32(m * s));
+}
+
 static inline int32_t avx2_hsum_i32(__m256i v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
@@ -92,6 +98,24 @@ static inline __m256i avx2_dot_i8_i32(__m256i x, __m256i y) {
     return avx2_dot_u8i8_i32(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
 }
 static inline __m256 avx2_dot_i8_f32(__m256i x, __m256i y) { return _mm256_cvtepi32_ps(avx2_dot_i8_i32(x, y)); }
+
+/* The 8 x 8 int32 matrix r (row j = r[j]) transposed in place: r[g] lane j
+ * = old r[j] lane g. The GEMMs' 32-block panels: 4 bytes of 8 weight rows
+ * side by side. */
+static inline void avx2_transpose8_epi32(__m256i r[8]) {
+    __m256i t[8];
+    for (int j = 0; j < 8; j += 2) t[j] = _mm256_unpacklo_epi32(r[j], r[j + 1]), t[j + 1] = _mm256_unpackhi_epi32(r[j], r[j + 1]);
+    for (int j = 0; j < 8; j += 4)
+        for (int h = 0; h < 2; h++)
+            r[j + h] = _mm256_unpacklo_epi64(t[j + h], t[j + h + 2]), r[j + h + 2] = _mm256_unpackhi_epi64(t[j + h], t[j + h + 2]);
+    /* r[0..3]: rows 0-3, columns (0, 4), (2, 6), (1, 5), (3, 7) in the 128-bit halves; r[4..7] rows 4-7 */
+    static const int gi[4] = {0, 2, 1, 3};
+    for (int q = 0; q < 4; q++) {
+        t[gi[q]] = _mm256_permute2x128_si256(r[q], r[q + 4], 0x20);
+        t[gi[q] + 4] = _mm256_permute2x128_si256(r[q], r[q + 4], 0x31);
+    }
+    for (int j = 0; j < 8; j++) r[j] = t[j];
+}
 
 /* q4_K / q5_K 12-byte scales -> 16 bytes [scale 0-7 | min 0-7], in
  * registers (a scalar unpack through memory stalls on store forwarding).

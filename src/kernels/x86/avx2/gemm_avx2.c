@@ -92,24 +92,13 @@ static void put_signed(const panel *p, int j, int64_t b, __m256i w) { _mm256_sto
  * block's maddubs results take (int16 lanes 2j, 2j + 1: row j), wrapping. */
 static void interleave(const panel *p, int64_t nb, int xbias) {
     for (int64_t b = 0; b < nb; b++) {
-        __m256i *v = (__m256i *)u_at(p, 0, b), r[R], t[R];
+        __m256i *v = (__m256i *)u_at(p, 0, b), r[R];
         for (int j = 0; j < R; j++) r[j] = _mm256_load_si256(v + j);
-        for (int j = 0; j < R; j += 2) t[j] = _mm256_unpacklo_epi32(r[j], r[j + 1]), t[j + 1] = _mm256_unpackhi_epi32(r[j], r[j + 1]);
-        for (int j = 0; j < R; j += 4)
-            for (int h = 0; h < 2; h++)
-                r[j + h] = _mm256_unpacklo_epi64(t[j + h], t[j + h + 2]), r[j + h + 2] = _mm256_unpackhi_epi64(t[j + h], t[j + h + 2]);
-        /* r[0..3]: rows 0-3 in 128-bit halves by group (0,4), (2,6), (1,5), (3,7); r[4..7] rows 4-7 */
-        static const int gi[4] = {0, 2, 1, 3};
+        avx2_transpose8_epi32(r);
         __m256i cw = _mm256_setzero_si256();
-        for (int q = 0; q < 4; q++) {
-            const __m256i lo = _mm256_permute2x128_si256(r[q], r[q + 4], 0x20), hi = _mm256_permute2x128_si256(r[q], r[q + 4], 0x31);
-            _mm256_store_si256(v + gi[q], lo);
-            _mm256_store_si256(v + gi[q] + 4, hi);
-            if (xbias) {
-                const __m256i m = _mm256_set1_epi8((char)0x80);
-                cw = _mm256_sub_epi16(cw, _mm256_maddubs_epi16(m, lo));
-                cw = _mm256_sub_epi16(cw, _mm256_maddubs_epi16(m, hi));
-            }
+        for (int g = 0; g < R; g++) {
+            _mm256_store_si256(v + g, r[g]);
+            if (xbias) cw = _mm256_sub_epi16(cw, _mm256_maddubs_epi16(_mm256_set1_epi8((char)0x80), r[g]));
         }
         if (xbias) p->cw[b] = cw;
     }

@@ -3,18 +3,18 @@
  * their q4_1 vec_dot is this family's dot_q4_1_q8_1).
  *
  * Per (weight row, activation row) it computes what dot_q4_1_q8_1
- * (vec_dot_avx2.c) computes, bit for bit, so a row gets decode's bits inside
- * a prefill batch: an 8-lane float accumulator of the blocks' 4-element
- * integer sums (maddubs + madd of the nibbles u against the quants), each
- * block's fma with dw * dx; a separate sum of the blocks' m * s (the min
- * against q8_1's d * sum(qs)); then hsum(acc) + that sum.
+ * (vec_dot_avx2.c) and the plain C kernel compute, bit for bit, so a row
+ * gets decode's bits inside a prefill batch: per 32-block the exact int32
+ * total of the nibbles u against the quants, then acc + ((dw * dx) * total
+ * + m * s), blocks in order (m * s: the min against q8_1's d * sum(qs)).
  *
- * What it saves against vec_dot per (row, activation row, block): the nibble
- * unpacking and the f16 conversions of the weight scales (done once per row,
- * into a panel on the stack, as gemm_avx2.c does for the other types), the
- * scalar scale products (8 rows' dw * dx are one vector product, and the 8
- * rows' m * s one vector product and add), and the loads of a block are
- * shared by a tile of TR weight rows x TC activation rows. */
+ * As gemm_avx2.c does for q4_0 / q5_0 / q8_0, 8 weight rows are decoded once
+ * into a panel on the stack, each block as 8 vectors with elements 4g..4g+3
+ * of row j in int32 lane j, and an activation's 4 bytes are broadcast
+ * against vector g: maddubs gives the 8 rows' pair sums, which add up in
+ * int16 over the block (16 elements x 15 x 127 fit), one madd the totals;
+ * the float steps are one per block for 8 rows. QX activation rows per pass
+ * share each weight load. */
 #include "kernels/gemm.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -23,16 +23,14 @@
 
 #define INLINE static inline __attribute__((always_inline))
 
-enum {
-    R = 8,  /* weight rows per panel = lanes of the scale vectors */
-    TR = 4, /* tile: weight rows ... */
-    TC = 2, /* ... x activation rows: 8 accumulators, the rest of the 16 registers for
-               the loads (4 x 3 would spill) */
-};
+enum { R = 8 }; /* weight rows per panel = lanes */
+#ifndef QX
+#define QX 4 /* activation rows per pass */
+#endif
 
-/* Block-major: block b of the 8 rows side by side. */
+/* Block-major: block b of the 8 rows as 8 interleaved vectors. */
 typedef struct {
-    uint8_t *u; /* [nb][R][32] nibbles in element order */
+    uint8_t *u; /* [nb][8][32] nibbles: vector g, row j in lane j */
     float *dw;  /* [nb][R] d */
     float *mw;  /* [nb][R] m */
 } panel;
@@ -53,6 +51,15 @@ static void zero_row(int64_t nb, const panel *p, int j) {
     }
 }
 
+static void interleave(const panel *p, int64_t nb) {
+    for (int64_t b = 0; b < nb; b++) {
+        __m256i *v = (__m256i *)(p->u + b * R * 32), r[R];
+        for (int j = 0; j < R; j++) r[j] = _mm256_load_si256(v + j);
+        avx2_transpose8_epi32(r);
+        for (int j = 0; j < R; j++) _mm256_store_si256(v + j, r[j]);
+    }
+}
+
 /* Activation row r: quants in element order, d of block b at d[b], s at sum[b]. */
 static void pack_q8_1(const npl_gemm_x *xp, int64_t r, const void *row) {
     const block_q8_1 *y = row;
@@ -65,49 +72,53 @@ static void pack_q8_1(const npl_gemm_x *xp, int64_t r, const void *row) {
     }
 }
 
-/* The 8 panel rows' sum of m * s over the blocks of activation row s, lane
- * j = row j: vec_dot's scalar summs, lane by lane, in its block order (m * s
- * of two f16 values is exact in f32, so a fused or unfused step rounds alike). */
-INLINE __m256 min_sums(const panel *p, int64_t nb, const float *s) {
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_load_ps(p->mw + b * R), _mm256_set1_ps(s[b])));
-    return acc;
-}
-
-/* Panel rows [q0, q0 + TR) x activation rows c0 .. c0 + NC - 1: out[c][r]. */
-INLINE void tile(const panel *p, int q0, int64_t nb, const npl_gemm_x *xp, int64_t c0, const int NC,
-                 float out[TC][R]) {
+/* The 8 panel rows x activation rows c0 .. c0 + NX - 1 into y. */
+INLINE void tile(const panel *p, int nrow, int64_t nb, const npl_gemm_x *xp, int64_t c0, const int NX, float *y,
+                 int64_t ldy) {
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[TR][TC];
-    for (int r = 0; r < TR; r++)
-        for (int c = 0; c < NC; c++) acc[r][c] = _mm256_setzero_ps();
-    const int8_t *xq[TC];
-    const float *xd[TC];
-    for (int c = 0; c < NC; c++) xq[c] = xp->qs + (c0 + c) * xp->kp, xd[c] = xp->d + (c0 + c) * (xp->kp / 16);
-    const uint8_t *ub = p->u + q0 * 32;
+    __m256 acc[QX];
+    const int8_t *xq[QX];
+    const float *xd[QX], *xs[QX];
+    for (int c = 0; c < NX; c++) {
+        acc[c] = _mm256_setzero_ps();
+        xq[c] = xp->qs + (c0 + c) * xp->kp, xd[c] = xp->d + (c0 + c) * (xp->kp / 16), xs[c] = xp->sum + (c0 + c) * xp->ng;
+    }
+    const uint8_t *ub = p->u;
     for (int64_t b = 0; b < nb; b++, ub += R * 32) {
-        __m256i xv[TC];
-        _Alignas(32) float sc[TC][R]; /* dw * dx of the 8 rows, broadcast from memory below */
-        for (int c = 0; c < NC; c++) {
-            xv[c] = _mm256_load_si256((const __m256i *)(xq[c] + 32 * b));
-            _mm256_store_ps(sc[c], _mm256_mul_ps(_mm256_load_ps(p->dw + b * R), _mm256_set1_ps(xd[c][b])));
-        }
-        for (int r = 0; r < TR; r++) {
-            const __m256i w = _mm256_load_si256((const __m256i *)(ub + 32 * r));
-            for (int c = 0; c < NC; c++) {
-                const __m256i li = _mm256_madd_epi16(_mm256_maddubs_epi16(w, xv[c]), ones);
-                acc[r][c] = _mm256_fmadd_ps(_mm256_broadcast_ss(&sc[c][q0 + r]), _mm256_cvtepi32_ps(li), acc[r][c]);
+        __m256i s[QX];
+        for (int g = 0; g < 8; g++) {
+            const __m256i w = _mm256_load_si256((const __m256i *)(ub + 32 * g));
+            for (int c = 0; c < NX; c++) {
+                int32_t x4;
+                memcpy(&x4, xq[c] + 32 * b + 4 * g, sizeof x4);
+                const __m256i v = _mm256_maddubs_epi16(w, _mm256_set1_epi32(x4));
+                s[c] = g ? _mm256_add_epi16(s[c], v) : v;
+                __asm__("" : "+x"(s[c])); /* in order: gcc would make all the products first, and spill */
             }
         }
+        const __m256 dw = _mm256_load_ps(p->dw + b * R), mw = _mm256_load_ps(p->mw + b * R);
+        for (int c = 0; c < NX; c++) {
+            const __m256 t = _mm256_cvtepi32_ps(_mm256_madd_epi16(s[c], ones));
+            const __m256 pd = avx2_opaque_ps(_mm256_mul_ps(_mm256_mul_ps(dw, _mm256_broadcast_ss(xd[c] + b)), t));
+            const __m256 pm = avx2_opaque_ps(_mm256_mul_ps(mw, _mm256_broadcast_ss(xs[c] + b)));
+            acc[c] = _mm256_add_ps(acc[c], _mm256_add_ps(pd, pm));
+        }
     }
-    for (int r = 0; r < TR; r++)
-        for (int c = 0; c < NC; c++) out[c][q0 + r] = avx2_hsum_f32(acc[r][c]);
+    for (int c = 0; c < NX; c++) {
+        float *yc = y + (c0 + c) * ldy;
+        if (nrow == R) _mm256_storeu_ps(yc, acc[c]);
+        else {
+            _Alignas(32) float t[R];
+            _mm256_store_ps(t, acc[c]);
+            memcpy(yc, t, (size_t)nrow * sizeof(float));
+        }
+    }
 }
 
 /* Weight rows [r0, r1) against every packed activation row. */
 static void rows_q4_1(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y,
                       int64_t ldy) {
-    const int64_t nb = xp->k / QK4_1;
+    const int64_t nb = xp->k / QK4_1, m = xp->m;
     uint8_t raw[R * nb * (32 + 2 * sizeof(float)) + 32];
     uint8_t *u = (uint8_t *)(((uintptr_t)raw + 31) & ~(uintptr_t)31);
     const panel p = {u, (float *)(u + R * nb * 32), (float *)(u + R * nb * 32) + R * nb};
@@ -115,24 +126,14 @@ static void rows_q4_1(const void *w, size_t w_row, int64_t r0, int64_t r1, const
         const int nrow = r1 - rb < R ? (int)(r1 - rb) : R;
         for (int j = 0; j < nrow; j++) decode_row((const block_q4_1 *)((const uint8_t *)w + (rb + j) * (int64_t)w_row), nb, &p, j);
         for (int j = nrow; j < R; j++) zero_row(nb, &p, j);
-        for (int64_t c0 = 0; c0 < xp->m; c0 += TC) {
-            const int nc = xp->m - c0 < TC ? (int)(xp->m - c0) : TC;
-            _Alignas(32) float out[TC][R] = {{0}};
-            for (int q0 = 0; q0 < nrow; q0 += TR) {
-                if (nc == TC) tile(&p, q0, nb, xp, c0, TC, out);
-                else tile(&p, q0, nb, xp, c0, 1, out);
-            }
-            for (int c = 0; c < nc; c++) {
-                /* vec_dot's hsum(acc) + summs */
-                const __m256 v = _mm256_add_ps(_mm256_load_ps(out[c]), min_sums(&p, nb, xp->sum + (c0 + c) * xp->ng));
-                float *yc = y + (c0 + c) * ldy + rb;
-                if (nrow == R) _mm256_storeu_ps(yc, v);
-                else {
-                    _Alignas(32) float t[R];
-                    _mm256_store_ps(t, v);
-                    memcpy(yc, t, (size_t)nrow * sizeof(float));
-                }
-            }
+        interleave(&p, nb);
+        int64_t c = 0;
+        for (; c + QX <= m; c += QX) tile(&p, nrow, nb, xp, c, QX, y + rb, ldy);
+        switch (m - c) { /* a constant count each, so the accumulators stay in registers */
+        case 3: tile(&p, nrow, nb, xp, c, 3 < QX ? 3 : QX, y + rb, ldy); break;
+        case 2: tile(&p, nrow, nb, xp, c, 2 < QX ? 2 : QX, y + rb, ldy); break;
+        case 1: tile(&p, nrow, nb, xp, c, 1, y + rb, ldy); break;
+        default: break;
         }
     }
 }

@@ -4,8 +4,9 @@
  * AVX2 q4_1 GEMM and vec_dot).
  *
  * Per (weight row, activation row) the float operations are those of
- * dot_q4_1_q8_1 (vec_dot_avx2.c), in its order, so a row gets vec_dot's bits
- * and hence the q4_1 GEMM's (gemm_avx2_q4_1.c). What it adds, as
+ * dot_q4_1_q8_1 (vec_dot_avx2.c) and of the plain C kernel, in their order,
+ * so a row gets vec_dot's bits and hence the q4_1 GEMM's (gemm_avx2_q4_1.c).
+ * What it adds, as
  * gemv_avx2.c does for the other types: 4 weight rows at once share the
  * activation block's load and its converted scales (prepared once per
  * matmul), and each row prefetches the row PF_ROWS rows ahead.
@@ -36,33 +37,33 @@ static void prep_q8_1(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) {
     gx->cz = NULL;
 }
 
-/* NR rows against activation row g. The rows' d and m of a block are one
- * f16 conversion, [d0 m0 d1 m1 ...]: the even lanes times dx are the rows'
- * block scales, and the odd lanes of summ their sums of m * s (lane by lane
- * the scalar steps of vec_dot). */
+/* NR rows against activation row g: per block the 4 rows' exact int32
+ * totals (an hadd tree), then plain C's step acc + ((dw * dx) * total +
+ * m * s), 4 rows in the lanes of acc. The rows' d and m of a block are one
+ * f16 conversion, [d0 m0 d1 m1 ...], split into [d0..d3] and [m0..m3]. */
 static void rows4(const block_q4_1 *const *x, const npl_gemv_x *g, float *out, size_t pf) {
     const block_q8_1 *y = (const block_q8_1 *)g->qs;
-    __m256 acc[NR], summ = _mm256_setzero_ps();
-    for (int j = 0; j < NR; j++) acc[j] = _mm256_setzero_ps();
+    __m128 acc = _mm_setzero_ps();
     for (int64_t b = 0; b < g->k / QK8_1; b++) {
         const __m256i yv = _mm256_loadu_si256((const __m256i *)y[b].qs);
         uint32_t dm[NR];
+        __m256i l[NR];
         for (int j = 0; j < NR; j++) {
             /* a block is 20 bytes: one prefetch per 60 bytes of the row */
             if (pf && b % 3 == 0) _mm_prefetch((const char *)(x[j] + b) + pf, _MM_HINT_T0);
             memcpy(&dm[j], &x[j][b], sizeof dm[j]); /* d, m */
+            l[j] = avx2_dot_u8i8_i32(avx2_nibbles32(x[j][b].qs), yv);
         }
+        const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(l[0], l[1]), _mm256_hadd_epi32(l[2], l[3]));
+        const __m128 t = _mm_cvtepi32_ps(_mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
         const __m256 f = _mm256_cvtph_ps(_mm_setr_epi32((int)dm[0], (int)dm[1], (int)dm[2], (int)dm[3]));
-        summ = _mm256_add_ps(summ, _mm256_mul_ps(f, _mm256_set1_ps(g->xs[b])));
-        const __m256 sc = _mm256_mul_ps(f, _mm256_set1_ps(g->d[b]));
-        for (int j = 0; j < NR; j++) {
-            const __m256 p = avx2_dot_u8i8_f32(avx2_nibbles32(x[j][b].qs), yv);
-            acc[j] = _mm256_fmadd_ps(_mm256_permutevar8x32_ps(sc, _mm256_set1_epi32(2 * j)), p, acc[j]);
-        }
+        const __m128 f0 = _mm256_castps256_ps128(f), f1 = _mm256_extractf128_ps(f, 1);
+        const __m128 dw = _mm_shuffle_ps(f0, f1, 0x88), mw = _mm_shuffle_ps(f0, f1, 0xDD);
+        const __m128 pd = avx2_opaque_ps128(_mm_mul_ps(_mm_mul_ps(dw, _mm_set1_ps(g->d[b])), t));
+        const __m128 pm = avx2_opaque_ps128(_mm_mul_ps(mw, _mm_set1_ps(g->xs[b])));
+        acc = _mm_add_ps(acc, _mm_add_ps(pd, pm));
     }
-    _Alignas(32) float sm[8];
-    _mm256_store_ps(sm, summ);
-    for (int j = 0; j < NR; j++) out[j] = avx2_hsum_f32(acc[j]) + sm[2 * j + 1];
+    _mm_storeu_ps(out, acc);
 }
 
 /* Rows [r0, r1) in groups of NR; the first activation row prefetches (the

@@ -1,9 +1,10 @@
 /* AVX2 + FMA + F16C dot products for the 32-element block types and the
  * plain float types. Only called after npl_cpu_best_isa() saw AVX2.
  *
- * q4_0 / q5_0 / q8_0: the exact int32 total of each block, then plain C's
- * float step (avx2_block_step), so these give the plain C kernels' bits,
- * and the AVX2 GEMV's and GEMM's (gemv_avx2.c, gemm_avx2.c). */
+ * q4_0 / q5_0 / q8_0 / q4_1: the exact int32 total of each block, then
+ * plain C's float step (avx2_block_step*), so these give the plain C
+ * kernels' bits, and the AVX2 GEMV's and GEMM's (gemv_avx2*.c,
+ * gemm_avx2*.c). */
 #include <immintrin.h>
 #include <string.h>
 
@@ -30,14 +31,12 @@ static void dot_q4_0_q8_0(int n, float *s, const void *vx, const void *vy) {
 static void dot_q4_1_q8_1(int n, float *s, const void *vx, const void *vy) {
     const block_q4_1 *x = vx;
     const block_q8_1 *y = vy;
-    __m256 acc = _mm256_setzero_ps();
-    float summs = 0;
+    float acc = 0;
     for (int i = 0; i < n / QK8_1; i++) {
-        summs += h2f(x[i].m) * h2f(y[i].s);
-        __m256 p = avx2_dot_u8i8_f32(avx2_nibbles32(x[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(h2f(x[i].d) * h2f(y[i].d)), p, acc);
+        const int32_t t = avx2_hsum_i32(avx2_dot_u8i8_i32(avx2_nibbles32(x[i].qs), _mm256_loadu_si256((const __m256i *)y[i].qs)));
+        acc = avx2_block_step_q4_1(acc, t, h2f(x[i].d), h2f(y[i].d), h2f(x[i].m), h2f(y[i].s));
     }
-    *s = avx2_hsum_f32(acc) + summs;
+    *s = acc;
 }
 
 static void dot_q5_0_q8_0(int n, float *s, const void *vx, const void *vy) {
