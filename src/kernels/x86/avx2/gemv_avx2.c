@@ -103,9 +103,10 @@ INLINE __m256i nibbles32(const uint8_t *p) {
     return _mm256_and_si256(_mm256_srlv_epi64(b, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(0x0F));
 }
 
-/* the int32 lanes of weight block b of row x against activation quants yv
- * (q4_0 / q5_0: of u = w + offset; the offset's part comes off the totals) */
-INLINE __m256i lanes32(const int T, const void *x, int64_t b, __m256i yv) {
+/* Weight block b of row x against activation quants yv: q8_0 its int32
+ * lanes (4-element sums); q4_0 / q5_0 the int16 pair sums of u = w + offset
+ * (the offset's part comes off the totals) */
+INLINE __m256i lanes(const int T, const void *x, int64_t b, __m256i yv) {
     if (T == T_Q8_0) {
         const __m256i w = _mm256_loadu_si256((const __m256i *)((const block_q8_0 *)x)[b].qs);
         return avx2_dot_u8i8_i32(_mm256_sign_epi8(w, w), _mm256_sign_epi8(yv, w));
@@ -116,7 +117,7 @@ INLINE __m256i lanes32(const int T, const void *x, int64_t b, __m256i yv) {
         const block_q5_0 *q = (const block_q5_0 *)x + b;
         u = _mm256_or_si256(nibbles32(q->qs), _mm256_and_si256(avx2_bits32(q->qh), _mm256_set1_epi8(16)));
     }
-    return avx2_dot_u8i8_i32(u, yv);
+    return _mm256_maddubs_epi16(u, yv);
 }
 
 /* The nr rows' block scales dw as f32: lane j row j at block b, lane 4 + j
@@ -132,13 +133,15 @@ INLINE __m256 scales2(const int T, const int nr, const uint8_t *const *x, int64_
 }
 
 /* Block b of the nr rows: lane j of the low half holds the sum of row j's
- * lanes 0-3, of the high half of its lanes 4-7 (an hadd tree; rows past nr
- * are zero) */
+ * elements 0-15, of the high half of 16-31 (rows past nr are zero). An
+ * hadd tree; q4_0 / q5_0 take it in int16 up to 8-element sums (u <= 31,
+ * |y| <= 127: at most 31496), then one madd. */
 INLINE __m256i block_halves(const int T, const int nr, const uint8_t *const *x, int64_t b, const block_q8_0 *yb) {
     const __m256i yv = _mm256_loadu_si256((const __m256i *)yb[b].qs), z = _mm256_setzero_si256();
-    const __m256i l0 = lanes32(T, x[0], b, yv), l1 = nr > 1 ? lanes32(T, x[1], b, yv) : z;
-    const __m256i l2 = nr > 2 ? lanes32(T, x[2], b, yv) : z, l3 = nr > 3 ? lanes32(T, x[3], b, yv) : z;
-    return _mm256_hadd_epi32(_mm256_hadd_epi32(l0, l1), _mm256_hadd_epi32(l2, l3));
+    const __m256i l0 = lanes(T, x[0], b, yv), l1 = nr > 1 ? lanes(T, x[1], b, yv) : z;
+    const __m256i l2 = nr > 2 ? lanes(T, x[2], b, yv) : z, l3 = nr > 3 ? lanes(T, x[3], b, yv) : z;
+    if (T == T_Q8_0) return _mm256_hadd_epi32(_mm256_hadd_epi32(l0, l1), _mm256_hadd_epi32(l2, l3));
+    return _mm256_madd_epi16(_mm256_hadd_epi16(_mm256_hadd_epi16(l0, l1), _mm256_hadd_epi16(l2, l3)), _mm256_set1_epi16(1));
 }
 
 /* Per block the 4 rows' exact int32 totals (two blocks in one vector), then
