@@ -4,11 +4,14 @@
  * Per (weight row, activation row) the float operations are the AVX2
  * vec_dot kernels' (vec_dot_avx2.c, vec_dot_avx2_k.c), in their order, so
  * the GEMV gives vec_dot's bits and hence the AVX2 GEMM's (gemm_avx2.c):
- * decode, small batches and prefill give a row the same result. Only the
- * integer side differs where that is cheaper, and integer sums are exact:
- * q4_0 / q5_0 multiply unsigned quants u = w + offset and take offset times
- * the activation's 4-element sums (prepared once per row, npl_gemv_x.cz) off
- * the int32 lanes, instead of vec_dot's two sign operations per block.
+ * decode, small batches and prefill give a row the same result. For q4_0 /
+ * q5_0 / q8_0 that is plain C's step per 32-block on its exact int32 total,
+ * acc + (float)total * dw * dx: the 4 rows' lanes of two blocks reduce in
+ * an hadd tree to 8 totals, and one float step serves 4 rows (rows32).
+ * Only the integer side differs where that is cheaper, and integer sums are
+ * exact: q4_0 / q5_0 multiply unsigned quants u = w + offset and take offset
+ * times the activation block's quant sum (prepared once per row,
+ * npl_gemv_x.cz) off the totals, instead of vec_dot's two sign operations.
  *
  * Why 4 rows: the activation block and its scale are loaded once for four
  * weight rows. Which 4: a range of rows splits into 4 contiguous parts and a
@@ -22,14 +25,12 @@
  * measured the same within noise; no prefetch a little slower).
  *
  * The scales of a 32-block pair for the 4 rows go through one f16
- * conversion and one multiply by the activation scales (vec_dot's products,
- * the same bits), and the products reach the fma by broadcast loads: vector
- * ports stay for the dot products (q5_0 hot -17 % CPU time).
+ * conversion, lanes in the totals' order.
  *
  * Prepared row (prep): qs points at the vec_dot_type row itself (q8_0 or
  * q8_K blocks); d holds each q8_0 block scale as f32, 4 times (d[4b + j],
- * one 8-float load gives blocks b and b + 1 for 4 rows); cz the int32 lanes
- * offset * (4-element sums) per 32-block (q4_0, q5_0). For q8_K rows d and
+ * one 8-float load gives blocks b and b + 1 for 4 rows); cz offset * the
+ * block's quant sum, 4 times as d (q4_0, q5_0). For q8_K rows d and
  * cz are unused. PF_ROWS and PF_HINT are macros for tuning builds. */
 #include "kernels/gemv.h"
 
