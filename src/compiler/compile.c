@@ -91,6 +91,21 @@ static int write_file(const char *path, const void *data, size_t n, char *err, s
 
 
 
+/* Whether the target takes a STATIC GGML-block (q8_0) weight as it is:
+ * asked by creating one (QNN HTP refuses them at creation). */
+static int takes_ggml_blocks(const npl_accel_api *api, npl_accel_backend *be, npl_accel_device *dev) {
+    npl_accel_context *c = NULL;
+    npl_accel_graph *g = NULL;
+    if (api->context_create(be, dev, NULL, 0, &c) != NPL_ACCEL_OK) return 1; /* the lowering will say why */
+    static const uint8_t block[34]; /* one q8_0 block: f16 scale 0, 32 zeros */
+    npl_accel_tensor_desc d = {.name = "q8_0_probe", .kind = NPL_ACCEL_STATIC, .dtype = NPL_ACCEL_DT_Q8_0, .rank = 1,
+                               .dims = {32}, .data = block, .data_size = sizeof block};
+    npl_accel_tensor_id t;
+    const int ok = api->graph_create(c, "q8_0_probe", &g) != NPL_ACCEL_OK || api->tensor_create(g, &d, &t) == NPL_ACCEL_OK;
+    api->context_free(c);
+    return ok;
+}
+
 static int shape_index_ok(const shape_case *c, int n, int seq, int n_out, int kv) {
     for (int i = 0; i < n; i++)
         if (c[i].seq == seq && c[i].n_out == n_out && c[i].kv == kv) return 1;
@@ -265,10 +280,11 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
                           : p.act == NPL_ACT_BF16 ? NPL_ACCEL_DT_BF16
                           : p.act == NPL_ACT_INT16 ? NPL_ACCEL_DT_INT16
                                                   : NPL_ACCEL_DT_F16;
-    /* A tied embedding / output matrix on qnn-htp: the row lookup joins the
-     * output matmul on the NPU, so the binary holds the matrix once and
-     * model.gguf not at all (lower.c, lower_tied_*). vnpu keeps the GGUF's
-     * bytes in its binary and shares them with the CPU's lookup instead. */
+    /* A tied embedding / output matrix on a target that converts it (takes
+     * no GGML blocks: QNN HTP): the row lookup joins the output matmul on the
+     * accelerator, so the binary holds the matrix once and model.gguf not at
+     * all (lower_tied.c). A target that keeps the GGUF's blocks shares those
+     * bytes with the CPU's lookup instead (below: `shared`). */
     int tied = -1, tied_lookup = -1, tied_matmul = -1;
     const char *tied_why = NULL;
     {
@@ -281,7 +297,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
             const npl_node *x = npl_graph_node(mg.g, i);
             if (x->op == NPL_OP_GET_ROWS && x->src[0] == w) tied_lookup = i;
         }
-        if (tied_lookup >= 0 && !strcmp(p.target, "qnn-htp")) {
+        if (tied_lookup >= 0 && !takes_ggml_blocks(api, abe, dev)) {
             tied_why = p.tied_lookup_cpu ? "the compile asked for the lookup on the CPU"
                        : out_weight >= 0 ? "--output-weights gives the output matrix a type of its own"
                        : p.split_layers ? "--split-layers puts the lookup and the output matmul in different binaries"
