@@ -50,7 +50,7 @@ compile() {
     /^  time / { printf "  compile stages (ms):"; for (i = 2; i < NF; i += 2) if ($(i+1) ~ /s;?$/) { v = $(i+1); sub(/s;?$/, "", v); printf " %s %.0f", $i, v * 1000 }
                  printf "; wall %.0f\n", wall }
     /finalize:/ { printf "  QNN finalize per graph (ms):"; for (i = 2; i < NF; i += 2) { v = $(i+1); sub(/s$/, "", v); printf " %s %.0f", $i, v * 1000 } printf "\n" }
-    /^  (subgraphs|ops|weights|files|shared|twice)/ || /\.bin:/ { print "  " $0 }' "$2"
+    /^  (subgraphs|ops|weights|files|shared|twice|once)/ || /\.bin:/ { print "  " $0 }' "$2"
 }
 echo "compile (no weight sharing: loads in QNN's x86 emulator):"
 compile "$P" "$W/compile.log" ""

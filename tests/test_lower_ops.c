@@ -93,7 +93,7 @@ static int lower_graph(npl_graph *g, int out, int seq) {
     npl_shape *shapes = calloc((size_t)n, sizeof *shapes);
     npl_lower_weight *wc = calloc((size_t)n, sizeof *wc);
     npl_lower_args la = {.g = g, .seg = &sg, .shapes = shapes, .act = NPL_ACCEL_DT_F32, .wprec = NPL_WEIGHTS_KEEP,
-                         .wc = wc, .out_weight = -1, .out_type = NPL_TYPE_F32, .gname = "t"};
+                         .wc = wc, .out_weight = -1, .tied = -1, .out_type = NPL_TYPE_F32, .gname = "t"};
     int rc = npl_infer_all(g, seq, 1, shapes, err, sizeof err);
     if (!rc) rc = npl_lower_segment(&stub_api, NULL, NULL, &la, err, sizeof err);
     if (rc) fprintf(stderr, "lowering: %s\n", err);

@@ -47,6 +47,7 @@ npl_status npl_compile_model(const char *model_path, const char *out_dir, const 
     p.weight_sharing = o->weight_sharing;
     p.buckets = o->buckets;
     p.split_layers = o->split_layers;
+    p.tied_lookup_cpu = o->tied_lookup_cpu;
     if (npl_compile(model_path, out_dir, &p, err, errlen)) return npl_status_take(NPL_ERR_FILE);
     return NPL_OK;
 }

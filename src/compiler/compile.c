@@ -91,6 +91,21 @@ static int write_file(const char *path, const void *data, size_t n, char *err, s
 
 
 
+/* Whether the target takes a STATIC GGML-block (q8_0) weight as it is:
+ * asked by creating one (QNN HTP refuses them at creation). */
+static int takes_ggml_blocks(const npl_accel_api *api, npl_accel_backend *be, npl_accel_device *dev) {
+    npl_accel_context *c = NULL;
+    npl_accel_graph *g = NULL;
+    if (api->context_create(be, dev, NULL, 0, &c) != NPL_ACCEL_OK) return 1; /* the lowering will say why */
+    static const uint8_t block[34]; /* one q8_0 block: f16 scale 0, 32 zeros */
+    npl_accel_tensor_desc d = {.name = "q8_0_probe", .kind = NPL_ACCEL_STATIC, .dtype = NPL_ACCEL_DT_Q8_0, .rank = 1,
+                               .dims = {32}, .data = block, .data_size = sizeof block};
+    npl_accel_tensor_id t;
+    const int ok = api->graph_create(c, "q8_0_probe", &g) != NPL_ACCEL_OK || api->tensor_create(g, &d, &t) == NPL_ACCEL_OK;
+    api->context_free(c);
+    return ok;
+}
+
 static int shape_index_ok(const shape_case *c, int n, int seq, int n_out, int kv) {
     for (int i = 0; i < n; i++)
         if (c[i].seq == seq && c[i].n_out == n_out && c[i].kv == kv) return 1;
@@ -265,6 +280,31 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
                           : p.act == NPL_ACT_BF16 ? NPL_ACCEL_DT_BF16
                           : p.act == NPL_ACT_INT16 ? NPL_ACCEL_DT_INT16
                                                   : NPL_ACCEL_DT_F16;
+    /* A tied embedding / output matrix on a target that converts it (takes
+     * no GGML blocks: QNN HTP): the row lookup joins the output matmul on the
+     * accelerator, so the binary holds the matrix once and model.gguf not at
+     * all (lower_tied.c). A target that keeps the GGUF's blocks shares those
+     * bytes with the CPU's lookup instead (below: `shared`). */
+    int tied = -1, tied_lookup = -1, tied_matmul = -1;
+    const char *tied_why = NULL;
+    {
+        int id = mg.logits;
+        const npl_node *nd = npl_graph_node(mg.g, id);
+        if (nd->op == NPL_OP_SOFTCAP) nd = npl_graph_node(mg.g, id = nd->src[0]);
+        const int w = nd->op == NPL_OP_MATMUL ? nd->src[0] : -1;
+        tied_matmul = id;
+        for (int i = 0; w >= 0 && i < n_nodes && tied_lookup < 0; i++) {
+            const npl_node *x = npl_graph_node(mg.g, i);
+            if (x->op == NPL_OP_GET_ROWS && x->src[0] == w) tied_lookup = i;
+        }
+        if (tied_lookup >= 0 && !takes_ggml_blocks(api, abe, dev)) {
+            tied_why = p.tied_lookup_cpu ? "the compile asked for the lookup on the CPU"
+                       : out_weight >= 0 ? "--output-weights gives the output matrix a type of its own"
+                       : p.split_layers ? "--split-layers puts the lookup and the output matmul in different binaries"
+                                        : npl_lower_tied_refusal(mg.g, w, p.weights, act);
+            if (!tied_why) tied = w;
+        }
+    }
     /* 2. partition, asking the target about each candidate subgraph's nodes
      * until it takes every node left (each round refuses at least one more) */
     if (npl_compile_prog(&pg, 1, 0, 1, "partition")) goto done;
@@ -272,10 +312,10 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
     refused = calloc((size_t)n_nodes, sizeof(*refused));
     if (!wc || !refused) goto oom;
     for (;;) {
-        if (npl_partition_graph(mg.g, &mg.logits, 1, refused, p.split_layers, &part, err, errlen)) goto done;
+        if (npl_partition_graph(mg.g, &mg.logits, 1, refused, p.split_layers, tied, &part, err, errlen)) goto done;
         int seq[MAX_SHAPES], nout[MAX_SHAPES];
         for (int c = 0; c < n_base; c++) seq[c] = cases[c].seq, nout[c] = cases[c].n_out; /* buckets: AR-1's ops */
-        npl_lower_args la = {.act = act, .wprec = p.weights, .wc = wc, .out_weight = out_weight,
+        npl_lower_args la = {.act = act, .wprec = p.weights, .wc = wc, .out_weight = out_weight, .tied = tied,
                              .out_type = (npl_type)p.output_weights, .act_lo = act_lo, .act_hi = act_hi};
         npl_validate_args va = {api, abe, p.target, mg.g, &part, seq, nout, n_base, &la};
         int n_new = npl_validate_segments(&va, refused, err, errlen);
@@ -309,7 +349,8 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         for (int c = 0; c < n_cases && ok; c++) {
             if ((stop = npl_compile_prog(&pg, 2, c, n_cases, "lower + compile per shape"))) break;
             npl_lower_args la = {.g = mg.g, .seg = sg, .shapes = shapes, .act = act, .wprec = p.weights, .wc = wc,
-                                 .f32_classes = f32_classes, .out_weight = out_weight, .out_type = (npl_type)p.output_weights,
+                                 .f32_classes = f32_classes, .out_weight = out_weight, .tied = tied,
+                                 .out_type = (npl_type)p.output_weights,
                                  .kv_len = cases[c].kv, .act_lo = act_lo, .act_hi = act_hi};
             if (cases[c].kv) snprintf(r->names[c], sizeof r->names[c], "s%d_ar%d_kv%d", si, cases[c].seq, cases[c].kv);
             else snprintf(r->names[c], sizeof r->names[c], "s%d_ar%d_o%d", si, cases[c].seq, cases[c].n_out);
@@ -520,7 +561,9 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
             goto done;
         npl_gguf_writer_set_u32(w, "npullm.package.version", NPL_PACKAGE_VERSION);
         npl_gguf_writer_set_u32(w, "npullm.package.n_ctx", (uint32_t)n_ctx);
-        if (n_shared) npl_gguf_writer_set_u32(w, "npullm.package.n_vocab", (uint32_t)hp.n_vocab);
+        /* the vocabulary size, when model.gguf lacks the embedding (stored once in a binary) */
+        if (npl_graph_find(pkg, "token_embd.weight") < 0 || n_shared)
+            npl_gguf_writer_set_u32(w, "npullm.package.n_vocab", (uint32_t)hp.n_vocab);
         if (n_buckets) {
             int64_t bk[NPL_MAX_BUCKETS];
             for (int b = 0; b < n_buckets; b++) bk[b] = buckets[b];
@@ -566,7 +609,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         npl_compile_report rep = {&p, model_path, out_dir, out, &hp, &mg, wc, n_nodes, n_ctx, n_kept, buckets,
                                   n_buckets, f32_classes, calib, n_calib, act_lo != NULL, n_range_tok, &part, res,
                                   total_bin, shared, shared_bytes, n_shared, (const char(*)[128])unshared, n_unshared,
-                                  pg.stage_t, t_start};
+                                  pg.stage_t, t_start, tied, tied_lookup, tied_matmul, tied_why};
         npl_compile_summary(p.log, &rep);
     }
     rc = 0;

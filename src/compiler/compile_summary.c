@@ -89,9 +89,30 @@ void npl_compile_summary(FILE *o, const npl_compile_report *r) {
     for (int i = 0; i < r->n_shared; i++)
         fprintf(o, "  shared     %s (%.2f MiB): stored once, the CPU side reads it from %s at offset %llu\n",
                 r->shared[i].name, r->shared_bytes[i] / 1048576.0, r->shared[i].file, (unsigned long long)r->shared[i].offset);
-    for (int i = 0; i < r->n_unshared && i < MAX_SHARED; i++)
-        fprintf(o, "  twice      %s: the CPU side and the accelerator both hold it (the target stores it "
-                "converted)\n", r->unshared[i]);
+    /* the tied matrix with its lookup on the NPU: in the binary only, if its subgraph was kept */
+    int tied_seg = -1;
+    for (int si = 0; r->tied >= 0 && si < r->part->n_segs; si++) {
+        int both = 0;
+        for (int k = 0; r->part->segs[si].keep && k < r->part->segs[si].n_nodes; k++)
+            both |= (r->part->segs[si].nodes[k] == r->tied_lookup) | (r->part->segs[si].nodes[k] == r->tied_matmul) << 1;
+        if (both == 3) tied_seg = si;
+    }
+    if (r->tied >= 0 && tied_seg >= 0) {
+        const npl_node *w = npl_graph_node(r->mg->g, r->tied);
+        fprintf(o, "  once       %s (%lld x %lld, %.2f MiB int8): in accel_%d.bin only, one int8 table with a scale per "
+                "row that the NPU's row lookup (Gather) and output matmul both read; model.gguf does not hold it\n",
+                w->name, (long long)w->shape.ne[1], (long long)w->shape.ne[0],
+                (double)w->shape.ne[0] * (double)w->shape.ne[1] / 1048576.0, tied_seg);
+    }
+    for (int i = 0; i < r->n_unshared && i < MAX_SHARED; i++) {
+        if (r->tied_why)
+            fprintf(o, "  twice      %s: the CPU side and the accelerator both hold it (QNN HTP stores a per-channel "
+                    "int8 matrix in a layout with no readable rows, so the CPU's lookup keeps the GGUF's; the NPU's "
+                    "lookup would store it once, but %s)\n", r->unshared[i], r->tied_why);
+        else
+            fprintf(o, "  twice      %s: the CPU side and the accelerator both hold it (the target stores it "
+                    "converted)\n", r->unshared[i]);
+    }
     static const char *const sn[6] = {"graph", "partition", "lower", "check", "replace", "write"};
     fprintf(o, "  time      ");
     for (int i = 0; i < 6; i++) fprintf(o, " %s %.2fs", sn[i], r->stage_t[i]);

@@ -79,6 +79,9 @@ typedef struct {
                                  x86 emulator, so the check runs before serialization) */
     const char *buckets;      /* decode KV-length buckets (npl_compile_buckets); NULL: the default */
     int split_layers;         /* cut the subgraphs at decoder layer boundaries (npl_partition_graph) */
+    int tied_lookup_cpu;      /* qnn-htp: keep a tied embedding / output matrix's row lookup on the CPU
+                                 (the matrix twice: int8 in the binary, the GGUF's in model.gguf) instead of
+                                 on the NPU with the output matmul (the matrix once, in the binary) */
 } npl_compile_params;
 
 npl_compile_params npl_compile_default_params(void);
@@ -129,9 +132,10 @@ typedef struct {
  * the next decoder layer begin (the first op reading a weight "blk.N." or a
  * cache "kcache.N" / "vcache.N" of a later layer than its own; the output
  * head's "output*" weights count as after the last), so each layer is its
- * own subgraph with the residual stream as its one output. 0 or -1 with err. */
+ * own subgraph with the residual stream as its one output. tied >= 0: the row
+ * lookups in that weight are lowered too (npl_lower_args.tied). 0 or -1 with err. */
 int npl_partition_graph(const npl_graph *g, const int *outputs, int n_outputs, const char (*refused)[NPL_WHY_LEN],
-                        int split_layers, npl_partition *out, char *err, size_t errlen);
+                        int split_layers, int tied, npl_partition *out, char *err, size_t errlen);
 void npl_partition_free(npl_partition *p);
 /* Why op node id cannot be lowered to any target, or NULL if it can. */
 const char *npl_partition_break_reason(const npl_graph *g, int id);

@@ -7,7 +7,8 @@
  *                               context tensors named like the STATE nodes,
  *                               shared by every graph of the context; kv_len
  *                               for a decode bucket's graph) + Reshape
- *   GET_ROWS act[e,s], ids   -> Gather
+ *   GET_ROWS act[e,s], ids   -> Gather (a weight table only when it is the tied
+ *                               embedding / output matrix: lower_tied.c)
  *   RESHAPE                  -> Reshape
  * (each op's lowering is lower_<x> below, the lower column of core/ops.h).
  * Inputs are APP_WRITE (f32 / i32), the output APP_READ f32; everything in
@@ -35,6 +36,7 @@
  * precision, to measure which roundings cost agreement with the CPU path
  * (the compile summary says so). */
 #include "compiler/lower.h"
+#include "compiler/lower_internal.h"
 #include "compiler/requant.h"
 
 #include <math.h>
@@ -47,23 +49,7 @@
 
 #define NONE UINT32_MAX
 
-typedef struct {
-    const npl_accel_api *api;
-    npl_accel_backend *be;
-    npl_accel_context *actx;
-    npl_accel_graph *ag;
-    npl_lower_args *a;
-    uint32_t *tid;   /* per node: its tensor */
-    npl_accel_dtype *tdt;
-    char *err;
-    size_t errlen;
-    uint8_t *cons;   /* per node: op of its first consumer in the segment (+1; 0 = none) */
-    uint32_t f32cls;  /* bit per class: kept in f32 (npl_lower_args.f32_classes) */
-    uint32_t *blk;   /* per node: int16 block of its tensors (0: none fits) */
-    int cur;         /* node being lowered */
-    int rid;         /* static int16: node whose range the next INT16 tensor takes (-1: cur) */
-    uint32_t *qin, *deq16, *deq32; /* static int16, per node: its INT16 copy, its f16 / f32 copy (NONE: not yet) */
-} lw;
+typedef npl_lw lw;
 
 /* Tensor classes of a decoder layer, by op and first consumer: norm_in =
  * RmsNorm feeding a MatMul (attention / FFN / output norms), qkv = the
@@ -168,13 +154,17 @@ static int mk(lw *l, const char *name, npl_accel_kind kind, npl_accel_dtype dt, 
     return 0;
 }
 
-static int node(lw *l, const char *op, const npl_accel_param *p, uint32_t np, const uint32_t *in, uint32_t nin,
-                uint32_t out, int id) {
-    char nm[48];
-    snprintf(nm, sizeof nm, "n%d.%s", id, op); /* validate.c reads the graph node id back */
+static int node_sfx(lw *l, const char *op, const char *sfx, const npl_accel_param *p, uint32_t np, const uint32_t *in,
+                    uint32_t nin, uint32_t out, int id) {
+    char nm[64];
+    snprintf(nm, sizeof nm, "n%d.%s%s", id, op, sfx); /* validate.c reads the graph node id back */
     npl_accel_node_desc d = {nm, op, p, np, in, nin, &out, 1};
     if (l->api->graph_add_node(l->ag, &d) != NPL_ACCEL_OK) return fail_api(l, nm);
     return 0;
+}
+static int node(lw *l, const char *op, const npl_accel_param *p, uint32_t np, const uint32_t *in, uint32_t nin,
+                uint32_t out, int id) {
+    return node_sfx(l, op, "", p, np, in, nin, out, id);
 }
 
 /* ---- weights ---- */
@@ -289,9 +279,14 @@ static int weight_tensor(lw *l, int id, int use, uint32_t *out) {
     snprintf(name, sizeof name, "%s%s", nd->name, use ? "#f32" : "");
     npl_accel_tensor_desc d = {.name = name, .kind = NPL_ACCEL_STATIC, .dtype = w->dt[use], .data = w->data[use],
                                .data_size = w->size[use]};
-    if (!use && w->scales) /* per output channel (or per block of it): ABI dims [n, k], axis 0 */
+    float g;
+    if (!use && id == l->a->tied) { /* one scale; the rows' own come back as factors (tied_factors) */
+        if (npl_lw_tied_factors(l, id, &g)) return -1;
+        d.quant = (npl_accel_quant){NPL_ACCEL_QUANT_PER_TENSOR, 0, 0, 1, &g, NULL};
+    } else if (!use && w->scales) { /* per output channel (or per block of it): ABI dims [n, k], axis 0 */
         d.quant = (npl_accel_quant){w->block ? NPL_ACCEL_QUANT_PER_BLOCK : NPL_ACCEL_QUANT_PER_AXIS, 0, w->block,
                                     w->n_scales, w->scales, NULL};
+    }
     if (use) { /* a vector: [n] */
         d.rank = 1;
         d.dims[0] = (uint32_t)npl_shape_nelements(&nd->shape);
@@ -299,6 +294,7 @@ static int weight_tensor(lw *l, int id, int use, uint32_t *out) {
         dims_of(&nd->shape, &d);
     }
     if (l->api->tensor_create(l->ag, &d, out) != NPL_ACCEL_OK) return fail_api(l, name);
+    if (!use && id == l->a->tied && l->tied_counted++) return 0;
     l->a->static_bytes += w->size[use];
     return 0;
 }
@@ -401,6 +397,7 @@ static int consumer_op(const lw *l, int id) { return l->cons[id] ? l->cons[id] -
 
 static int lower_matmul_fn(lw *l, int id) {
     const npl_node *nd = npl_graph_node(l->a->g, id);
+    if (nd->src[0] == l->a->tied) return npl_lw_tied_matmul(l, id);
     npl_accel_param p = pint("transpose_in1", 1);
     uint32_t in[2], o;
     const int q = int16_op(l, id), x = nd->src[1];
@@ -533,6 +530,7 @@ static const op_lowering lower_attention = {.lower = lower_attention_fn, .tensor
 
 static int lower_get_rows_fn(lw *l, int id) {
     const npl_node *nd = npl_graph_node(l->a->g, id);
+    if (nd->src[0] == l->a->tied) return npl_lw_tied_rows(l, id);
     uint32_t in[2], o;
     if (src_tensor(l, nd->src[0], &in[0]) || src_tensor(l, nd->src[1], &in[1]) ||
         out_tensor(l, id, seen_dt(l, nd->src[0]), &o))
@@ -585,10 +583,24 @@ const char *npl_lower_refusal(const npl_graph *g, int id) {
     return x->refuse ? x->refuse(g, id) : NULL;
 }
 
+const char *npl_lower_refusal_tied(const npl_graph *g, int id, int tied) {
+    const npl_node *nd = npl_graph_node(g, id);
+    if (tied >= 0 && nd && nd->op == NPL_OP_GET_ROWS && nd->src[0] == tied) return NULL;
+    return npl_lower_refusal(g, id);
+}
+
+const char *npl_lower_tied_refusal(const npl_graph *g, int w, npl_weight_prec wprec, npl_accel_dtype act) {
+    const npl_node *nd = npl_graph_node(g, w);
+    if (wprec != NPL_WEIGHTS_W8) return "the row lookup on the NPU needs --weights w8 (int8 rows with a scale each)";
+    if (act != NPL_ACCEL_DT_F16) return "the row lookup on the NPU is built for --act fp16";
+    if (!nd || nd->op != NPL_OP_WEIGHT || nd->shape.ne[2] * nd->shape.ne[3] != 1) return "not a 2-D weight matrix";
+    return NULL;
+}
+
 static int lower_op(lw *l, int id) {
     const npl_node *nd = npl_graph_node(l->a->g, id);
     l->cur = id;
-    const char *why = npl_lower_refusal(l->a->g, id);
+    const char *why = npl_lower_refusal_tied(l->a->g, id, l->a->tied);
     if (why) {
         snprintf(l->err, l->errlen, "lowering %s: op %s is not lowered: %s", l->a->gname, npl_op_name(nd->op), why);
         return -1;
@@ -601,7 +613,7 @@ int npl_lower_segment(const npl_accel_api *api, npl_accel_backend *be, npl_accel
     int n = npl_graph_n_nodes(a->g), rc = -1;
     lw l = {api, be, ctx, NULL, a, malloc((size_t)n * sizeof(uint32_t)), calloc((size_t)n, sizeof(npl_accel_dtype)),
             err, errlen, calloc((size_t)n, 1), a->f32_classes, NULL, -1, -1, malloc((size_t)n * sizeof(uint32_t)),
-            malloc((size_t)n * sizeof(uint32_t)), malloc((size_t)n * sizeof(uint32_t))};
+            malloc((size_t)n * sizeof(uint32_t)), malloc((size_t)n * sizeof(uint32_t)), 0};
     if (l.cons)
         for (int k = a->seg->n_nodes - 1; k >= 0; k--) {
             const npl_node *nd = npl_graph_node(a->g, a->seg->nodes[k]);
@@ -701,3 +713,18 @@ int npl_infer_all(const npl_graph *g, int seq, int n_out, npl_shape *shapes, cha
     }
     return 0;
 }
+
+/* The helpers lower_tied.c builds on. */
+int npl_lw_fail_api(npl_lw *l, const char *what) { return fail_api(l, what); }
+void npl_lw_dims_of(const npl_shape *s, npl_accel_tensor_desc *d) { dims_of(s, d); }
+int npl_lw_mk(npl_lw *l, const char *name, npl_accel_kind kind, npl_accel_dtype dt, const npl_shape *s, uint32_t *out) {
+    return mk(l, name, kind, dt, s, out);
+}
+int npl_lw_node(npl_lw *l, const char *op, const char *sfx, const npl_accel_param *p, uint32_t np, const uint32_t *in,
+                uint32_t nin, uint32_t out, int id) {
+    return node_sfx(l, op, sfx, p, np, in, nin, out, id);
+}
+int npl_lw_weight_bytes(npl_lw *l, int id, int use) { return weight_bytes(l, id, use); }
+int npl_lw_weight_tensor(npl_lw *l, int id, int use, uint32_t *out) { return weight_tensor(l, id, use, out); }
+int npl_lw_src_tensor(npl_lw *l, int id, uint32_t *out) { return src_tensor(l, id, out); }
+int npl_lw_out_tensor(npl_lw *l, int id, npl_accel_dtype natural, uint32_t *out) { return out_tensor(l, id, natural, out); }

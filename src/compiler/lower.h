@@ -29,6 +29,10 @@ typedef struct {
     int out_weight;             /* node id of the output matrix with its own type, or -1
                                    (set it explicitly: 0 is a node id) */
     npl_type out_type;
+    /* node id of a tied embedding / output matrix whose row lookups (GET_ROWS)
+     * are lowered with its output matmul, the matrix stored once (int8, see
+     * lower_tied.c), or -1 (set it explicitly) */
+    int tied;
     npl_lower_weight *wc;       /* per node id, owned by the caller */
     int kv_len;                 /* > 0: the cache rows Attention reads (a decode bucket), 0: all */
     /* int16 with static ranges (a target without dynamic int16, QNN): per
@@ -47,6 +51,12 @@ int npl_lower_segment(const npl_accel_api *api, npl_accel_backend *be, npl_accel
 /* NULL if the lowering lowers node id of g, else why the node stays on the
  * CPU (its op has no accelerator op, or this use of it is not worth one). */
 const char *npl_lower_refusal(const npl_graph *g, int id);
+/* The same, with the row lookups in table node `tied` (npl_lower_args.tied,
+ * -1: none) lowered too. */
+const char *npl_lower_refusal_tied(const npl_graph *g, int id, int tied);
+/* NULL if weight node `w` of g can be lowered tied (npl_lower_args.tied:
+ * a 2-D matrix, --weights w8, fp16 activations; lower_tied.c), else why not. */
+const char *npl_lower_tied_refusal(const npl_graph *g, int w, npl_weight_prec wprec, npl_accel_dtype act);
 /* Parses a comma list of tensor class names (norm_in, qkv, qknorm, rope,
  * attn, o, post, gu, glu, down, other) into a bit mask; NULL or "" is 0.
  * 0, or -1 with the unknown name and the known ones in err. */

@@ -60,7 +60,7 @@ static int add_unique(int *arr, int *n, int v) {
 }
 
 int npl_partition_graph(const npl_graph *g, const int *outputs, int n_outputs, const char (*refused)[NPL_WHY_LEN],
-                        int split_layers, npl_partition *out, char *err, size_t errlen) {
+                        int split_layers, int tied, npl_partition *out, char *err, size_t errlen) {
     memset(out, 0, sizeof(*out));
     int n = npl_graph_n_nodes(g);
     char *needed = calloc((size_t)n, 1);
@@ -80,7 +80,8 @@ int npl_partition_graph(const npl_graph *g, const int *outputs, int n_outputs, c
     for (int i = 0; i < n; i++) {
         seg_of[i] = -1;
         if (!needed[i] || is_leaf(npl_graph_node(g, i)->op)) continue;
-        const char *why = npl_partition_break_reason(g, i);
+        const char *why = npl_op_shape_is_dynamic(npl_graph_node(g, i)->op) ? "output shape depends on input content"
+                                                                              : npl_lower_refusal_tied(g, i, tied);
         if (!why && refused && refused[i][0]) why = refused[i];
         if (why) {
             out->cpu_ops[out->n_cpu_ops] = i;

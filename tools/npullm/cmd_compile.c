@@ -21,7 +21,7 @@ static const char *USAGE =
     "usage: npullm compile -m MODEL.gguf -o PKG [--chunk N] [--ctx N] [--act f16|fp16|bf16|int16|f32]\n"
     "                      [--weights keep|q4|q8|w8|w4] [--output-weights T] [--calib FILE] [-t N] [--keep-intermediate]\n"
     "                      [--force] [--no-check] [--weight-sharing] [--tolerance X] [--target NAME] [--soc NAME] [--plugin-dir DIR]\n"
-    "                      [--keep-f32 CLASSES] [--buckets LIST] [--split-layers]\n"
+    "                      [--keep-f32 CLASSES] [--buckets LIST] [--split-layers] [--tied-lookup npu|cpu]\n"
     "  --chunk N     prefill graph size (AR-N), default 128; decode uses AR-1\n"
     "  --ctx N       KV cache positions, default the model's capped at 4096\n"
     "  --buckets LIST  AR-1 (and AR-N) graphs that read only the first L cache rows, for each L\n"
@@ -56,7 +56,11 @@ static const char *USAGE =
     "  --split-layers  one subgraph per decoder layer and one for the output head: the\n"
     "                summary's check errors are then a per-layer error report against the\n"
     "                CPU path (intermediate/npu_postreat.json with --keep-intermediate); a\n"
-    "                diagnostic package, one accelerator op per layer\n";
+    "                diagnostic package, one accelerator op per layer\n"
+    "  --tied-lookup npu|cpu  qnn-htp, a tied embedding / output matrix: npu (default with\n"
+    "                --weights w8 and fp16 activations) looks its rows up on the NPU from the\n"
+    "                output matmul's int8 table, so the package holds the matrix once; cpu keeps\n"
+    "                the lookup on the CPU from the GGUF's bytes (the matrix twice)\n";
 
 typedef struct {
     sigset_t set;
@@ -107,7 +111,7 @@ int npl_cmd_compile(int argc, char **argv) {
         {"-t", "--threads", 1}, {"--act", NULL, 1}, {"--tolerance", NULL, 1}, {"--weights", NULL, 1},
         {"--output-weights", NULL, 1}, {"--keep-f32", NULL, 1}, {"--keep-intermediate", NULL, 0}, {"--force", NULL, 0},
         {"--no-check", NULL, 0}, {"--weight-sharing", NULL, 0}, {"--calib", NULL, 1}, {"--target", NULL, 1}, {"--soc", NULL, 1}, {"--plugin-dir", NULL, 1},
-        {"--buckets", NULL, 1}, {"--split-layers", NULL, 0}, {NULL, NULL, 0}};
+        {"--buckets", NULL, 1}, {"--split-layers", NULL, 0}, {"--tied-lookup", NULL, 1}, {NULL, NULL, 0}};
     for (int i = 1; i < argc; i++) {
         const char *a;
         int k = cli_next("compile", OPTS, argc, argv, &i, &a, &v);
@@ -124,6 +128,13 @@ int npl_cmd_compile(int argc, char **argv) {
         else if (!strcmp(a, "--soc")) p.soc = v;
         else if (!strcmp(a, "--calib")) p.calib = v;
         else if (!strcmp(a, "--buckets")) p.buckets = v;
+        else if (!strcmp(a, "--tied-lookup")) {
+            if (strcmp(v, "npu") && strcmp(v, "cpu")) {
+                fprintf(stderr, "npullm compile: --tied-lookup '%s': npu or cpu\n", v);
+                return 2;
+            }
+            p.tied_lookup_cpu = !strcmp(v, "cpu");
+        }
         else if (!strcmp(a, "--plugin-dir")) p.plugin_dir = v;
         else if (!strcmp(a, "--keep-f32")) p.keep_f32 = v;
         else if (!strcmp(a, "--chunk")) { if (cli_int("compile", a, v, 1, 1 << 16, &x)) return 2; p.chunk = (int)x; }

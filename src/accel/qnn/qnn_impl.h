@@ -189,6 +189,7 @@ typedef struct qnn_lw {
     const qnn_op_row *row;
     Qnn_Tensor_t out;
     npl_accel_dtype cdt; /* F16 / F32: the float type the node computes in (its output's); NPL_ACCEL_DT_COUNT: none */
+    int trust_finalize;  /* QNN's validation refuses the next node wrongly: skip it (finalize and execute decide) */
 } qnn_lw;
 const qnn_op_row *qnn_op_table(uint32_t *n);
 npl_accel_status qnn_lower_node(qnn_graph *g, const npl_accel_node_desc *n);

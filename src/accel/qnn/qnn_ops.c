@@ -119,7 +119,8 @@ npl_accel_status qnn_node(qnn_lw *L, const char *suffix, const char *type, Qnn_T
     op.outputTensors = out;
     qnn_log_reset();
     if (g->ctx->validate) { /* validate_node: QNN's own check of the op, nothing is added */
-        Qnn_ErrorHandle_t e = L->be->q->backendValidateOpConfig ? L->be->q->backendValidateOpConfig(L->be->be, op) : QNN_SUCCESS;
+        Qnn_ErrorHandle_t e = L->be->q->backendValidateOpConfig && !L->trust_finalize
+                                  ? L->be->q->backendValidateOpConfig(L->be->be, op) : QNN_SUCCESS;
         if (e != QNN_SUCCESS) { /* whatever QNN's code (often INVALID_ARGUMENT): the node is not supported */
             qnn_fail_q(L->be, e, NPL_ACCEL_ERR_UNSUPPORTED, "node '%s' (%s as QNN %s%s%s): refused by QNN's validation", L->nm,
                        L->n->op, type, *suffix ? " " : "", suffix);
@@ -282,7 +283,13 @@ static npl_accel_status lower_matmul(qnn_lw *L) {
         Qnn_Tensor_t *w;
         if ((st = qnn_graph_tensor(L->g, wid, &w))) return st;
         in[1] = *w;
-        if ((st = qnn_node(L, f16_out ? ".f16" : "", "FullyConnected", in, n_in, &out, prm, np))) return st;
+        /* float x with a per-tensor int8 weight: validation refuses it ("[..] has incorrect Value 0, expected
+         * equal to 1", 3110), finalize and execute compute it right (bench/qnn-probe/p11_tied.c, pt / ptrs) */
+        L->trust_finalize = is_float(qnn_lw_t(L, 0)->dtype) && wr->dtype == NPL_ACCEL_DT_INT8 &&
+                            wr->quant.encoding == NPL_ACCEL_QUANT_PER_TENSOR;
+        st = qnn_node(L, f16_out ? ".f16" : "", "FullyConnected", in, n_in, &out, prm, np);
+        L->trust_finalize = 0;
+        if (st) return st;
     } else {
         if (qnn_lw_t(L, 1)->quant.encoding == NPL_ACCEL_QUANT_PER_BLOCK)
             return qnn_fail(L->be, NPL_ACCEL_ERR_UNSUPPORTED, "qnn-htp: node '%s': per-block weights need the [N, K] form "
@@ -521,7 +528,7 @@ npl_accel_status qnn_lower_node(qnn_graph *g, const npl_accel_node_desc *n) {
     for (uint32_t i = 0; i < n->n_inputs; i++)
         if (n->inputs[i] >= g->ctx->n_t)
             return qnn_fail(be, NPL_ACCEL_ERR_NOT_FOUND, "qnn-htp: node '%s': no tensor of id %u", nm, n->inputs[i]);
-    qnn_lw L = {g, be, n, nm, row, {0}, NPL_ACCEL_DT_COUNT};
+    qnn_lw L = {g, be, n, nm, row, {0}, NPL_ACCEL_DT_COUNT, 0};
     const npl_accel_dtype odt = n->outputs[0] < g->ctx->n_t ? g->ctx->t[n->outputs[0]].dtype : NPL_ACCEL_DT_COUNT;
     if (is_float(odt) && row->lower != lower_cast) L.cdt = odt;
     Qnn_Tensor_t *t;
