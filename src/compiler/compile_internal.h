@@ -48,6 +48,9 @@ typedef struct {
     double max_err[MAX_SHAPES], rel_err[MAX_SHAPES];
     double finalize_s[MAX_SHAPES]; /* the target's finalize time per graph (0: not reported) */
     uint64_t static_bytes, checksum;
+    /* LPBQ retries: the slice caps (output channels, 0 = the target's own)
+     * whose finalize was refused, in order, and the cap that finalized */
+    int n_lpbq_refused, lpbq_refused[4], lpbq_slice;
 } seg_result;
 
 typedef struct {

@@ -655,6 +655,7 @@ int npl_lower_segment(const npl_accel_api *api, npl_accel_backend *be, npl_accel
     for (int k = 0; k < a->seg->n_nodes; k++)
         if (lower_op(&l, a->seg->nodes[k])) goto done;
     if (api->graph_finalize(l.ag) != NPL_ACCEL_OK) {
+        a->finalize_failed = 1;
         fail_api(&l, "finalize");
         goto done;
     }

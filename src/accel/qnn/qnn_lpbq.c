@@ -62,11 +62,20 @@ npl_accel_status qnn_lpbq_factor(npl_accel_backend *be, qnn_tensor *t, const int
  * go wrong past channel 64 (2048x128, 2048x256, 1792x256) while 1536x256
  * and 2048x64 are right. So: slices of min(256, K) output channels, 64 for
  * K over 1536 — every slice shape here correct at M = 1, 16 and 128. */
-uint32_t qnn_lpbq_slice(uint32_t K, uint32_t N) {
+uint32_t qnn_lpbq_slice(uint32_t K, uint32_t N, uint32_t max) {
     uint32_t cap = 256;
     if (K > 1536) cap = 64;
+    /* the compiler's retry after a refused finalize ("split too large", 1002,
+     * Gemma's 640 x 1024 / 2048 inside a whole layer): narrower slices */
+    if (max && max < cap) cap = max;
     while (cap > K && cap > 32) cap >>= 1;
     return N <= cap ? N : cap;
+}
+
+uint32_t qnn_lpbq_refuse_above(void) {
+    const char *e = getenv("NPL_QNN_LPBQ_REFUSE_ABOVE");
+    const long v = e ? strtol(e, NULL, 10) : 0;
+    return v > 0 && v < 65536 ? (uint32_t)v : 0;
 }
 
 npl_accel_status qnn_weight_rows(npl_accel_context *c, npl_accel_tensor_id id, uint32_t n0, uint32_t n, npl_accel_tensor_id *out) {
