@@ -91,17 +91,6 @@ static int write_file(const char *path, const void *data, size_t n, char *err, s
 
 
 
-/* Whether segment sg holds a weight that went blockwise (LPBQ) in lowering. */
-static int seg_has_lpbq(const npl_graph *g, const npl_segment *sg, const npl_lower_weight *wc) {
-    for (int k = 0; k < sg->n_nodes; k++) {
-        const npl_node *nd = npl_graph_node(g, sg->nodes[k]);
-        if (wc[sg->nodes[k]].block) return 1;
-        for (int s = 0; s < nd->n_src; s++)
-            if (wc[nd->src[s]].block) return 1;
-    }
-    return 0;
-}
-
 static int shape_index_ok(const shape_case *c, int n, int seq, int n_out, int kv) {
     for (int i = 0; i < n; i++)
         if (c[i].seq == seq && c[i].n_out == n_out && c[i].kv == kv) return 1;
@@ -310,59 +299,12 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         seg_result *r = &res[si];
         if (!sg->keep) continue;
         npl_accel_context *ctx = NULL, *live = NULL; /* live: kept for the check of a weight-shared binary */
-        int ok = 1, stop = 0;
-        /* LPBQ: a refused finalize ("split too large", 1002: Gemma's 640 x 1024
-         * / 2048 inside a whole layer) is retried with narrower output-channel
-         * slices, the whole subgraph at once (its graphs share the weights) */
-        static const int lpbq_caps[] = {0, 128, 64, 32};
-        for (int attempt = 0;; attempt++) {
-            char cap_s[8];
-            snprintf(cap_s, sizeof cap_s, "%d", lpbq_caps[attempt]);
-            npl_accel_option opts[2];
-            uint32_t n_opts = 0;
-            if (p.weight_sharing) opts[n_opts++] = (npl_accel_option){"weight_sharing", "1"};
-            if (attempt) opts[n_opts++] = (npl_accel_option){"lpbq_slice", cap_s};
-            if (api->context_create(abe, dev, n_opts ? opts : NULL, n_opts, &ctx) != NPL_ACCEL_OK) {
-                snprintf(err, errlen, "%s: %s", p.target, api->last_error(abe));
-                free(shapes);
-                goto done;
-            }
-            ok = 1;
-            int refused_at_finalize = 0;
-            for (int c = 0; c < n_cases && ok; c++) {
-                if ((stop = npl_compile_prog(&pg, 2, c, n_cases, "lower + compile per shape"))) break;
-                npl_lower_args la = {.g = mg.g, .seg = sg, .shapes = shapes, .act = act, .wprec = p.weights, .wc = wc,
-                                     .f32_classes = f32_classes, .out_weight = out_weight, .out_type = (npl_type)p.output_weights,
-                                     .kv_len = cases[c].kv, .act_lo = act_lo, .act_hi = act_hi};
-                if (cases[c].kv) snprintf(r->names[c], sizeof r->names[c], "s%d_ar%d_kv%d", si, cases[c].seq, cases[c].kv);
-                else snprintf(r->names[c], sizeof r->names[c], "s%d_ar%d_o%d", si, cases[c].seq, cases[c].n_out);
-                la.gname = r->names[c];
-                if (npl_infer_all(mg.g, cases[c].seq, cases[c].n_out, shapes, err, errlen) ||
-                    npl_lower_segment(api, abe, ctx, &la, err, errlen)) {
-                    ok = 0;
-                    refused_at_finalize = la.finalize_failed;
-                    break;
-                }
-                for (int i = 0; i < sg->n_inputs; i++) snprintf(r->in_names[c][i], 96, "%s", la.in_names[i]);
-                snprintf(r->out_names[c], 96, "%s", la.out_name);
-                if (c == 0) r->static_bytes = la.static_bytes;
-            }
-            if (ok || stop || !refused_at_finalize || !seg_has_lpbq(mg.g, sg, wc) ||
-                attempt + 1 >= (int)(sizeof lpbq_caps / sizeof lpbq_caps[0]))
-                break;
-            r->lpbq_refused[r->n_lpbq_refused++] = lpbq_caps[attempt];
-            r->lpbq_slice = lpbq_caps[attempt + 1];
-            npl_progress_end_line(&pg.bar);
-            if (p.log)
-                fprintf(p.log, "warning: subgraph %d: LPBQ slices of %s: %s; retrying with at most %d output channels per slice\n",
-                        si, attempt ? cap_s : "the target's width", err, lpbq_caps[attempt + 1]);
-            api->context_free(ctx);
-            ctx = NULL;
-        }
-        if (!ok && r->n_lpbq_refused) { /* every width refused: the last one is in err */
-            r->lpbq_refused[r->n_lpbq_refused++] = r->lpbq_slice;
-            r->lpbq_slice = -1;
-        }
+        npl_compile_lower_job job = {api, abe, dev, &p, &pg, si, shapes, cases, n_cases,
+                                     {.g = mg.g, .seg = sg, .shapes = shapes, .act = act, .wprec = p.weights, .wc = wc,
+                                      .f32_classes = f32_classes, .out_weight = out_weight,
+                                      .out_type = (npl_type)p.output_weights, .act_lo = act_lo, .act_hi = act_hi}};
+        const int lr = npl_compile_lower_seg(&job, r, &ctx, err, errlen);
+        int ok = lr == 0, stop = lr < 0;
         if (ok && !stop) stop = npl_compile_prog(&pg, 2, n_cases, n_cases, "lower + compile per shape");
         r->n_shapes = n_cases;
         if (ok && !stop && (api->context_get_binary_size(ctx, &r->bin_size) != NPL_ACCEL_OK ||
@@ -380,7 +322,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         }
         if (ok && !stop) r->checksum = npl_fnv1a64(r->bin, r->bin_size);
         if (ok && !stop && p.check && p.weight_sharing) live = ctx;
-        else api->context_free(ctx);
+        else if (ctx) api->context_free(ctx);
         if (stop) {
             free(shapes);
             goto done;

@@ -44,15 +44,7 @@ void npl_compile_summary(FILE *o, const npl_compile_report *r) {
         else if (sg->layer >= 0) snprintf(layer, sizeof layer, " layer %d,", sg->layer);
         fprintf(o, "    #%d:%s %d ops (%d matmul), %d inputs, %d outputs: %s%s\n", si, layer, sg->n_nodes, sg->n_matmul,
                 sg->n_inputs, sg->n_outputs, sg->keep ? "accelerator" : "CPU: ", sg->keep ? "" : sg->why);
-        const seg_result *rs = &r->res[si];
-        if (rs->n_lpbq_refused) { /* compile.c's retry with narrower LPBQ slices after a refused finalize */
-            fprintf(o, "       LPBQ slices: finalize refused at");
-            for (int k = 0; k < rs->n_lpbq_refused; k++)
-                if (rs->lpbq_refused[k]) fprintf(o, "%s %d", k ? "," : "", rs->lpbq_refused[k]);
-                else fprintf(o, " the target's widths (up to 256)");
-            if (rs->lpbq_slice > 0) fprintf(o, "; finalized with at most %d output channels per slice\n", rs->lpbq_slice);
-            else fprintf(o, "; no width finalized\n");
-        }
+        npl_compile_lpbq_summary(o, &r->res[si]);
         if (!sg->keep) continue;
         fprintf(o, "       accel_%d.bin: %.2f MiB, weights %.2f MiB, %d graphs:", si, r->res[si].bin_size / 1048576.0,
                 r->res[si].static_bytes / 1048576.0, r->res[si].n_shapes);

@@ -36,6 +36,8 @@ typedef struct {
      * int16 is the ABI's dynamic int16 */
     const float *act_lo, *act_hi;
     const char *gname;
+    int no_lpbq;                /* w4 weights one scale per output channel even where LPBQ would go
+                                   (the compile's retry after a refused finalize; reconverts cached ones) */
     /* out: accelerator tensor names of the segment's inputs and output */
     char in_names[NPL_SEG_MAX_IO][96];
     char out_name[96];
