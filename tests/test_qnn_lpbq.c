@@ -24,7 +24,7 @@
  * CPU path than the per-channel package's.
  *
  * The retry after a refused finalize (compile_lower.c), driven by the
- * plugin's test knob NPL_QNN_LPBQ_REFUSE_ABOVE: refusing slices over 64
+ * plugin's test option lpbq_refuse_above (npl_compile_params.lpbq_refuse_above): refusing slices over 64
  * channels, the package finalizes with 64-channel slices and keeps LPBQ's
  * logits error; refusing every slice, it falls to per-channel weights and
  * has the per-channel package's error. */
@@ -40,12 +40,13 @@
 
 static char pdir[1024];
 
-static int compile(const char *model, const char *dir, npl_act_prec act, int split, char *log, size_t loglen) {
+static int compile(const char *model, const char *dir, npl_act_prec act, int split, int refuse, char *log, size_t loglen) {
     char log_path[300], err[1024];
     snprintf(log_path, sizeof log_path, "%s.log", dir);
     npl_compile_params p = npl_compile_default_params();
     p.n_ctx = 64, p.chunk = 8, p.n_threads = 2, p.target = "qnn-htp", p.plugin_dir = pdir, p.soc = "SM8650";
     p.act = act, p.weights = NPL_WEIGHTS_W4, p.check = 1, p.split_layers = split, p.tolerance = 1.0; /* the bounds are this test's */
+    p.lpbq_refuse_above = refuse;
     p.log = fopen(log_path, "w");
     CHECK(p.log != NULL);
     int rc = npl_compile(model, dir, &p, err, sizeof err);
@@ -128,7 +129,7 @@ int main(void) {
     CHECK(r < 0.8); /* the model's blocks differ: what LPBQ is for */
 
     /* per layer: int16/w4 (LPBQ) against fp16/w4 (per channel) */
-    CHECK_EQ_INT(compile(model, db, NPL_ACT_INT16, 1, log, sizeof log), 0);
+    CHECK_EQ_INT(compile(model, db, NPL_ACT_INT16, 1, 0, log, sizeof log), 0);
     CHECK(strstr(log, "  requant    w4 blockwise (LPBQ") != NULL);
     CHECK(strstr(log, "falls back") == NULL && strstr(log, "stays on the CPU") == NULL);
     CHECK(strstr(log, "  subgraphs  3 found, 3 lowered\n") != NULL);
@@ -136,7 +137,7 @@ int main(void) {
     CHECK(strstr(log, " output(c) ") != NULL && strstr(log, " qkv ") != NULL);
     char lb[1 << 16];
     memcpy(lb, log, sizeof lb);
-    CHECK_EQ_INT(compile(model, dc, NPL_ACT_F16, 1, log, sizeof log), 0);
+    CHECK_EQ_INT(compile(model, dc, NPL_ACT_F16, 1, 0, log, sizeof log), 0);
     CHECK(strstr(log, "  requant    w4 per output channel") && strstr(log, "takes integer activations only (--act int16)"));
     for (int layer = 0; layer < 2; layer++) {
         double b[2], c[2];
@@ -151,29 +152,25 @@ int main(void) {
     CHECK(system(cmd) == 0);
 
     /* the whole decoder in one graph, run by the runner in the emulator */
-    CHECK_EQ_INT(compile(model, db, NPL_ACT_INT16, 0, log, sizeof log), 0);
+    CHECK_EQ_INT(compile(model, db, NPL_ACT_INT16, 0, 0, log, sizeof log), 0);
     CHECK(strstr(log, "  subgraphs  1 found, 1 lowered\n") != NULL);
     CHECK(strstr(log, "LPBQ slices") == NULL); /* nothing refused, no retry */
-    CHECK_EQ_INT(compile(model, dc, NPL_ACT_F16, 0, log, sizeof log), 0);
+    CHECK_EQ_INT(compile(model, dc, NPL_ACT_F16, 0, 0, log, sizeof log), 0);
     /* a refused finalize (as the emulator's 1002 for Gemma's decoder): the
-     * plugin's test knob refuses any LPBQ slice over 64 channels; this model's
+     * plugin's test option lpbq_refuse_above refuses any LPBQ slice over 64 channels; this model's
      * slices are 128 (q, gate/up: K = 128), so the probes of the default width
      * and of 128-channel slices are refused and the 64-channel one finalizes */
     snprintf(dr, sizeof dr, "/tmp/npl_test_qnn_lpbq_retry_%d", (int)getpid());
-    setenv("NPL_QNN_LPBQ_REFUSE_ABOVE", "64", 1);
-    CHECK_EQ_INT(compile(model, dr, NPL_ACT_INT16, 0, log, sizeof log), 0);
-    unsetenv("NPL_QNN_LPBQ_REFUSE_ABOVE");
+    CHECK_EQ_INT(compile(model, dr, NPL_ACT_INT16, 0, 64, log, sizeof log), 0);
     CHECK(strstr(log, "warning: subgraph 0, the target's LPBQ slices: lowering s0_ar8_o1: finalize: ") != NULL);
-    CHECK(strstr(log, "an LPBQ slice of 128 output channels (test knob") != NULL);
+    CHECK(strstr(log, "an LPBQ slice of 128 output channels (test option") != NULL);
     CHECK(strstr(log, "; retrying with LPBQ slices of at most 64 output channels\n") != NULL);
     CHECK(strstr(log, "  subgraphs  1 found, 1 lowered\n") != NULL);
     CHECK(strstr(log, "       LPBQ retry: the target's LPBQ slices: finalize refused; LPBQ slices of at most 128 output "
                       "channels: finalize refused; finalized with LPBQ slices of at most 64 output channels\n") != NULL);
-    /* the knob refusing every LPBQ slice: per-channel 4-bit weights at last */
+    /* the option refusing every LPBQ slice: per-channel 4-bit weights at last */
     snprintf(dp, sizeof dp, "/tmp/npl_test_qnn_lpbq_pcretry_%d", (int)getpid());
-    setenv("NPL_QNN_LPBQ_REFUSE_ABOVE", "1", 1);
-    CHECK_EQ_INT(compile(model, dp, NPL_ACT_INT16, 0, log, sizeof log), 0);
-    unsetenv("NPL_QNN_LPBQ_REFUSE_ABOVE");
+    CHECK_EQ_INT(compile(model, dp, NPL_ACT_INT16, 0, 1, log, sizeof log), 0);
     CHECK(strstr(log, "LPBQ slices of at most 32 output channels: finalize refused; finalized with per-channel 4-bit "
                       "weights\n") != NULL);
     CHECK(strstr(log, "  subgraphs  1 found, 1 lowered\n") != NULL);

@@ -14,6 +14,9 @@
  * 32-channel slices; its layers alone at AR-128 with the default ones), and
  * a crash cannot fall back to the CPU: only a way its probe finalized is
  * done for real (so each such subgraph is finalized twice). */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +24,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "compiler/compile_internal.h"
 
@@ -41,12 +47,14 @@ static int seg_has_lpbq(const npl_graph *g, const npl_segment *sg, const npl_low
 static int lower_cases(const npl_compile_lower_job *j, seg_result *r, int mode, int progress, npl_accel_context **ctx,
                        int *fin, char *err, size_t errlen) {
     const npl_compile_params *p = j->p;
-    char cap_s[8];
+    char cap_s[8], ref_s[16];
     snprintf(cap_s, sizeof cap_s, "%d", mode);
-    npl_accel_option opts[2];
+    snprintf(ref_s, sizeof ref_s, "%d", p->lpbq_refuse_above);
+    npl_accel_option opts[3];
     uint32_t n_opts = 0;
     if (p->weight_sharing) opts[n_opts++] = (npl_accel_option){"weight_sharing", "1"};
     if (mode > 0) opts[n_opts++] = (npl_accel_option){"lpbq_slice", cap_s};
+    if (p->lpbq_refuse_above > 0) opts[n_opts++] = (npl_accel_option){"lpbq_refuse_above", ref_s};
     *fin = 0;
     if (j->api->context_create(j->abe, j->dev, n_opts ? opts : NULL, n_opts, ctx) != NPL_ACCEL_OK) {
         snprintf(err, errlen, "%s: %s", p->target, j->api->last_error(j->abe));
@@ -87,6 +95,15 @@ static int probe(const npl_compile_lower_job *j, int mode, int *crashed, int *lp
     }
     if (pid == 0) { /* the child: its own copies of the weights and the target's state; no exit handlers */
         close(fd[0]);
+        /* dies with the compile: the CLI's signal watcher (a thread, signals blocked) is not in the child */
+        sigset_t none;
+        sigemptyset(&none);
+        signal(SIGTERM, SIG_DFL), signal(SIGINT, SIG_DFL);
+        pthread_sigmask(SIG_SETMASK, &none, NULL);
+#ifdef __linux__
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() == 1) _exit(2);
+#endif
         seg_result *r = calloc(1, sizeof *r);
         npl_accel_context *ctx = NULL;
         char e[1024] = "";
@@ -96,16 +113,30 @@ static int probe(const npl_compile_lower_job *j, int mode, int *crashed, int *lp
         _exit(rc == 0 ? 0 : rc == 1 && fin ? 1 : 2);
     }
     close(fd[1]);
-    size_t n = 0;
     ssize_t k;
     err[0] = 0;
-    char has = '1';
-    if (read(fd[0], &has, 1) == 1) *lpbq = has == '1';
-    while (n + 1 < errlen && (k = read(fd[0], err + n, errlen - 1 - n)) > 0) n += (size_t)k;
-    err[n] = 0;
+    char buf[1025];
+    size_t got = 0;
+    for (;;) { /* the child's answer, until it closes the pipe (exits); an abort kills it */
+        struct pollfd pf = {fd[0], POLLIN, 0};
+        if (npl_compile_aborted(j->pg->g)) {
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            close(fd[0]);
+            return -1;
+        }
+        if (poll(&pf, 1, 100) <= 0) continue;
+        if ((k = read(fd[0], buf + got, sizeof buf - 1 - got)) <= 0) break;
+        got += (size_t)k;
+        if (got == sizeof buf - 1) break;
+    }
     close(fd[0]);
+    buf[got] = 0;
+    if (got) *lpbq = buf[0] == '1';
+    snprintf(err, errlen, "%s", got ? buf + 1 : "");
     int st = 0;
-    while (waitpid(pid, &st, 0) < 0) {
+    pid_t w;
+    while ((w = waitpid(pid, &st, WNOHANG)) == 0 || (w < 0 && errno == EINTR)) {
         if (npl_compile_aborted(j->pg->g)) {
             kill(pid, SIGKILL);
             waitpid(pid, &st, 0);
@@ -113,6 +144,7 @@ static int probe(const npl_compile_lower_job *j, int mode, int *crashed, int *lp
         }
         nanosleep(&(struct timespec){0, 100000000}, NULL);
     }
+    if (w < 0) return -1;
     if (WIFEXITED(st) && WEXITSTATUS(st) <= 2) {
         if (WEXITSTATUS(st) && !err[0]) snprintf(err, errlen, "refused (no reason from the probe process)");
         return WEXITSTATUS(st);

@@ -76,12 +76,6 @@ uint32_t qnn_lpbq_slice(uint32_t K, uint32_t N, uint32_t max) {
     return N <= cap ? N : cap;
 }
 
-uint32_t qnn_lpbq_refuse_above(void) {
-    const char *e = getenv("NPL_QNN_LPBQ_REFUSE_ABOVE");
-    const long v = e ? strtol(e, NULL, 10) : 0;
-    return v > 0 && v < 65536 ? (uint32_t)v : 0;
-}
-
 npl_accel_status qnn_weight_rows(npl_accel_context *c, npl_accel_tensor_id id, uint32_t n0, uint32_t n, npl_accel_tensor_id *out) {
     npl_accel_backend *be = c->be;
     char *name = malloc(strlen(c->t[id].name) + 32);
