@@ -14,6 +14,7 @@
 
 #define MAX_BASE 3 /* AR-N (last row), AR-1 over every cache row, AR-N (every row) */
 #define MAX_SHAPES (MAX_BASE + 2 * NPL_MAX_BUCKETS) /* + AR-1 and AR-N (last row) per KV-length bucket */
+#define MAX_CHECK_ROWS 32 /* check rows kept per graph for --keep-intermediate */
 #define MAX_SHARED 4 /* CPU-side weights a context binary may hold (the tied embedding) */
 
 typedef struct {
@@ -60,6 +61,10 @@ typedef struct {
      * and refused, in order, and the way that finalized (lpbq_ok) */
     npl_lpbq_try lpbq_tried[6];
     int n_lpbq_tried, lpbq_mode, lpbq_ok;
+    /* the check per output row (the first MAX_CHECK_ROWS of a many-row graph, for
+     * --keep-intermediate): relative RMS, max abs error, the CPU row's max |value| */
+    int n_rows[MAX_SHAPES];
+    float row_rel[MAX_SHAPES][MAX_CHECK_ROWS], row_max[MAX_SHAPES][MAX_CHECK_ROWS], row_ref[MAX_SHAPES][MAX_CHECK_ROWS];
 } seg_result;
 
 /* One subgraph's lowering (compile.c's stage 3): base holds every field of

@@ -124,8 +124,20 @@ void npl_compile_write_intermediate(const char *dir, const npl_partition *part, 
                 if (check) {
                     fprintf(jf, ", \"check\": [");
                     for (int c = 0; c < res[si].n_shapes; c++)
-                        fprintf(jf, "%s{\"graph\": \"%s\", \"max_abs\": %.6g, \"rel_rms\": %.6g}", c ? ", " : "",
+                    {
+                        fprintf(jf, "%s{\"graph\": \"%s\", \"max_abs\": %.6g, \"rel_rms\": %.6g", c ? ", " : "",
                                 res[si].names[c], res[si].max_err[c], res[si].rel_err[c]);
+                        /* per output row of a many-row graph: [rel_rms, max_abs, the CPU row's max |value|] */
+                        const int nr = res[si].n_rows[c];
+                        if (nr > 1) {
+                            fprintf(jf, ", \"rows\": [");
+                            for (int row = 0; row < nr && row < MAX_CHECK_ROWS; row++)
+                                fprintf(jf, "%s[%.4g, %.4g, %.4g]", row ? ", " : "", res[si].row_rel[c][row],
+                                        res[si].row_max[c][row], res[si].row_ref[c][row]);
+                            fprintf(jf, "]");
+                        }
+                        fprintf(jf, "}");
+                    }
                     fprintf(jf, "]");
                 }
             }
