@@ -21,7 +21,13 @@
  * a lost multiplier gives errors of the output's own size and fails it.
  * The logits head stays per channel (lower.c's weight_bytes says why): the
  * whole package's logits, run through the runner, must still be closer to the
- * CPU path than the per-channel package's. */
+ * CPU path than the per-channel package's.
+ *
+ * The retry after a refused finalize (compile_lower.c), driven by the
+ * plugin's test option lpbq_refuse_above (npl_compile_params.lpbq_refuse_above): refusing slices over 64
+ * channels, the package finalizes with 64-channel slices and keeps LPBQ's
+ * logits error; refusing every slice, it falls to per-channel weights and
+ * has the per-channel package's error. */
 #include <libgen.h>
 #include <math.h>
 #include <unistd.h>
@@ -34,12 +40,13 @@
 
 static char pdir[1024];
 
-static int compile(const char *model, const char *dir, npl_act_prec act, int split, char *log, size_t loglen) {
+static int compile(const char *model, const char *dir, npl_act_prec act, int split, int refuse, char *log, size_t loglen) {
     char log_path[300], err[1024];
     snprintf(log_path, sizeof log_path, "%s.log", dir);
     npl_compile_params p = npl_compile_default_params();
     p.n_ctx = 64, p.chunk = 8, p.n_threads = 2, p.target = "qnn-htp", p.plugin_dir = pdir, p.soc = "SM8650";
     p.act = act, p.weights = NPL_WEIGHTS_W4, p.check = 1, p.split_layers = split, p.tolerance = 1.0; /* the bounds are this test's */
+    p.lpbq_refuse_above = refuse;
     p.log = fopen(log_path, "w");
     CHECK(p.log != NULL);
     int rc = npl_compile(model, dir, &p, err, sizeof err);
@@ -108,7 +115,7 @@ static double logits_err(npl_runner *cpu, npl_runner *pkg, int n_vocab) {
 int main(void) {
     (void)qnn_test_api(); /* skips when QNN is not installed */
     const char *data = getenv("NPL_TEST_DATA");
-    char model[1024], db[256], dc[256], log[1 << 16], cmd[600];
+    char model[1024], db[256], dc[256], dr[256], dp[256], log[1 << 16], cmd[1200];
     snprintf(pdir, sizeof pdir, "%s", NPL_QNN_PLUGIN);
     dirname(pdir);
     snprintf(model, sizeof model, "%s/models/rand-llama-blocks-f32.gguf", data ? data : "data");
@@ -122,7 +129,7 @@ int main(void) {
     CHECK(r < 0.8); /* the model's blocks differ: what LPBQ is for */
 
     /* per layer: int16/w4 (LPBQ) against fp16/w4 (per channel) */
-    CHECK_EQ_INT(compile(model, db, NPL_ACT_INT16, 1, log, sizeof log), 0);
+    CHECK_EQ_INT(compile(model, db, NPL_ACT_INT16, 1, 0, log, sizeof log), 0);
     CHECK(strstr(log, "  requant    w4 blockwise (LPBQ") != NULL);
     CHECK(strstr(log, "falls back") == NULL && strstr(log, "stays on the CPU") == NULL);
     CHECK(strstr(log, "  subgraphs  3 found, 3 lowered\n") != NULL);
@@ -130,7 +137,7 @@ int main(void) {
     CHECK(strstr(log, " output(c) ") != NULL && strstr(log, " qkv ") != NULL);
     char lb[1 << 16];
     memcpy(lb, log, sizeof lb);
-    CHECK_EQ_INT(compile(model, dc, NPL_ACT_F16, 1, log, sizeof log), 0);
+    CHECK_EQ_INT(compile(model, dc, NPL_ACT_F16, 1, 0, log, sizeof log), 0);
     CHECK(strstr(log, "  requant    w4 per output channel") && strstr(log, "takes integer activations only (--act int16)"));
     for (int layer = 0; layer < 2; layer++) {
         double b[2], c[2];
@@ -145,27 +152,59 @@ int main(void) {
     CHECK(system(cmd) == 0);
 
     /* the whole decoder in one graph, run by the runner in the emulator */
-    CHECK_EQ_INT(compile(model, db, NPL_ACT_INT16, 0, log, sizeof log), 0);
+    CHECK_EQ_INT(compile(model, db, NPL_ACT_INT16, 0, 0, log, sizeof log), 0);
     CHECK(strstr(log, "  subgraphs  1 found, 1 lowered\n") != NULL);
-    CHECK_EQ_INT(compile(model, dc, NPL_ACT_F16, 0, log, sizeof log), 0);
+    CHECK(strstr(log, "LPBQ slices") == NULL); /* nothing refused, no retry */
+    CHECK_EQ_INT(compile(model, dc, NPL_ACT_F16, 0, 0, log, sizeof log), 0);
+    /* a refused finalize (as the emulator's 1002 for Gemma's decoder): the
+     * plugin's test option lpbq_refuse_above refuses any LPBQ slice over 64 channels; this model's
+     * slices are 128 (q, gate/up: K = 128), so the probes of the default width
+     * and of 128-channel slices are refused and the 64-channel one finalizes */
+    snprintf(dr, sizeof dr, "/tmp/npl_test_qnn_lpbq_retry_%d", (int)getpid());
+    CHECK_EQ_INT(compile(model, dr, NPL_ACT_INT16, 0, 64, log, sizeof log), 0);
+    CHECK(strstr(log, "warning: subgraph 0, the target's LPBQ slices: lowering s0_ar8_o1: finalize: ") != NULL);
+    CHECK(strstr(log, "an LPBQ slice of 128 output channels (test option") != NULL);
+    CHECK(strstr(log, "; retrying with LPBQ slices of at most 64 output channels\n") != NULL);
+    CHECK(strstr(log, "  subgraphs  1 found, 1 lowered\n") != NULL);
+    CHECK(strstr(log, "       LPBQ retry: the target's LPBQ slices: finalize refused; LPBQ slices of at most 128 output "
+                      "channels: finalize refused; finalized with LPBQ slices of at most 64 output channels\n") != NULL);
+    /* the option refusing every LPBQ slice: per-channel 4-bit weights at last */
+    snprintf(dp, sizeof dp, "/tmp/npl_test_qnn_lpbq_pcretry_%d", (int)getpid());
+    CHECK_EQ_INT(compile(model, dp, NPL_ACT_INT16, 0, 1, log, sizeof log), 0);
+    CHECK(strstr(log, "LPBQ slices of at most 32 output channels: finalize refused; finalized with per-channel 4-bit "
+                      "weights\n") != NULL);
+    CHECK(strstr(log, "  subgraphs  1 found, 1 lowered\n") != NULL);
+    /* the summary's requantization: every decoder matrix per channel now, as fp16/w4's */
+    CHECK(strstr(log, "  requant    w4 per output channel, rel RMS error") != NULL);
     npl_runner_params rp = npl_runner_default_params();
     rp.n_threads = 2, rp.plugin_dir = pdir;
     char err[512];
     npl_runner *cpu = npl_runner_open(model, &rp, err, sizeof err);
     npl_runner *pb = cpu ? npl_runner_open(db, &rp, err, sizeof err) : NULL;
     npl_runner *pc = pb ? npl_runner_open(dc, &rp, err, sizeof err) : NULL;
-    if (!pc) fprintf(stderr, "open: %s\n", err);
-    CHECK(cpu && pb && pc);
-    if (pc) {
+    npl_runner *pr = pc ? npl_runner_open(dr, &rp, err, sizeof err) : NULL;
+    npl_runner *pp = pr ? npl_runner_open(dp, &rp, err, sizeof err) : NULL;
+    if (!pp) fprintf(stderr, "open: %s\n", err);
+    CHECK(cpu && pb && pc && pr && pp);
+    if (pp) {
         const int n_vocab = npl_runner_hparams(cpu)->n_vocab;
-        const double e_b = logits_err(cpu, pb, n_vocab), e_c = logits_err(cpu, pc, n_vocab);
-        printf("logits vs the CPU path, rel RMS: int16/w4 (LPBQ layers) %.4f, fp16/w4 (per channel) %.4f\n", e_b, e_c);
+        const double e_b = logits_err(cpu, pb, n_vocab), e_c = logits_err(cpu, pc, n_vocab),
+                     e_r = logits_err(cpu, pr, n_vocab), e_p = logits_err(cpu, pp, n_vocab);
+        printf("logits vs the CPU path, rel RMS: int16/w4 (LPBQ layers) %.4f, after the retry (64-channel slices) %.4f, "
+               "after the retry to per-channel weights %.4f; fp16/w4 (per channel) %.4f\n", e_b, e_r, e_p, e_c);
         CHECK(e_b > 0 && e_b < e_c);
+        /* the same weights cut finer (a Concat of exact slices): LPBQ's error, below per channel's */
+        CHECK(e_r > 0 && e_r < e_c);
+        /* per-channel 4-bit weights under int16 activations: the per-channel package's error (uint16
+         * activations add little, the int16 tolerance's argument), not LPBQ's */
+        CHECK(e_p > e_b && e_p < 1.25 * e_c);
     }
+    npl_runner_close(pp);
+    npl_runner_close(pr);
     npl_runner_close(pc);
     npl_runner_close(pb);
     npl_runner_close(cpu);
-    snprintf(cmd, sizeof cmd, "rm -rf %s %s", db, dc);
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s %s %s", db, dc, dr, dp);
     CHECK(system(cmd) == 0);
     TEST_MAIN_END();
 }

@@ -339,31 +339,12 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         seg_result *r = &res[si];
         if (!sg->keep) continue;
         npl_accel_context *ctx = NULL, *live = NULL; /* live: kept for the check of a weight-shared binary */
-        const npl_accel_option ws = {"weight_sharing", "1"};
-        if (api->context_create(abe, dev, p.weight_sharing ? &ws : NULL, p.weight_sharing ? 1 : 0, &ctx) != NPL_ACCEL_OK) {
-            snprintf(err, errlen, "%s: %s", p.target, api->last_error(abe));
-            free(shapes);
-            goto done;
-        }
-        int ok = 1, stop = 0;
-        for (int c = 0; c < n_cases && ok; c++) {
-            if ((stop = npl_compile_prog(&pg, 2, c, n_cases, "lower + compile per shape"))) break;
-            npl_lower_args la = {.g = mg.g, .seg = sg, .shapes = shapes, .act = act, .wprec = p.weights, .wc = wc,
-                                 .f32_classes = f32_classes, .out_weight = out_weight, .tied = tied,
-                                 .out_type = (npl_type)p.output_weights,
-                                 .kv_len = cases[c].kv, .act_lo = act_lo, .act_hi = act_hi};
-            if (cases[c].kv) snprintf(r->names[c], sizeof r->names[c], "s%d_ar%d_kv%d", si, cases[c].seq, cases[c].kv);
-            else snprintf(r->names[c], sizeof r->names[c], "s%d_ar%d_o%d", si, cases[c].seq, cases[c].n_out);
-            la.gname = r->names[c];
-            if (npl_infer_all(mg.g, cases[c].seq, cases[c].n_out, shapes, err, errlen) ||
-                npl_lower_segment(api, abe, ctx, &la, err, errlen)) {
-                ok = 0;
-                break;
-            }
-            for (int i = 0; i < sg->n_inputs; i++) snprintf(r->in_names[c][i], 96, "%s", la.in_names[i]);
-            snprintf(r->out_names[c], 96, "%s", la.out_name);
-            if (c == 0) r->static_bytes = la.static_bytes;
-        }
+        npl_compile_lower_job job = {api, abe, dev, &p, &pg, si, shapes, cases, n_cases,
+                                     {.g = mg.g, .seg = sg, .shapes = shapes, .act = act, .wprec = p.weights, .wc = wc,
+                                      .f32_classes = f32_classes, .out_weight = out_weight, .tied = tied,
+                                      .out_type = (npl_type)p.output_weights, .act_lo = act_lo, .act_hi = act_hi}};
+        const int lr = npl_compile_lower_seg(&job, r, &ctx, err, errlen);
+        int ok = lr == 0, stop = lr < 0;
         if (ok && !stop) stop = npl_compile_prog(&pg, 2, n_cases, n_cases, "lower + compile per shape");
         r->n_shapes = n_cases;
         if (ok && !stop && (api->context_get_binary_size(ctx, &r->bin_size) != NPL_ACCEL_OK ||
@@ -381,7 +362,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         }
         if (ok && !stop) r->checksum = npl_fnv1a64(r->bin, r->bin_size);
         if (ok && !stop && p.check && p.weight_sharing) live = ctx;
-        else api->context_free(ctx);
+        else if (ctx) api->context_free(ctx);
         if (stop) {
             free(shapes);
             goto done;

@@ -125,6 +125,18 @@ int npl_compile_check(const npl_compile_check_args *a, seg_result *r, char *err,
         }
         r->max_err[c] = me;
         r->rel_err[c] = sqrt(se / (sr > 0 ? sr : 1));
+        r->n_rows[c] = cases[c].n_out;
+        for (int row = 0; row < cases[c].n_out && row < MAX_CHECK_ROWS; row++) { /* where a prefill's error sits */
+            double rse = 0, rsr = 0, rme = 0, rref = 0;
+            for (size_t i = (size_t)row * row_len; i < (size_t)(row + 1) * row_len; i++) {
+                const double d = fabs((double)y[i] - smp[c].out[i]);
+                rse += d * d, rsr += (double)smp[c].out[i] * smp[c].out[i];
+                if (!(d <= rme)) rme = d;
+                if (fabs(smp[c].out[i]) > rref) rref = fabs(smp[c].out[i]);
+            }
+            r->row_rel[c][row] = (float)sqrt(rse / (rsr > 0 ? rsr : 1)), r->row_max[c][row] = (float)rme;
+            r->row_ref[c][row] = (float)rref;
+        }
         if (!(r->rel_err[c] <= a->tol)) {
             snprintf(err, errlen, "graph %s: relative RMS error %.3g (max abs %.4g) over tolerance %.3g",
                      r->names[c], r->rel_err[c], me, a->tol);

@@ -14,6 +14,7 @@
 
 #define MAX_BASE 3 /* AR-N (last row), AR-1 over every cache row, AR-N (every row) */
 #define MAX_SHAPES (MAX_BASE + 2 * NPL_MAX_BUCKETS) /* + AR-1 and AR-N (last row) per KV-length bucket */
+#define MAX_CHECK_ROWS 32 /* check rows kept per graph for --keep-intermediate */
 #define MAX_SHARED 4 /* CPU-side weights a context binary may hold (the tied embedding) */
 
 typedef struct {
@@ -36,6 +37,14 @@ typedef struct {
     int32_t *tokens, *pos, *rows;
 } shape_case;
 
+/* One way of lowering LPBQ weights that the target refused: mode = a slice
+ * cap in output channels (0: the target's own), NPL_LPBQ_PER_CHANNEL: none;
+ * signal: its finalize died of it (in a probe process), 0: refused. */
+#define NPL_LPBQ_PER_CHANNEL (-1)
+typedef struct {
+    int mode, signal;
+} npl_lpbq_try;
+
 /* One lowered subgraph: its context binary and its graphs. */
 typedef struct {
     npl_accel_dtype act;
@@ -48,7 +57,38 @@ typedef struct {
     double max_err[MAX_SHAPES], rel_err[MAX_SHAPES];
     double finalize_s[MAX_SHAPES]; /* the target's finalize time per graph (0: not reported) */
     uint64_t static_bytes, checksum;
+    /* LPBQ retries after a refused finalize (compile_lower.c): each way tried
+     * and refused, in order, and the way that finalized (lpbq_ok) */
+    npl_lpbq_try lpbq_tried[6];
+    int n_lpbq_tried, lpbq_mode, lpbq_ok;
+    /* the check per output row (the first MAX_CHECK_ROWS of a many-row graph, for
+     * --keep-intermediate): relative RMS, max abs error, the CPU row's max |value| */
+    int n_rows[MAX_SHAPES];
+    float row_rel[MAX_SHAPES][MAX_CHECK_ROWS], row_max[MAX_SHAPES][MAX_CHECK_ROWS], row_ref[MAX_SHAPES][MAX_CHECK_ROWS];
 } seg_result;
+
+/* One subgraph's lowering (compile.c's stage 3): base holds every field of
+ * the lowering but the per-case ones (kv_len, gname). */
+typedef struct {
+    const npl_accel_api *api;
+    npl_accel_backend *abe;
+    npl_accel_device *dev;
+    const npl_compile_params *p;
+    npl_compile_progress *pg;
+    int si;
+    npl_shape *shapes;
+    const shape_case *cases;
+    int n_cases;
+    npl_lower_args base;
+} npl_compile_lower_job;
+
+/* Lowers every case of the subgraph into a new context *ctx, retrying a
+ * refused LPBQ finalize with narrower slices, then per-channel weights
+ * (compile_lower.c says why and how). 0: done; 1: the target refused (err);
+ * -1: stop (aborted, or an error in err). *ctx may be set in every case. */
+int npl_compile_lower_seg(const npl_compile_lower_job *j, seg_result *r, npl_accel_context **ctx, char *err, size_t errlen);
+/* The summary's line of r's LPBQ retries (nothing without one). */
+void npl_compile_lpbq_summary(FILE *o, const seg_result *r);
 
 typedef struct {
     const npl_accel_api *api;

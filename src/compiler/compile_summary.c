@@ -44,6 +44,7 @@ void npl_compile_summary(FILE *o, const npl_compile_report *r) {
         else if (sg->layer >= 0) snprintf(layer, sizeof layer, " layer %d,", sg->layer);
         fprintf(o, "    #%d:%s %d ops (%d matmul), %d inputs, %d outputs: %s%s\n", si, layer, sg->n_nodes, sg->n_matmul,
                 sg->n_inputs, sg->n_outputs, sg->keep ? "accelerator" : "CPU: ", sg->keep ? "" : sg->why);
+        npl_compile_lpbq_summary(o, &r->res[si]);
         if (!sg->keep) continue;
         fprintf(o, "       accel_%d.bin: %.2f MiB, weights %.2f MiB, %d graphs:", si, r->res[si].bin_size / 1048576.0,
                 r->res[si].static_bytes / 1048576.0, r->res[si].n_shapes);
@@ -144,8 +145,20 @@ void npl_compile_write_intermediate(const char *dir, const npl_partition *part, 
                 if (check) {
                     fprintf(jf, ", \"check\": [");
                     for (int c = 0; c < res[si].n_shapes; c++)
-                        fprintf(jf, "%s{\"graph\": \"%s\", \"max_abs\": %.6g, \"rel_rms\": %.6g}", c ? ", " : "",
+                    {
+                        fprintf(jf, "%s{\"graph\": \"%s\", \"max_abs\": %.6g, \"rel_rms\": %.6g", c ? ", " : "",
                                 res[si].names[c], res[si].max_err[c], res[si].rel_err[c]);
+                        /* per output row of a many-row graph: [rel_rms, max_abs, the CPU row's max |value|] */
+                        const int nr = res[si].n_rows[c];
+                        if (nr > 1) {
+                            fprintf(jf, ", \"rows\": [");
+                            for (int row = 0; row < nr && row < MAX_CHECK_ROWS; row++)
+                                fprintf(jf, "%s[%.4g, %.4g, %.4g]", row ? ", " : "", res[si].row_rel[c][row],
+                                        res[si].row_max[c][row], res[si].row_ref[c][row]);
+                            fprintf(jf, "]");
+                        }
+                        fprintf(jf, "}");
+                    }
                     fprintf(jf, "]");
                 }
             }

@@ -62,6 +62,8 @@ typedef struct {
     npl_compile_guard *guard; /* NULL: one of its own */
     const char *stall_at;     /* test hook "S:D[:MS]": after the progress line of stage S
                                  (1-6) at step D, wait MS ms (default 60000) or until aborted */
+    int lpbq_refuse_above;    /* test hook (> 0): the target's context option lpbq_refuse_above=N, its
+                                 finalize refusing LPBQ slices wider than N (the retry's test) */
     const char *target;       /* accelerator plugin name (letters, digits, '-', '_'); default
                                  the build's NPL_DEFAULT_TARGET */
     const char *plugin_dir;   /* look for the plugin only here (NULL: next to libnpullm.so,

@@ -223,6 +223,12 @@ static void q5_0_to_q8_0(const block_q5_0 *x, block_q8_0 *y, int64_t nb) {
 /* Converted bytes of weight node id: use 0 = matmul weights, 1 = f32 vector. */
 static int weight_bytes(lw *l, int id, int use) {
     npl_lower_weight *w = &l->a->wc[id];
+    if (!use && w->data[0] && w->block && l->a->no_lpbq) { /* an LPBQ weight, wanted per channel now */
+        free(w->data[0]), free(w->scales);
+        const npl_lower_weight keep1 = *w;
+        memset(w, 0, sizeof *w);
+        w->data[1] = keep1.data[1], w->size[1] = keep1.size[1], w->dt[1] = keep1.dt[1];
+    }
     if (w->data[use]) return 0;
     const npl_node *nd = npl_graph_node(l->a->g, id);
     const npl_type_traits *src = npl_type_get(nd->type);
@@ -233,7 +239,8 @@ static int weight_bytes(lw *l, int id, int use) {
      * slices the HTP computes right (qnn_lpbq.c), crashed QNN's finalize
      * (SIGFPE in GraphPrepare) inside a whole-decoder graph, and a crash
      * cannot fall back to the CPU. */
-    if (!use && id != l->a->out_weight && l->a->wprec == NPL_WEIGHTS_W4 && int16_op(l, l->cur) && k % NPL_LPBQ_BLOCK == 0 &&
+    if (!use && !l->a->no_lpbq && id != l->a->out_weight && l->a->wprec == NPL_WEIGHTS_W4 && int16_op(l, l->cur) &&
+        k % NPL_LPBQ_BLOCK == 0 &&
         strcmp(npl_requant_class(nd->name), "output"))
         return npl_requant_lpbq(nd, w, l->err, l->errlen);
     if (!use && id != l->a->out_weight && (l->a->wprec == NPL_WEIGHTS_W8 || l->a->wprec == NPL_WEIGHTS_W4))
@@ -667,6 +674,7 @@ int npl_lower_segment(const npl_accel_api *api, npl_accel_backend *be, npl_accel
     for (int k = 0; k < a->seg->n_nodes; k++)
         if (lower_op(&l, a->seg->nodes[k])) goto done;
     if (api->graph_finalize(l.ag) != NPL_ACCEL_OK) {
+        a->finalize_failed = 1;
         fail_api(&l, "finalize");
         goto done;
     }

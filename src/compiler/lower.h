@@ -40,10 +40,13 @@ typedef struct {
      * int16 is the ABI's dynamic int16 */
     const float *act_lo, *act_hi;
     const char *gname;
+    int no_lpbq;                /* w4 weights one scale per output channel even where LPBQ would go
+                                   (the compile's retry after a refused finalize; reconverts cached ones) */
     /* out: accelerator tensor names of the segment's inputs and output */
     char in_names[NPL_SEG_MAX_IO][96];
     char out_name[96];
     uint64_t static_bytes;      /* weight bytes created by this call (new or shared) */
+    int finalize_failed;        /* out: the target refused the graph at finalize (the compiler may retry) */
 } npl_lower_args;
 
 int npl_lower_segment(const npl_accel_api *api, npl_accel_backend *be, npl_accel_context *ctx, npl_lower_args *a,

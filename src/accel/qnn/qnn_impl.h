@@ -109,6 +109,7 @@ typedef struct npl_accel_graph {
     qnn_attn *attns;
     uint32_t n_attns;
     uint64_t finalize_ns, exec_ns_total, exec_ns_last, exec_ns_min, exec_ns_max, executions;
+    uint32_t lpbq_widest; /* widest blockwise-expansion FullyConnected (output channels) lowered, 0 = none */
 } qnn_graph;
 
 struct npl_accel_context {
@@ -121,6 +122,11 @@ struct npl_accel_context {
     uint32_t n_t, cap_t;
     qnn_graph **g;
     uint32_t n_g, cap_g;
+    uint32_t lpbq_cap; /* context option lpbq_slice: at most this many output channels per LPBQ slice, 0 = qnn_lpbq_slice's own */
+    /* test option lpbq_refuse_above=W: finalize refuses a graph holding an LPBQ
+     * slice wider than W, as the emulator's 1002 does for some graphs, so a
+     * test drives the compiler's retry (compile_lower.c); 0 = off */
+    uint32_t lpbq_refuse;
 };
 
 /* qnn_lib.c: loading, logs and errors. */
@@ -169,7 +175,7 @@ npl_accel_status qnn_weight_rows(npl_accel_context *c, npl_accel_tensor_id id, u
 npl_accel_status qnn_lpbq_factor(npl_accel_backend *be, qnn_tensor *t, const int8_t *values);
 /* The output-channel slice width a blockwise-expansion FullyConnected of
  * K inputs and N outputs is lowered in (N: no slicing); 0 if none works. */
-uint32_t qnn_lpbq_slice(uint32_t K, uint32_t N);
+uint32_t qnn_lpbq_slice(uint32_t K, uint32_t N, uint32_t cap);
 
 /* qnn_ops.c: lowering of one ABI node into QNN nodes. */
 enum { QNN_MAX_IN = 16, QNN_MAX_PARAMS = 8 };
