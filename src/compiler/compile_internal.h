@@ -37,8 +37,8 @@ typedef struct {
     int32_t *tokens, *pos, *rows;
 } shape_case;
 
-/* One way of lowering LPBQ weights that the target refused: mode = a slice
- * cap in output channels (0: the target's own), NPL_LPBQ_PER_CHANNEL: none;
+/* One way of lowering LPBQ weights that the target refused: mode 0 = the
+ * target's LPBQ slices, NPL_LPBQ_PER_CHANNEL: none;
  * signal: its finalize died of it (in a probe process), 0: refused. */
 #define NPL_LPBQ_PER_CHANNEL (-1)
 typedef struct {

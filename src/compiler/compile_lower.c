@@ -41,19 +41,17 @@ static int seg_has_lpbq(const npl_graph *g, const npl_segment *sg, const npl_low
     return 0;
 }
 
-/* Lowers every case into a new context *ctx (mode: an LPBQ slice cap, 0 = the
- * target's own, NPL_LPBQ_PER_CHANNEL = no LPBQ). 0: done; 1: the target
+/* Lowers every case into a new context *ctx (mode: 0 = the target's LPBQ
+ * slices, NPL_LPBQ_PER_CHANNEL = no LPBQ). 0: done; 1: the target
  * refused (err; *fin: at finalize); -1: stop (aborted, or no context). */
 static int lower_cases(const npl_compile_lower_job *j, seg_result *r, int mode, int progress, npl_accel_context **ctx,
                        int *fin, char *err, size_t errlen) {
     const npl_compile_params *p = j->p;
-    char cap_s[8], ref_s[16];
-    snprintf(cap_s, sizeof cap_s, "%d", mode);
+    char ref_s[16];
     snprintf(ref_s, sizeof ref_s, "%d", p->lpbq_refuse_above);
-    npl_accel_option opts[3];
+    npl_accel_option opts[2];
     uint32_t n_opts = 0;
     if (p->weight_sharing) opts[n_opts++] = (npl_accel_option){"weight_sharing", "1"};
-    if (mode > 0) opts[n_opts++] = (npl_accel_option){"lpbq_slice", cap_s};
     if (p->lpbq_refuse_above > 0) opts[n_opts++] = (npl_accel_option){"lpbq_refuse_above", ref_s};
     *fin = 0;
     if (j->api->context_create(j->abe, j->dev, n_opts ? opts : NULL, n_opts, ctx) != NPL_ACCEL_OK) {
@@ -160,13 +158,11 @@ static int probe(const npl_compile_lower_job *j, int mode, int *crashed, int *lp
 
 static void mode_name(int mode, char *s, size_t n) {
     if (mode == NPL_LPBQ_PER_CHANNEL) snprintf(s, n, "per-channel 4-bit weights");
-    else if (mode) snprintf(s, n, "LPBQ slices of at most %d output channels", mode);
     else snprintf(s, n, "the target's LPBQ slices");
 }
 
 int npl_compile_lower_seg(const npl_compile_lower_job *j, seg_result *r, npl_accel_context **ctx, char *err, size_t errlen) {
-    /* narrower LPBQ slices (128 / 64 / 32, context option lpbq_slice) are not
-     * in the ladder: in a whole graph QNN's finalize of them is not
+    /* narrower LPBQ slices (128 / 64 / 32) are not in the ladder: in a whole graph QNN's finalize of them is not
      * repeatable (Gemma's decoder: refused or SIGFPE from run to run; the tiny
      * llama at 64: logits rel RMS 0.245 in 3 runs, 0.46 in the 4th), so a
      * refused LPBQ graph goes to per-channel 4-bit weights, which are stable */

@@ -122,7 +122,6 @@ struct npl_accel_context {
     uint32_t n_t, cap_t;
     qnn_graph **g;
     uint32_t n_g, cap_g;
-    uint32_t lpbq_cap; /* context option lpbq_slice: at most this many output channels per LPBQ slice, 0 = qnn_lpbq_slice's own */
     /* test option lpbq_refuse_above=W: finalize refuses a graph holding an LPBQ
      * slice wider than W, as the emulator's 1002 does for some graphs, so a
      * test drives the compiler's retry (compile_lower.c); 0 = off */
@@ -175,7 +174,7 @@ npl_accel_status qnn_weight_rows(npl_accel_context *c, npl_accel_tensor_id id, u
 npl_accel_status qnn_lpbq_factor(npl_accel_backend *be, qnn_tensor *t, const int8_t *values);
 /* The output-channel slice width a blockwise-expansion FullyConnected of
  * K inputs and N outputs is lowered in (N: no slicing); 0 if none works. */
-uint32_t qnn_lpbq_slice(uint32_t K, uint32_t N, uint32_t cap);
+uint32_t qnn_lpbq_slice(uint32_t K, uint32_t N);
 
 /* qnn_ops.c: lowering of one ABI node into QNN nodes. */
 enum { QNN_MAX_IN = 16, QNN_MAX_PARAMS = 8 };

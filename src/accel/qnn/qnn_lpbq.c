@@ -62,16 +62,12 @@ npl_accel_status qnn_lpbq_factor(npl_accel_backend *be, qnn_tensor *t, const int
  * go wrong past channel 64 (2048x128, 2048x256, 1792x256) while 1536x256
  * and 2048x64 are right. So: slices of min(256, K) output channels, 64 for
  * K over 1536 — every slice shape here correct at M = 1, 16 and 128.
- * The context option lpbq_slice caps the width further (the compiler's
- * retry after a refused finalize, compile_lower.c): 640 x 128 / 64 / 32,
- * 1024 x 128 / 64 / 32, 2048 x 32, 256 x 128 / 64 are right at M = 1, 16,
- * 128 alone too (max abs err 1.1e-4 .. 2.8e-4, docs/qnn-lpbq-shapes.md). */
-uint32_t qnn_lpbq_slice(uint32_t K, uint32_t N, uint32_t max) {
+ * Narrower slices are right alone too but finalize unrepeatably inside a
+ * whole graph (docs/qnn-lpbq-shapes.md), so the compiler's retry after a
+ * refused finalize goes per channel instead (compile_lower.c). */
+uint32_t qnn_lpbq_slice(uint32_t K, uint32_t N) {
     uint32_t cap = 256;
     if (K > 1536) cap = 64;
-    /* the compiler's retry after a refused finalize ("split too large", 1002,
-     * Gemma's 640 x 1024 / 2048 inside a whole layer): narrower slices */
-    if (max && max < cap) cap = max;
     while (cap > K && cap > 32) cap >>= 1;
     return N <= cap ? N : cap;
 }

@@ -270,7 +270,7 @@ static npl_accel_status lower_matmul(qnn_lw *L) {
         if (xrank > 2 || (kd && kd->i)) prm[np] = qnn_scalar("keep_dims", QNN_DATATYPE_BOOL_8), prm[np++].scalarParam.b8 = 1;
         const qnn_tensor *wr = &L->g->ctx->t[wid];
         const int lpbq = wr->quant.encoding == NPL_ACCEL_QUANT_PER_BLOCK;
-        const uint32_t sl = lpbq ? qnn_lpbq_slice(wr->dims[1], wr->dims[0], L->g->ctx->lpbq_cap) : wr->dims[0];
+        const uint32_t sl = lpbq ? qnn_lpbq_slice(wr->dims[1], wr->dims[0]) : wr->dims[0];
         if (lpbq && sl > L->g->lpbq_widest) L->g->lpbq_widest = sl;
         if (!sl)
             return qnn_fail(L->be, NPL_ACCEL_ERR_UNSUPPORTED, "qnn-htp: node '%s': no blockwise-expansion FullyConnected "

@@ -198,24 +198,22 @@ static npl_accel_status context_create(npl_accel_backend *be, npl_accel_device *
                                        uint32_t n_opts, npl_accel_context **out) {
     if (out) *out = NULL;
     int share = 0;
-    uint32_t lpbq = 0, refuse = 0;
+    uint32_t refuse = 0;
     for (uint32_t i = 0; i < n_opts; i++) {
         char *end = NULL;
         const long v = opts[i].value ? strtol(opts[i].value, &end, 10) : 0;
         if (opts[i].key && !strcmp(opts[i].key, "weight_sharing") && opts[i].value &&
             (!strcmp(opts[i].value, "0") || !strcmp(opts[i].value, "1")))
             share = opts[i].value[0] == '1';
-        else if (opts[i].key && !strcmp(opts[i].key, "lpbq_slice") && end && !*end && v >= 32 && v <= 256 && !(v & (v - 1)))
-            lpbq = (uint32_t)v; /* output channels per LPBQ slice at most (qnn_lpbq.c) */
         else if (opts[i].key && !strcmp(opts[i].key, "lpbq_refuse_above") && end && !*end && v > 0 && v < 65536)
             refuse = (uint32_t)v; /* a test's: qnn_impl.h */
         else
             return FAIL(be, NPL_ACCEL_ERR_INVALID_ARG, "unknown context option '%s=%s' (known: weight_sharing=0|1, "
-                        "lpbq_slice=32|64|128|256, lpbq_refuse_above=N)", opts[i].key ? opts[i].key : "(null)", opts[i].value ? opts[i].value : "");
+                        "lpbq_refuse_above=N)", opts[i].key ? opts[i].key : "(null)", opts[i].value ? opts[i].value : "");
     }
     npl_accel_status st = qnn_context_new(be, dev, out);
     if (st) return st;
-    (*out)->lpbq_cap = lpbq, (*out)->lpbq_refuse = refuse;
+    (*out)->lpbq_refuse = refuse;
     /* weight_sharing=1: the HTP stores a static tensor that several graphs
      * name once in the binary (QNN computes the sharing at get-binary). QNN
      * on x86 cannot load such a binary ("Shared weights buffer isn't
