@@ -11,7 +11,8 @@
  *   hot    one thread, one matrix of each class kept in cache, the GEMV kernel
  *          alone (no quantization, no pool): CPU time per call and the weight
  *          bytes per second it can take. What the unpacking costs. Where the
- *          CPU has GFNI, both kernel variants, interleaved.
+ *          CPU has GFNI, both kernel variants, interleaved; where the family
+ *          reads a packed layout (kernels/wpack.h: AVX2 q5_0), that too.
  *   cold   one thread, the GEMV kernel over 256 MB of rows of one class taken
  *          in chunks of CHUNK rows, as a thread takes them in a matmul: CPU
  *          time, so memory stalls count and preemption does not.
@@ -19,7 +20,8 @@
  *          activation quantization included, as decode runs it: wall time
  *          per token and per class, GB/s over the bytes read. With one thread
  *          the times are its CPU time (memory stalls count, preemption not).
- * Median (min-max) over REPS. NPL_BENCH_ISA=avx2 (generic, avx512, amx) caps
+ * NPL_BENCH_PACK=1 (token): the weights packed where the family reads them
+ * so, as a model's open does. Median (min-max) over REPS. NPL_BENCH_ISA=avx2 (generic, avx512, amx) caps
  * the kernel family, e.g. to measure the AVX2 family on a CPU with AVX-512.
  * NPL_BENCH_HUGE=1 puts the weights on 2 MiB pages (MADV_HUGEPAGE), as the
  * model's mmap is where its page cache is on 2 MiB folios; default 4 KiB. */
@@ -35,6 +37,7 @@
 #include "cpu/cpu_backend.h"
 #include "kernels/gemv.h"
 #include "kernels/vec_dot.h"
+#include "kernels/wpack.h"
 
 static double now_s(clockid_t c) {
     struct timespec t;
@@ -138,24 +141,39 @@ static void hot(int reps) {
         npl_gemv_x gx;
         gv[0]->prep(&gx, mem, xq, m->k); /* the same for both */
         const size_t rb = row_bytes(m->t, m->k);
-        double *us = malloc(sizeof(double) * (size_t)reps * 2);
+        /* the packed layout (kernels/wpack.h) where this family reads one: a third variant */
+        const npl_gemv_kernels *gp = npl_wpack_wanted(ISA, m->t, m->k, n) ? npl_gemv_get_packed(ISA, m->t) : NULL;
+        void *wp = NULL;
+        npl_gemv_x gxp;
+        char *memp = malloc(npl_gemv_x_size(m->k));
+        if (gp) {
+            wp = alloc_w(rb * (size_t)n);
+            npl_wpack_q5_0(w, wp, m->k, n);
+            gp->prep(&gxp, memp, xq, m->k);
+        }
+        double *us = malloc(sizeof(double) * (size_t)reps * 3);
         const int inner = (int)(20e6 / ((double)rb * n)) + 1;
         for (int r = 0; r < reps; r++)
-            for (int v = 0; v < nv; v++) {
+            for (int v = 0; v < 3; v++) {
+                if ((v == 1 && nv < 2) || (v == 2 && !gp)) continue;
                 const double t0 = now_s(CLOCK_THREAD_CPUTIME_ID);
-                for (int i = 0; i < inner; i++) gv[v]->rows(w, rb, 0, n, &gx, 1, y, n);
+                for (int i = 0; i < inner; i++) {
+                    if (v == 2) gp->rows(wp, rb, 0, n, &gxp, 1, y, n);
+                    else gv[v]->rows(w, rb, 0, n, &gx, 1, y, n);
+                }
                 us[v * reps + r] = (now_s(CLOCK_THREAD_CPUTIME_ID) - t0) / inner * 1e6;
             }
         const double bytes = (double)rb * n;
         const int two = nv == 2 && gv[1] != gv[0];
-        for (int v = 0; v < (two ? 2 : 1); v++) {
+        for (int v = 0; v < 3; v++) {
+            if ((v == 1 && !two) || (v == 2 && !gp)) continue;
             double *u = us + v * reps;
             qsort(u, (size_t)reps, sizeof(double), cmp_d);
             printf("%-26s n=%-6d %-9s %8.1f us (%.1f-%.1f)  %6.1f GB/s (%.1f-%.1f)\n", m->name, n,
-                   !two ? "" : v ? "no GFNI" : "GFNI", u[reps / 2], u[0], u[reps - 1], bytes / u[reps / 2] * 1e-3,
-                   bytes / u[reps - 1] * 1e-3, bytes / u[0] * 1e-3);
+                   v == 2 ? "packed" : !two ? "" : v ? "no GFNI" : "GFNI", u[reps / 2], u[0], u[reps - 1],
+                   bytes / u[reps / 2] * 1e-3, bytes / u[reps - 1] * 1e-3, bytes / u[0] * 1e-3);
         }
-        free(x), free(y), free(xq), free(mem), free(us);
+        free(x), free(y), free(xq), free(mem), free(memp), free(us);
     }
 }
 
@@ -225,6 +243,16 @@ static void token(int reps, int nth) {
             if (sc > scratch_max) scratch_max = sc;
             total += row_bytes(m->t, m->k) * (size_t)m->n;
         }
+    /* NPL_BENCH_PACK=1: the weights packed where the family reads them so (kernels/wpack.h), as a model open does */
+    npl_wpack_table wt = {0};
+    const char *pk = getenv("NPL_BENCH_PACK");
+    if (pk && atoi(pk)) {
+        for (int i = 0; i < ns; i++)
+            if (npl_wpack_wanted(cc.isa, seq[i].w.type, seq[i].w.shape.ne[0], seq[i].w.shape.ne[1]) &&
+                npl_wpack_add(&wt, seq[i].w.type, seq[i].w.data, seq[i].w.shape.ne[0], seq[i].w.shape.ne[1], 0))
+                exit(1);
+        cc.wpack = &wt;
+    }
     void *scratch = aligned_alloc(64, (scratch_max + 63) & ~(size_t)63);
     double *tok = calloc((size_t)reps, sizeof(double)), *cls = calloc((size_t)reps * NC, sizeof(double));
     char err[256];
@@ -242,8 +270,8 @@ static void token(int reps, int nth) {
         }
         if (r >= 0) tok[r] = now_s(clk) - t0;
     }
-    printf("token, %d thread%s, %s: %.1f MB of weights; %s ms (median, min-max of %d), GB/s at the median\n", nth,
-           nth > 1 ? "s" : "", npl_isa_name(cc.isa), total * 1e-6, nth > 1 ? "wall" : "CPU", reps);
+    printf("token, %d thread%s, %s%s: %.1f MB of weights; %s ms (median, min-max of %d), GB/s at the median\n", nth,
+           nth > 1 ? "s" : "", npl_isa_name(cc.isa), wt.n ? " (q5_0 packed)" : "", total * 1e-6, nth > 1 ? "wall" : "CPU", reps);
     for (int c = 0; c < NC; c++) {
         double *v = cls + (size_t)c * reps;
         qsort(v, (size_t)reps, sizeof(double), cmp_d);

@@ -92,6 +92,7 @@ typedef struct {
     int profile;               /* a package's accelerator step times, printed to stderr when the engine
                                   closes: 0 = off (default), 1 = per graph and op type, 2 = also each
                                   graph's steps, 3 = also the slowest steps */
+    int no_repack;             /* 1 = weights as the file has them (npl_model_params.no_repack) */
 } npl_engine_params;
 
 typedef struct {
@@ -235,6 +236,10 @@ typedef struct {
     const char *chat_template; /* "gemma", "chatml", "llama3", "llama2"; NULL = detected from
                                   tokenizer.chat_template (none there: a base model, prompts are
                                   completed raw) */
+    int no_repack;             /* 1 = read every weight as the file has it; 0 (default) = matmul weights
+                                  the kernel family reads faster repacked (AVX2: q5_0, 8 rows side by
+                                  side) are copied so at open, in anonymous memory, and their file
+                                  pages dropped: the same results, faster decode */
 } npl_model_params;
 
 typedef struct {

@@ -440,6 +440,10 @@ int main(void) {
     /* a thread pool, the best kernels this CPU has, and special-token text in
      * the message: it stays plain text whatever allocation fails */
     sweep(qwen, 2, -1, "Hello <|im_end|> there");
+    /* q5_0 weights: packed at open where the best kernels read them so (kernels/wpack.h) */
+    char q5[4096];
+    snprintf(q5, sizeof q5, "%s/models/rand-llama-q5_0.gguf", data);
+    sweep(q5, 2, -1, PROMPT);
     /* a compiled package: graph file, plugin op, vnpu context binaries */
     char pkg[256], err[512];
     snprintf(pkg, sizeof pkg, "/tmp/npl_alloc_failure_pkg_%d", (int)getpid());

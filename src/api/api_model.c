@@ -64,6 +64,7 @@ npl_model *npl_model_open(const char *path, const npl_model_params *params, npl_
     npl_runner_params rp = npl_runner_default_params();
     rp.n_threads = m->p.n_threads;
     rp.isa = m->p.kernel_family;
+    rp.no_repack = m->p.no_repack;
     rp.arith = m->p.arithmetic; /* npullm.h's 0/1/2 are NPL_ARITH_OURS / _LLAMACPP_FA / _LLAMACPP_NOFA */
     if (m->p.chat_template && !(m->tmpl_name = strdup(m->p.chat_template))) {
         *status = npl_err_memory(err, errlen);

@@ -312,6 +312,7 @@ void npl_cpu_backend_init(npl_backend *be, npl_cpu_ctx *ctx, npl_isa isa) {
     ctx->isa = ctx->k->isa;
     ctx->arith = NPL_ARITH_OURS;
     ctx->no_gfni = 0;
+    ctx->wpack = NULL;
     be->name = "cpu";
     be->ctx = ctx;
     for (int op = 0; op < NPL_OP_COUNT; op++) be->ops[op] = *cpu_execs[op];

@@ -21,6 +21,7 @@ typedef struct {
     const npl_nn_kernels *nn;
     int arith;   /* NPL_ARITH_*; npl_cpu_backend_init sets NPL_ARITH_OURS */
     int no_gfni; /* 1: the GEMV kernels without GFNI even where the CPU has it (tests, benchmarks) */
+    const struct npl_wpack_table *wpack; /* or NULL: packed copies of weights (kernels/wpack.h), by address */
 } npl_cpu_ctx;
 
 /* Fills `be` with the CPU executions using kernels for `isa` (clamped to what

@@ -4,16 +4,18 @@
 
 #include "cpu/cpu_backend.h"
 #include "kernels/matmul.h"
+#include "kernels/wpack.h"
 
-static npl_matmul_kernel_args args_of(const npl_tensor *w, const npl_tensor *x, npl_tensor *y, int no_gfni) {
+static npl_matmul_kernel_args args_of(const npl_cpu_ctx *cc, const npl_tensor *w, const npl_tensor *x, npl_tensor *y) {
     const int64_t k = w->shape.ne[0], n = w->shape.ne[1];
-    return (npl_matmul_kernel_args){.wtype = w->type, .w = w->data, .x = x->data, .y = y ? y->data : NULL,
+    return (npl_matmul_kernel_args){.wtype = w->type, .w = w->data, .wp = cc ? npl_wpack_find(cc->wpack, w->data) : NULL,
+                             .x = x->data, .y = y ? y->data : NULL,
                              .k = k, .n = n, .m = x->shape.ne[1] * x->shape.ne[2] * x->shape.ne[3],
-                             .ldx = k, .ldy = n, .no_gfni = no_gfni};
+                             .ldx = k, .ldy = n, .no_gfni = cc ? cc->no_gfni : 0};
 }
 
 size_t npl_cpu_matmul_scratch(const npl_tensor *w, const npl_tensor *x) {
-    const npl_matmul_kernel_args a = args_of(w, x, NULL, 0);
+    const npl_matmul_kernel_args a = args_of(NULL, w, x, NULL);
     return npl_matmul_kernel_scratch(a.wtype, a.k, a.m);
 }
 
@@ -23,7 +25,7 @@ int npl_cpu_matmul(const npl_cpu_ctx *cc, npl_pool *pool, const npl_tensor *w, c
         snprintf(err, errlen, "matmul: no kernel for %s weights", npl_type_name(w->type));
         return -1;
     }
-    const npl_matmul_kernel_args a = args_of(w, x, y, cc->no_gfni);
+    const npl_matmul_kernel_args a = args_of(cc, w, x, y);
     return npl_matmul_kernel(cc->isa, pool, &a, scratch, err, errlen);
 }
 
@@ -33,7 +35,7 @@ int npl_cpu_matmul_group(const npl_cpu_ctx *cc, npl_pool *pool, npl_exec_ctx *c,
     if (n > NPL_MATMUL_GROUP_MAX) return 1;
     for (int i = 0; i < n; i++) {
         if (c[i].src[1].type != NPL_TYPE_F32) return 1;
-        a[i] = args_of(&c[i].src[0], &c[i].src[1], &c[i].dst, cc->no_gfni);
+        a[i] = args_of(cc, &c[i].src[0], &c[i].src[1], &c[i].dst);
         scratch[i] = c[i].scratch;
     }
     return npl_matmul_kernel_group(cc->isa, pool, a, n, scratch);

@@ -13,6 +13,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/gemv.h"
+#include "kernels/wpack.h"
 
 enum {
     ROW_BLOCK = 16,      /* weight rows kept hot while sweeping activations */
@@ -24,6 +25,7 @@ enum {
 typedef struct {
     const npl_kernels *kt;
     const npl_matmul_kernel_args *a;
+    const void *w;       /* the weights the kernels read: a->wp for packed kernels, else a->w */
     const void *xq;      /* activations in the dot partner type */
     void *xq_out;
     size_t w_row, xq_row;
@@ -78,14 +80,14 @@ static void gemm_rows(void *arg, int ith, int nth) {
     (void)ith; (void)nth;
     mm_job *j = arg;
     int64_t r0, r1;
-    while (take_rows(j, &r0, &r1)) j->gemm->rows(j->a->w, j->w_row, r0, r1, &j->xp, j->a->y, j->a->ldy);
+    while (take_rows(j, &r0, &r1)) j->gemm->rows(j->w, j->w_row, r0, r1, &j->xp, j->a->y, j->a->ldy);
 }
 
 static void gemv_rows(void *arg, int ith, int nth) {
     (void)ith; (void)nth;
     mm_job *j = arg;
     int64_t r0, r1;
-    while (take_rows(j, &r0, &r1)) j->gemv->rows(j->a->w, j->w_row, r0, r1, j->gx, (int)j->m, j->a->y, j->a->ldy);
+    while (take_rows(j, &r0, &r1)) j->gemv->rows(j->w, j->w_row, r0, r1, j->gx, (int)j->m, j->a->y, j->a->ldy);
 }
 
 static const npl_gemm_kernels *gemm_for(npl_isa isa, npl_type t, int64_t m, int64_t k) {
@@ -94,6 +96,16 @@ static const npl_gemm_kernels *gemm_for(npl_isa isa, npl_type t, int64_t m, int6
 
 static const npl_gemv_kernels *gemv_for(npl_isa isa, int gfni, npl_type t, int64_t m, int64_t k) {
     return m < GEMM_MIN_M && k <= NPL_GEMM_MAX_K ? npl_gemv_get(isa, t, gfni) : NULL;
+}
+
+/* Weights that come packed (a->wp) take this family's packed GEMM / GEMV
+ * where it has them (same bits: wpack.h); otherwise the original rows. */
+static void use_packed(mm_job *j, npl_isa isa) {
+    const npl_matmul_kernel_args *a = j->a;
+    j->w = a->w;
+    if (!a->wp || !npl_wpack_wanted(isa, a->wtype, a->k, a->n)) return;
+    if (j->gemm) j->gemm = npl_gemm_get_packed(isa, a->wtype), j->w = a->wp;
+    else if (j->gemv) j->gemv = npl_gemv_get_packed(isa, a->wtype), j->w = a->wp;
 }
 
 /* A block of 16 weight rows stays in cache while every activation row
@@ -172,6 +184,7 @@ int npl_matmul_kernel_group(npl_isa isa, npl_pool *pool, const npl_matmul_kernel
         ji->xq_out = scratch[i];
         ji->xq = scratch[i];
         ji->gemv = gemv_for(isa, !a[i].no_gfni, a[i].wtype, ji->m, ji->k);
+        use_packed(ji, isa);
         ji->gx_mem = (char *)scratch[i] + ji->xq_row * (size_t)ji->m;
         quantize_rows(ji, 0, 1);
         atomic_init(&ji->next, 0);
@@ -188,7 +201,7 @@ int npl_matmul_kernel(npl_isa isa, npl_pool *pool, const npl_matmul_kernel_args 
     const npl_type_traits *t = npl_type_get(a->wtype);
     const npl_kernels *kt = npl_kernels_get(isa);
     isa = kt->isa;
-    mm_job j = {.kt = kt, .a = a};
+    mm_job j = {.kt = kt, .a = a, .w = a->w};
     j.k = a->k;
     j.n = a->n;
     j.m = a->m;
@@ -213,6 +226,7 @@ int npl_matmul_kernel(npl_isa isa, npl_pool *pool, const npl_matmul_kernel_args 
         j.gemm = gemm_for(isa, a->wtype, j.m, j.k);
         if (j.gemm) npl_gemm_x_init(&j.xp, (char *)scratch + j.xq_row * (size_t)j.m, j.m, j.k);
         j.gemv = gemv_for(isa, !a->no_gfni, a->wtype, j.m, j.k);
+        use_packed(&j, isa);
         j.gx_mem = (char *)scratch + j.xq_row * (size_t)j.m;
         if (j.m * j.k <= INLINE_QUANT) quantize_rows(&j, 0, 1);
         else npl_pool_run(pool, quantize_rows, &j);

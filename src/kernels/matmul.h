@@ -18,6 +18,7 @@
 typedef struct {
     npl_type wtype;
     const void *w;
+    const void *wp; /* or NULL: the same weights packed (kernels/wpack.h), read where the family has packed kernels */
     const float *x;
     float *y;
     int64_t k, n, m;

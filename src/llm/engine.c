@@ -168,6 +168,7 @@ npl_engine *npl_engine_open2(const char *path, const npl_engine_params *params, 
     npl_model_params mp = npl_model_default_params();
     mp.n_threads = p.n_threads;
     mp.kernel_family = p.kernel_family;
+    mp.no_repack = p.no_repack;
     mp.arithmetic = p.arithmetic;
     mp.chat_template = p.chat_template;
     npl_status st;

@@ -15,6 +15,7 @@
 #include "core/checked.h"
 #include "core/status.h"
 #include "format/graph_file.h"
+#include "llm/runner_wpack.h"
 #include "plugin/plugin.h"
 
 #define MAX_LIMITS 8
@@ -31,6 +32,7 @@ struct npl_runner_base {
     npl_pool *pool;       /* NULL: opened without one (vocabulary only) */
     npl_isa isa;
     int arith;
+    npl_wpack_table wpack; /* matmul weights packed for isa's kernels (empty: none) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     unsigned long next_ticket, serving;
@@ -81,13 +83,14 @@ static void base_unlock(npl_runner_base *b) {
 }
 
 npl_runner_params npl_runner_default_params(void) {
-    npl_runner_params p = {0, 0, -1, 0, NULL, NULL, 0, NPL_ARITH_OURS, 0};
+    npl_runner_params p = {0, 0, -1, 0, NULL, NULL, 0, NPL_ARITH_OURS, 0, 0};
     return p;
 }
 
 void npl_runner_base_close(npl_runner_base *b) {
     if (!b) return;
     npl_pool_free(b->pool);
+    npl_wpack_free(&b->wpack);
     npl_gguf_close(b->f);
     if (b->lock_init) {
         pthread_cond_destroy(&b->cv);
@@ -375,6 +378,8 @@ npl_runner_base *npl_runner_base_open(const char *path, const npl_runner_params 
     b->isa = p->isa < 0 ? npl_cpu_best_isa() : (npl_isa)p->isa;
     b->arith = p->arith;
     if (with_pool && !(b->pool = npl_pool_new(p->n_threads))) goto oom; /* the pool fails only to allocate */
+    if (with_pool && !b->is_pkg && !p->no_repack && npl_runner_wpack_build(&b->wpack, b->f, &b->hp, b->isa, err, errlen))
+        goto fail;
     return b;
 oom:
     npl_err_memory(err, errlen);
@@ -423,6 +428,7 @@ npl_runner *npl_runner_new(npl_runner_base *b, const npl_runner_params *p, char 
     if (npl_model_build(b->f, &b->hp, n_ctx, &r->mg, err, errlen)) goto fail;
     npl_cpu_backend_init(&r->be, &r->cc, b->isa);
     r->cc.arith = b->arith;
+    r->cc.wpack = &b->wpack;
     if (!(r->sess = npl_graph_session_new(r->mg.g, &r->be, b->pool, &r->mg.logits, 1, err, errlen))) goto fail;
     if (!(r->kv = calloc(2 * (size_t)b->hp.n_layer, sizeof(uint16_t *)))) goto oom;
     for (int l = 0; l < b->hp.n_layer; l++) {
@@ -461,6 +467,8 @@ const npl_hparams *npl_runner_base_hparams(const npl_runner_base *b) { return &b
 const npl_gguf *npl_runner_base_gguf(const npl_runner_base *b) { return b->f; }
 int npl_runner_base_n_threads(const npl_runner_base *b) { return b->pool ? npl_pool_size(b->pool) : 0; }
 const char *npl_runner_base_path(const npl_runner_base *b) { return b->gpath; }
+size_t npl_runner_base_packed_bytes(const npl_runner_base *b) { return b->wpack.bytes; }
+const npl_runner_base *npl_runner_base_of(const npl_runner *r) { return r->b; }
 
 uint16_t *npl_runner_kv(npl_runner *r, int layer, int v, size_t *row_bytes) {
     if (r->is_pkg || !r->kv || layer < 0 || layer >= r->b->hp.n_layer) return NULL;

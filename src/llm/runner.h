@@ -22,6 +22,8 @@ typedef struct {
     int n_providers;
     int arith;            /* NPL_ARITH_* (cpu_backend.h): this runner's CPU arithmetic */
     int profile;          /* a package's accelerator profile (backend option "profile"), 0: off */
+    int no_repack;        /* 1: matmul weights stay as the file has them (kernels/wpack.h: packed
+                             where the family has packed kernels, by default) */
 } npl_runner_params;
 
 typedef struct npl_runner npl_runner;
@@ -40,6 +42,9 @@ const npl_hparams *npl_runner_base_hparams(const npl_runner_base *b);
 const npl_gguf *npl_runner_base_gguf(const npl_runner_base *b);
 int npl_runner_base_n_threads(const npl_runner_base *b);
 const char *npl_runner_base_path(const npl_runner_base *b); /* the GGUF it mapped */
+/* Bytes of the weights b keeps packed for its kernel family (kernels/wpack.h; 0: none). */
+size_t npl_runner_base_packed_bytes(const npl_runner_base *b);
+const npl_runner_base *npl_runner_base_of(const npl_runner *r);
 /* A runner on b (n_ctx, kv_budget, profile, plugin_dir, providers of p; the
  * rest is b's): its graph, session and KV cache. */
 npl_runner *npl_runner_new(npl_runner_base *b, const npl_runner_params *p, char *err, size_t errlen);

@@ -39,7 +39,9 @@
 #include "kernels/quant.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/x86/avx2/avx2_util.h"
+#include "kernels/x86/avx2/q5_0_packed.h"
 #include "kernels/x86/avx2/q6k_unpack.h"
+#include "kernels/wpack.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -343,6 +345,19 @@ INLINE void cols_q0(const wtype *t, const panel *p, int nrow, const int NX, cons
     for (int i = 0; i < NX; i++) store_row(y + (c + i) * ldy + rb, (const float *)&out[i], nrow);
 }
 
+/* The panel against every activation row. */
+INLINE void all_cols_q0(const wtype *t, const panel *p, int nrow, const npl_gemm_x *xp, float *y, int64_t ldy, int64_t rb) {
+    const int64_t m = xp->m;
+    int64_t c = 0;
+    for (; c + QX <= m; c += QX) cols_q0(t, p, nrow, QX, xp, c, y, ldy, rb);
+    switch (m - c) { /* a constant count each, so the accumulators stay in registers */
+    case 3: cols_q0(t, p, nrow, 3 < QX ? 3 : QX, xp, c, y, ldy, rb); break;
+    case 2: cols_q0(t, p, nrow, 2 < QX ? 2 : QX, xp, c, y, ldy, rb); break;
+    case 1: cols_q0(t, p, nrow, 1, xp, c, y, ldy, rb); break;
+    default: break;
+    }
+}
+
 /* Weight rows [r0, r1) against the packed activation rows. */
 INLINE void rows_with(const wtype *t, const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp,
                       float *y, int64_t ldy) {
@@ -360,14 +375,7 @@ INLINE void rows_with(const wtype *t, const void *w, size_t w_row, int64_t r0, i
         for (int j = nrow; j < R; j++) zero_row(&p, j, t);
         if (!t->kquant) {
             interleave(&p, k / 32, t->xbias);
-            int64_t c = 0;
-            for (; c + QX <= m; c += QX) cols_q0(t, &p, nrow, QX, xp, c, y, ldy, rb);
-            switch (m - c) { /* a constant count each, so the accumulators stay in registers */
-            case 3: cols_q0(t, &p, nrow, 3 < QX ? 3 : QX, xp, c, y, ldy, rb); break;
-            case 2: cols_q0(t, &p, nrow, 2 < QX ? 2 : QX, xp, c, y, ldy, rb); break;
-            case 1: cols_q0(t, &p, nrow, 1, xp, c, y, ldy, rb); break;
-            default: break;
-            }
+            all_cols_q0(t, &p, nrow, xp, y, ldy, rb);
             continue;
         }
         for (int64_t c = 0; c < m; c += NXM) {
@@ -401,6 +409,43 @@ KERNELS(q8_0, t_q8_0, X_Q8_0)
 KERNELS(q4_K, t_q4_K, X_Q8_K)
 KERNELS(q6_K, t_q6_K, X_Q8_K)
 
+/* ---- packed q5_0 (kernels/wpack.h): its blocks are the panel's vectors
+ * already, so a panel costs the unpacking alone (no per-row decode, no
+ * transpose); then the same kernel and bits as the unpacked q5_0 ---- */
+
+static void decode_packed_q5_0(const uint8_t *pp, int64_t nb, const panel *p) {
+    const __m256i sixteen = _mm256_set1_epi8(16), x80 = _mm256_set1_epi8((char)0x80);
+    for (int64_t b = 0; b < nb; b++, pp += 176) {
+        __m256i u[8], cw = _mm256_setzero_si256();
+        q5_0_packed_unpack(pp, u);
+        __m256i *v = (__m256i *)u_at(p, 0, b);
+        for (int g = 0; g < R; g++) {
+            const __m256i w = _mm256_sub_epi8(u[g], sixteen);
+            _mm256_store_si256(v + g, w);
+            cw = _mm256_sub_epi16(cw, _mm256_maddubs_epi16(x80, w));
+        }
+        p->cw[b] = cw;
+        _mm256_storeu_ps(p->dw + b * R, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pp)));
+    }
+}
+
+static void gemm_rows_q5_0_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y,
+                                  int64_t ldy) {
+    const int64_t kp = xp->kp;
+    uint8_t raw[R * kp + 32];
+    float dw[kp / 32 * R];
+    __m256i cwm[kp / 32];
+    const panel p = {kp, (uint8_t *)(((uintptr_t)raw + 31) & ~(uintptr_t)31), dw, NULL, NULL, NULL, cwm};
+    for (int64_t rb = r0; rb < r1; rb += R) {
+        decode_packed_q5_0((const uint8_t *)w + rb * (int64_t)w_row, xp->k / QK5_0, &p);
+        all_cols_q0(&t_q5_0, &p, R, xp, y, ldy, rb);
+    }
+}
+
+static const npl_gemm_kernels gemm_q5_0_packed = {gemm_pack_q5_0, gemm_rows_q5_0_packed};
+
+const npl_gemm_kernels *npl_gemm_get_avx2_packed(npl_type t) { return t == NPL_TYPE_Q5_0 ? &gemm_q5_0_packed : NULL; }
+
 const npl_gemm_kernels *npl_gemm_get_avx2(npl_type t) {
     switch (t) {
     case NPL_TYPE_Q4_0: return &gemm_q4_0;
@@ -414,6 +459,43 @@ const npl_gemm_kernels *npl_gemm_get_avx2(npl_type t) {
 }
 
 #else
+/* ---- packed q5_0 (kernels/wpack.h): its blocks are the panel's vectors
+ * already, so a panel costs the unpacking alone (no per-row decode, no
+ * transpose); then the same kernel and bits as the unpacked q5_0 ---- */
+
+static void decode_packed_q5_0(const uint8_t *pp, int64_t nb, const panel *p) {
+    const __m256i sixteen = _mm256_set1_epi8(16), x80 = _mm256_set1_epi8((char)0x80);
+    for (int64_t b = 0; b < nb; b++, pp += 176) {
+        __m256i u[8], cw = _mm256_setzero_si256();
+        q5_0_packed_unpack(pp, u);
+        __m256i *v = (__m256i *)u_at(p, 0, b);
+        for (int g = 0; g < R; g++) {
+            const __m256i w = _mm256_sub_epi8(u[g], sixteen);
+            _mm256_store_si256(v + g, w);
+            cw = _mm256_sub_epi16(cw, _mm256_maddubs_epi16(x80, w));
+        }
+        p->cw[b] = cw;
+        _mm256_storeu_ps(p->dw + b * R, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pp)));
+    }
+}
+
+static void gemm_rows_q5_0_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y,
+                                  int64_t ldy) {
+    const int64_t kp = xp->kp;
+    uint8_t raw[R * kp + 32];
+    float dw[kp / 32 * R];
+    __m256i cwm[kp / 32];
+    const panel p = {kp, (uint8_t *)(((uintptr_t)raw + 31) & ~(uintptr_t)31), dw, NULL, NULL, NULL, cwm};
+    for (int64_t rb = r0; rb < r1; rb += R) {
+        decode_packed_q5_0((const uint8_t *)w + rb * (int64_t)w_row, xp->k / QK5_0, &p);
+        all_cols_q0(&t_q5_0, &p, R, xp, y, ldy, rb);
+    }
+}
+
+static const npl_gemm_kernels gemm_q5_0_packed = {gemm_pack_q5_0, gemm_rows_q5_0_packed};
+
+const npl_gemm_kernels *npl_gemm_get_avx2_packed(npl_type t) { return t == NPL_TYPE_Q5_0 ? &gemm_q5_0_packed : NULL; }
+
 const npl_gemm_kernels *npl_gemm_get_avx2(npl_type t) {
     (void)t;
     return NULL;

@@ -1,0 +1,145 @@
+/* Packed weights (wpack.h): the plain C repack, its inverse for tests, the
+ * table of a model's packed copies and the family lookups. */
+#include "kernels/wpack.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "kernels/quant.h"
+#include "kernels/quant_blocks.h"
+
+enum { PANEL_BLOCK = 176 }; /* one block of 8 q5_0 rows */
+
+/* element e (0..31) of a q5_0 block: its 5 bits */
+static unsigned q5_elem(const block_q5_0 *b, int e) {
+    uint32_t qh;
+    memcpy(&qh, b->qh, sizeof qh);
+    const unsigned nib = e < 16 ? b->qs[e] & 0x0F : b->qs[e - 16] >> 4;
+    return nib | ((qh >> e) & 1) << 4;
+}
+
+void npl_wpack_q5_0(const void *src, void *dst, int64_t k, int64_t n) {
+    const int64_t nb = k / QK5_0;
+    const block_q5_0 *w = src;
+    uint8_t *o = dst;
+    for (int64_t p = 0; p < n / NPL_WPACK_ROWS; p++)
+        for (int64_t b = 0; b < nb; b++, o += PANEL_BLOCK) {
+            memset(o, 0, PANEL_BLOCK);
+            for (int j = 0; j < NPL_WPACK_ROWS; j++) {
+                const block_q5_0 *x = &w[(p * NPL_WPACK_ROWS + j) * nb + b];
+                memcpy(o + 2 * j, &x->d, 2);
+                for (int g = 0; g < 8; g++)
+                    for (int e = 0; e < 4; e++) {
+                        const unsigned u = q5_elem(x, 4 * g + e), i = 4 * (unsigned)j + (unsigned)e;
+                        o[16 + i] |= (uint8_t)((u >> 4) << g);
+                        o[48 + 32 * (g & 3) + i] |= (uint8_t)((u & 0x0F) << (g < 4 ? 0 : 4));
+                    }
+            }
+        }
+}
+
+void npl_wpack_q5_0_row(const void *packed, int64_t k, int64_t r, void *row) {
+    const int64_t nb = k / QK5_0, j = r % NPL_WPACK_ROWS;
+    const uint8_t *pb = (const uint8_t *)packed + (r / NPL_WPACK_ROWS) * nb * PANEL_BLOCK;
+    block_q5_0 *x = row;
+    for (int64_t b = 0; b < nb; b++, pb += PANEL_BLOCK) {
+        memcpy(&x[b].d, pb + 2 * j, 2);
+        uint32_t qh = 0;
+        memset(x[b].qs, 0, sizeof x[b].qs);
+        for (int g = 0; g < 8; g++)
+            for (int e = 0; e < 4; e++) {
+                const int el = 4 * g + e, i = 4 * (int)j + e;
+                const unsigned nib = (pb[48 + 32 * (g & 3) + i] >> (g < 4 ? 0 : 4)) & 0x0F;
+                qh |= (uint32_t)((pb[16 + i] >> g) & 1) << el;
+                x[b].qs[el & 15] |= (uint8_t)(nib << (el < 16 ? 0 : 4));
+            }
+        memcpy(x[b].qh, &qh, sizeof qh);
+    }
+}
+
+size_t npl_wpack_bytes(npl_type t, int64_t k, int64_t n) {
+    size_t row = 0;
+    if (npl_row_size(t, k, &row)) return 0;
+    return row * (size_t)n;
+}
+
+static npl_isa clamp_isa(npl_isa isa) {
+    const npl_isa best = npl_cpu_best_isa();
+    return (int)isa < (int)best ? isa : best;
+}
+
+/* Only the AVX2 family: AVX-512 and AMX have their own GEMM order (a row
+ * must get the same bits in decode and prefill), aarch64 its own kernels. */
+const npl_gemv_kernels *npl_gemv_get_packed(npl_isa isa, npl_type t) {
+#if defined(__x86_64__)
+    return clamp_isa(isa) == NPL_ISA_AVX2 ? npl_gemv_get_avx2_packed(t) : NULL;
+#else
+    (void)isa, (void)t;
+    return NULL;
+#endif
+}
+
+const npl_gemm_kernels *npl_gemm_get_packed(npl_isa isa, npl_type t) {
+#if defined(__x86_64__)
+    return clamp_isa(isa) == NPL_ISA_AVX2 ? npl_gemm_get_avx2_packed(t) : NULL;
+#else
+    (void)isa, (void)t;
+    return NULL;
+#endif
+}
+
+int npl_wpack_wanted(npl_isa isa, npl_type t, int64_t k, int64_t n) {
+    return t == NPL_TYPE_Q5_0 && k > 0 && k % QK5_0 == 0 && k <= NPL_GEMM_MAX_K && n > 0 && n % NPL_WPACK_ROWS == 0 &&
+           npl_gemv_get_packed(isa, t) && npl_gemm_get_packed(isa, t);
+}
+
+/* first entry whose src is >= p */
+static int lower_bound(const npl_wpack_table *tab, const void *p) {
+    int lo = 0, hi = tab->n;
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if ((uintptr_t)tab->e[mid].src < (uintptr_t)p) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+const void *npl_wpack_find(const npl_wpack_table *tab, const void *src) {
+    if (!tab || !tab->n) return NULL;
+    const int i = lower_bound(tab, src);
+    return i < tab->n && tab->e[i].src == src ? tab->e[i].dst : NULL;
+}
+
+int npl_wpack_add(npl_wpack_table *tab, npl_type t, const void *src, int64_t k, int64_t n, int drop_src) {
+    const int i = lower_bound(tab, src);
+    if (i < tab->n && tab->e[i].src == src) return 0;
+    const size_t bytes = npl_wpack_bytes(t, k, n);
+    if (!bytes || t != NPL_TYPE_Q5_0) return -1;
+    if (tab->n == tab->cap) {
+        const int cap = tab->cap ? 2 * tab->cap : 64;
+        npl_wpack_entry *e = realloc(tab->e, (size_t)cap * sizeof *e);
+        if (!e) return -1;
+        tab->e = e;
+        tab->cap = cap;
+    }
+    void *dst = NULL;
+    if (posix_memalign(&dst, 64, bytes)) return -1;
+    npl_wpack_q5_0(src, dst, k, n);
+    memmove(&tab->e[i + 1], &tab->e[i], (size_t)(tab->n - i) * sizeof *tab->e);
+    tab->e[i] = (npl_wpack_entry){src, dst, bytes};
+    tab->n++;
+    tab->bytes += bytes;
+    /* the original's whole pages leave this process's memory (a read-only
+     * file mapping: they come back from the page cache if anything reads
+     * them), so the packed copy replaces them instead of adding to them */
+    const uintptr_t pg = 4096, a = ((uintptr_t)src + pg - 1) & ~(pg - 1), z = ((uintptr_t)src + bytes) & ~(pg - 1);
+    if (drop_src && z > a) madvise((void *)a, z - a, MADV_DONTNEED);
+    return 0;
+}
+
+void npl_wpack_free(npl_wpack_table *tab) {
+    for (int i = 0; i < tab->n; i++) free(tab->e[i].dst);
+    free(tab->e);
+    *tab = (npl_wpack_table){0};
+}

@@ -1,0 +1,81 @@
+/* Weights repacked at load into the layout a kernel family reads fastest
+ * (llama.cpp's CPU "repack" buffers do the same for its AVX2 q4_0 / q4_K).
+ *
+ * Decode streams every weight once per token; with q5_0's layout the AVX2
+ * GEMV spends more time unpacking than reading (one thread: 13 GB/s hot
+ * against q8_0's 28). The packed form holds the same bytes per row (the
+ * same 22 per 32 weights) but 8 rows side by side, arranged as the GEMM's
+ * panels already are after their transpose (gemm_avx2.c): vector g of a
+ * block holds elements 4g..4g+3 of the 8 rows, row j in int32 lane j, so
+ * an activation's 4 bytes broadcast against it give 8 rows' sums in 8
+ * lanes with no horizontal sum, and the 8 scales are one load.
+ *
+ * Q5_0 x 8 (npl_wpack_q5_0): panel p (rows 8p..8p+7) starts at byte
+ * 8p * row_bytes; its block b (176 bytes) is
+ *   [0, 16)    the 8 rows' f16 scales d, row j at 2j;
+ *   [16, 48)   high bits: byte 4j + e, bit g = the 5th bit of element
+ *              4g + e of row j;
+ *   [48, 176)  nibbles, 4 vectors of 32: vector h byte 4j + e = element
+ *              4h + e of row j (low nibble) | element 4(h + 4) + e (high).
+ * Exact integer sums and the same float step per block as the plain C
+ * kernel: a packed matrix gives plain C's bits, in decode and in prefill.
+ *
+ * A model keeps the packed copies in anonymous memory next to its mapping
+ * (npl_wpack_table), found by the original's address; a matmul whose
+ * family has no packed kernels reads the original. */
+#ifndef NPL_WPACK_H
+#define NPL_WPACK_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/dtype.h"
+#include "kernels/gemm.h"
+#include "kernels/gemv.h"
+#include "kernels/vec_dot.h"
+
+enum { NPL_WPACK_ROWS = 8 };
+
+/* 1 when the family `isa` (clamped to this CPU) reads weights of type t,
+ * k x n, packed: a layout and both packed kernels exist, n is a multiple of
+ * NPL_WPACK_ROWS and k fits the GEMM. */
+int npl_wpack_wanted(npl_isa isa, npl_type t, int64_t k, int64_t n);
+/* Bytes of the packed matrix (the original's: n rows of npl_row_size). */
+size_t npl_wpack_bytes(npl_type t, int64_t k, int64_t n);
+/* Writes the packed form of n rows of k q5_0 weights (n a multiple of 8). */
+void npl_wpack_q5_0(const void *src, void *dst, int64_t k, int64_t n);
+/* Row r of a packed q5_0 matrix back in q5_0's own layout (tests). */
+void npl_wpack_q5_0_row(const void *packed, int64_t k, int64_t r, void *row);
+
+/* The packed kernels of family `isa` for type t, or NULL. Same interface as
+ * the unpacked ones (gemv.h, gemm.h) with w the packed matrix; r0 and r1
+ * multiples of NPL_WPACK_ROWS (r1 may be n). */
+const npl_gemv_kernels *npl_gemv_get_packed(npl_isa isa, npl_type t);
+const npl_gemm_kernels *npl_gemm_get_packed(npl_isa isa, npl_type t);
+/* Internal: the AVX2 ones (x86/avx2/gemv_avx2_packed.c, gemm_avx2.c). */
+const npl_gemv_kernels *npl_gemv_get_avx2_packed(npl_type t);
+const npl_gemm_kernels *npl_gemm_get_avx2_packed(npl_type t);
+
+/* A model's packed copies, sorted by the original's address. */
+typedef struct {
+    const void *src;
+    void *dst;
+    size_t bytes;
+} npl_wpack_entry;
+
+typedef struct npl_wpack_table {
+    npl_wpack_entry *e;
+    int n, cap;
+    size_t bytes; /* all packed copies */
+} npl_wpack_table;
+
+/* Adds the packed copy of `src` (type t, k x n) unless it is there;
+ * 0, or -1 when memory runs out (the table is unchanged then). drop_src 1:
+ * src lies in a read-only file mapping, whose pages under it are then
+ * dropped from this process (MADV_DONTNEED; they fault back in from the
+ * page cache if read): never for anonymous memory, which that zeroes. */
+int npl_wpack_add(npl_wpack_table *tab, npl_type t, const void *src, int64_t k, int64_t n, int drop_src);
+/* The packed copy of the matrix at src, or NULL. */
+const void *npl_wpack_find(const npl_wpack_table *tab, const void *src);
+void npl_wpack_free(npl_wpack_table *tab);
+
+#endif
