@@ -12,7 +12,7 @@
  *          alone (no quantization, no pool): CPU time per call and the weight
  *          bytes per second it can take. What the unpacking costs. Where the
  *          CPU has GFNI, both kernel variants, interleaved; where the family
- *          reads a packed layout (kernels/wpack.h: AVX2 q5_0), that too.
+ *          reads a packed layout (kernels/wpack.h: AVX2 q5_0, q4_K), that too.
  *   cold   one thread, the GEMV kernel over 256 MB of rows of one class taken
  *          in chunks of CHUNK rows, as a thread takes them in a matmul: CPU
  *          time, so memory stalls count and preemption does not.
@@ -147,8 +147,9 @@ static void hot(int reps) {
         npl_gemv_x gxp;
         char *memp = malloc(npl_gemv_x_size(m->k));
         if (gp) {
-            wp = alloc_w(rb * (size_t)n);
-            npl_wpack_q5_0(w, wp, m->k, n);
+            wp = alloc_w(npl_wpack_bytes(m->t, m->k, n));
+            if (m->t == NPL_TYPE_Q5_0) npl_wpack_q5_0(w, wp, m->k, n);
+            else npl_wpack_q4_K(w, wp, m->k, n);
             gp->prep(&gxp, memp, xq, m->k);
         }
         double *us = malloc(sizeof(double) * (size_t)reps * 3);
@@ -271,7 +272,7 @@ static void token(int reps, int nth) {
         if (r >= 0) tok[r] = now_s(clk) - t0;
     }
     printf("token, %d thread%s, %s%s: %.1f MB of weights; %s ms (median, min-max of %d), GB/s at the median\n", nth,
-           nth > 1 ? "s" : "", npl_isa_name(cc.isa), wt.n ? " (q5_0 packed)" : "", total * 1e-6, nth > 1 ? "wall" : "CPU", reps);
+           nth > 1 ? "s" : "", npl_isa_name(cc.isa), wt.n ? " (packed weights)" : "", total * 1e-6, nth > 1 ? "wall" : "CPU", reps);
     for (int c = 0; c < NC; c++) {
         double *v = cls + (size_t)c * reps;
         qsort(v, (size_t)reps, sizeof(double), cmp_d);

@@ -237,8 +237,8 @@ typedef struct {
                                   tokenizer.chat_template (none there: a base model, prompts are
                                   completed raw) */
     int no_repack;             /* 1 = read every weight as the file has it; 0 (default) = matmul weights
-                                  the kernel family reads faster repacked (AVX2: q5_0, 8 rows side by
-                                  side) are copied so at open, in anonymous memory, and their file
+                                  the kernel family reads faster repacked (AVX2: q5_0 and q4_K, 8 rows
+                                  side by side) are copied so at open, in anonymous memory, and their file
                                   pages dropped: the same results, faster decode */
 } npl_model_params;
 

@@ -14,7 +14,7 @@ jobs=$(nproc)
 build=$(realpath -m "${NPL_AARCH64_BUILD:-build-aarch64}")
 cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j"$jobs"
-tests='^(test_dtype|test_vec_dot|test_iq4|test_gemm|test_gemv|test_nn_kernels|test_ops|test_tokenizer|test_model_reference)$'
+tests='^(test_dtype|test_vec_dot|test_iq4|test_gemm|test_gemv|test_nn_kernels|test_ops|test_tokenizer|test_model_reference|test_wpack)$'
 NPL_TEST_SKIP_REAL_MODEL=1 ctest --test-dir "$build" --output-on-failure -j"$jobs" -R "$tests"
 for want in "max i8mm" "cortex-a76 dotprod" "cortex-a72 neon"; do
     set -- $want

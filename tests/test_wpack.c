@@ -26,29 +26,32 @@ static uint64_t rng_next(uint64_t *s) {
 static float rng_unit(uint64_t *s) { return (float)((rng_next(s) >> 11) * 0x1p-53 * 2.0 - 1.0); }
 
 typedef struct {
+    npl_type t;
     int n, k;
     size_t w_row, x_row;
-    void *wq, *wp, *xq; /* q5_0 rows, their packed form, 40 q8_0 activation rows */
+    void *wq, *wp, *xq; /* the type's rows, their packed form, 40 activation rows of its dot partner */
     float *x;
 } prob;
 enum { BATCH = 40 };
 
-static void make(prob *p, int n, int k, uint64_t *s) {
+static void make(prob *p, npl_type t, int n, int k, uint64_t *s) {
     const npl_kernels *gen = npl_kernels_get(NPL_ISA_GENERIC);
-    p->n = n, p->k = k;
-    npl_row_size(NPL_TYPE_Q5_0, k, &p->w_row);
-    npl_row_size(NPL_TYPE_Q8_0, k, &p->x_row);
+    const npl_type vdt = npl_type_get(t)->vec_dot_type;
+    p->t = t, p->n = n, p->k = k;
+    npl_row_size(t, k, &p->w_row);
+    npl_row_size(vdt, k, &p->x_row);
     float *w = malloc(sizeof(float) * (size_t)n * k);
     p->x = malloc(sizeof(float) * (size_t)BATCH * k);
     p->wq = malloc(p->w_row * (size_t)n);
-    p->wp = malloc(npl_wpack_bytes(NPL_TYPE_Q5_0, k, n));
+    p->wp = malloc(npl_wpack_bytes(t, k, n));
     p->xq = malloc(p->x_row * BATCH);
     /* heavy tails and a per-row skew, so the 5th bit and the scales vary */
     for (int i = 0; i < n * k; i++) w[i] = rng_unit(s) * (rng_next(s) % 16 == 0 ? 3.0f : 1.0f) + (i / k % 3 == 0 ? 0.3f : 0.0f);
     for (int i = 0; i < BATCH * k; i++) p->x[i] = rng_unit(s) + (i / k % 2 ? 0.2f : -0.1f);
-    for (int r = 0; r < n; r++) npl_type_get(NPL_TYPE_Q5_0)->from_float(w + (size_t)r * k, (char *)p->wq + r * p->w_row, k);
-    for (int c = 0; c < BATCH; c++) gen->quantize_row[NPL_TYPE_Q8_0](p->x + (size_t)c * k, (char *)p->xq + c * p->x_row, k);
-    npl_wpack_q5_0(p->wq, p->wp, k, n);
+    for (int r = 0; r < n; r++) npl_type_get(t)->from_float(w + (size_t)r * k, (char *)p->wq + r * p->w_row, k);
+    for (int c = 0; c < BATCH; c++) gen->quantize_row[vdt](p->x + (size_t)c * k, (char *)p->xq + c * p->x_row, k);
+    if (t == NPL_TYPE_Q5_0) npl_wpack_q5_0(p->wq, p->wp, k, n);
+    else npl_wpack_q4_K(p->wq, p->wp, k, n);
     free(w);
 }
 
@@ -59,24 +62,26 @@ static void check_round_trip(const prob *p) {
     char *row = malloc(p->w_row);
     int bad = 0;
     for (int r = 0; r < p->n; r++) {
-        npl_wpack_q5_0_row(p->wp, p->k, r, row);
+        if (p->t == NPL_TYPE_Q5_0) npl_wpack_q5_0_row(p->wp, p->k, r, row);
+        else npl_wpack_q4_K_row(p->wp, p->k, r, row);
         bad += memcmp(row, (const char *)p->wq + r * p->w_row, p->w_row) != 0;
     }
     CHECK_EQ_INT(bad, 0);
     free(row);
 }
 
-/* y[c * n + r] against plain C's vec_dot of row r and activation row c0 + c, bit for bit */
-static int diff_generic(const prob *p, const float *y, int c0, int m) {
-    const npl_kernels *gen = npl_kernels_get(NPL_ISA_GENERIC);
+/* y[c * n + r] against the reference vec_dot of row r and activation row c0 + c, bit for bit:
+ * q5_0 plain C's (the AVX2 q5_0 kernels' steps), q4_K the AVX2 family's own */
+static int diff_ref(const prob *p, const float *y, int c0, int m) {
+    const npl_kernels *gen = npl_kernels_get(p->t == NPL_TYPE_Q5_0 ? NPL_ISA_GENERIC : NPL_ISA_AVX2);
     int diff = 0;
     for (int c = 0; c < m; c++)
         for (int r = 0; r < p->n; r++) {
             float g = NAN;
-            gen->vec_dot[NPL_TYPE_Q5_0](p->k, &g, (const char *)p->wq + r * p->w_row, (const char *)p->xq + (c0 + c) * p->x_row);
+            gen->vec_dot[p->t](p->k, &g, (const char *)p->wq + r * p->w_row, (const char *)p->xq + (c0 + c) * p->x_row);
             if (memcmp(&g, &y[(size_t)c * p->n + r], sizeof g) && diff++ < 3)
-                fprintf(stderr, "packed q5_0 m=%d n=%d k=%d [%d,%d]: %.9g, plain C %.9g\n", m, p->n, p->k, c, r,
-                        y[(size_t)c * p->n + r], g);
+                fprintf(stderr, "packed %s m=%d n=%d k=%d [%d,%d]: %.9g, vec_dot %.9g\n", npl_type_name(p->t), m, p->n, p->k,
+                        c, r, y[(size_t)c * p->n + r], g);
         }
     return diff;
 }
@@ -93,7 +98,7 @@ static void check_gemv(const prob *p, const npl_gemv_kernels *gv, int m) {
     gv->rows(p->wp, p->w_row, 0, a, gx, m, y, p->n);
     if (a < b) gv->rows(p->wp, p->w_row, a, b, gx, m, y, p->n);
     if (b < p->n) gv->rows(p->wp, p->w_row, b, p->n, gx, m, y, p->n);
-    CHECK_EQ_INT(diff_generic(p, y, c0, m), 0);
+    CHECK_EQ_INT(diff_ref(p, y, c0, m), 0);
     free(mem), free(y);
 }
 
@@ -108,7 +113,7 @@ static void check_gemm(const prob *p, const npl_gemm_kernels *gm, int m) {
     const int a = p->n > 16 ? 16 : p->n;
     gm->rows(p->wp, p->w_row, 0, a, &xp, y, p->n);
     if (a < p->n) gm->rows(p->wp, p->w_row, a, p->n, &xp, y, p->n);
-    CHECK_EQ_INT(diff_generic(p, y, c0, m), 0);
+    CHECK_EQ_INT(diff_ref(p, y, c0, m), 0);
     free(xp_mem), free(y);
 }
 
@@ -118,10 +123,10 @@ static void check_matmul(const prob *p, npl_isa isa, npl_pool *pool, int m) {
     npl_backend be;
     npl_cpu_backend_init(&be, &cc, isa);
     npl_wpack_table tab = {0};
-    CHECK_EQ_INT(npl_wpack_add(&tab, NPL_TYPE_Q5_0, p->wq, p->k, p->n, 0), 0);
+    CHECK_EQ_INT(npl_wpack_add(&tab, p->t, p->wq, p->k, p->n, 0), 0);
     CHECK(npl_wpack_find(&tab, p->wq) != NULL);
     CHECK(npl_wpack_find(&tab, p->wp) == NULL);
-    npl_tensor w = {NPL_TYPE_Q5_0, {2, {p->k, p->n, 1, 1}}, p->wq}, x = {NPL_TYPE_F32, {2, {p->k, m, 1, 1}}, p->x};
+    npl_tensor w = {p->t, {2, {p->k, p->n, 1, 1}}, p->wq}, x = {NPL_TYPE_F32, {2, {p->k, m, 1, 1}}, p->x};
     float *y0 = malloc(sizeof(float) * (size_t)p->n * m), *y1 = malloc(sizeof(float) * (size_t)p->n * m);
     npl_tensor t0 = {NPL_TYPE_F32, {2, {p->n, m, 1, 1}}, y0}, t1 = {NPL_TYPE_F32, {2, {p->n, m, 1, 1}}, y1};
     void *scratch = malloc(npl_cpu_matmul_scratch(&w, &x) + 1);
@@ -158,13 +163,14 @@ static void check_model(const char *path) {
         }
         nv = npl_runner_hparams(r)->n_vocab;
         packed[v] = npl_runner_base_packed_bytes(npl_runner_base_of(r));
-        if (!v) { /* every q5_0 matrix a matmul reads: all but an untied embedding (a row lookup only) */
+        if (!v) { /* every q5_0 / q4_K matrix a matmul reads: all but an untied embedding (a row lookup only) */
             const npl_gguf *g = npl_runner_gguf(r);
             const int tied = !npl_gguf_find_tensor(g, "output.weight");
             for (int64_t i = 0; i < npl_gguf_n_tensors(g); i++) {
                 const npl_gguf_tensor *t = npl_gguf_tensor_at(g, i);
-                if (t->type == NPL_TYPE_Q5_0 && t->n_dims == 2 && (tied || strcmp(t->name, "token_embd.weight")))
-                    want += npl_wpack_bytes(NPL_TYPE_Q5_0, t->ne[0], t->ne[1]);
+                if ((t->type == NPL_TYPE_Q5_0 || t->type == NPL_TYPE_Q4_K) && t->n_dims == 2 &&
+                    (tied || strcmp(t->name, "token_embd.weight")))
+                    want += npl_wpack_bytes((npl_type)t->type, t->ne[0], t->ne[1]);
             }
         }
         int32_t tk[23];
@@ -196,26 +202,31 @@ static void check_model(const char *path) {
 int main(void) {
     uint64_t s = 0x9e3779b97f4a7c15ull;
     static const int ns[] = {8, 16, 40, 48};
-    static const int ks[] = {32, 96, 640, 2048};
+    static const int ks[] = {32, 96, 256, 640, 1024, 2048};
     npl_pool *pool = npl_pool_new(2);
     const npl_isa best = npl_cpu_best_isa();
     /* what may be packed: q5_0 only, n a multiple of 8, k within the GEMM */
     CHECK(!npl_wpack_wanted(best, NPL_TYPE_Q5_0, 640, 12));
     CHECK(!npl_wpack_wanted(best, NPL_TYPE_Q8_0, 640, 16));
+    CHECK(!npl_wpack_wanted(best, NPL_TYPE_Q4_K, 640, 16)); /* not whole super-blocks */
     CHECK(!npl_wpack_wanted(best, NPL_TYPE_Q5_0, 16384, 16));
     CHECK(!npl_wpack_wanted(NPL_ISA_GENERIC, NPL_TYPE_Q5_0, 640, 16));
+    static const npl_type types[] = {NPL_TYPE_Q5_0, NPL_TYPE_Q4_K};
+    for (size_t ti = 0; ti < 2; ti++)
     for (int isa = NPL_ISA_GENERIC; isa <= (int)best; isa++) {
-        const npl_gemv_kernels *gv = npl_gemv_get_packed((npl_isa)isa, NPL_TYPE_Q5_0);
-        const npl_gemm_kernels *gm = npl_gemm_get_packed((npl_isa)isa, NPL_TYPE_Q5_0);
+        const npl_type t = types[ti];
+        const npl_gemv_kernels *gv = npl_gemv_get_packed((npl_isa)isa, t);
+        const npl_gemm_kernels *gm = npl_gemm_get_packed((npl_isa)isa, t);
 #if defined(__x86_64__)
         CHECK((gv != NULL) == (isa == NPL_ISA_AVX2));
 #endif
         CHECK((gv != NULL) == (gm != NULL));
-        CHECK(npl_wpack_wanted((npl_isa)isa, NPL_TYPE_Q5_0, 640, 16) == (gv != NULL));
+        CHECK(npl_wpack_wanted((npl_isa)isa, t, 1024, 16) == (gv != NULL));
         for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
             for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+                if (ks[ki] % npl_type_get(t)->block_size) continue;
                 prob p;
-                make(&p, ns[ni], ks[ki], &s);
+                make(&p, t, ns[ni], ks[ki], &s);
                 if (isa == NPL_ISA_GENERIC) check_round_trip(&p);
                 if (gv) {
                     static const int ms[] = {1, 2, 5, 15};
@@ -230,14 +241,16 @@ int main(void) {
                 check_matmul(&p, (npl_isa)isa, pool, BATCH);
                 drop(&p);
             }
-        printf("%-7s packed q5_0: %s\n", npl_isa_name((npl_isa)isa),
-               gv ? "GEMV (1-15 rows) and GEMM (16-40) == plain C vec_dot bit for bit" : "no packed kernels (the original rows)");
+        printf("%-7s packed %s: %s\n", npl_isa_name((npl_isa)isa), npl_type_name(t),
+               !gv ? "no packed kernels (the original rows)"
+               : t == NPL_TYPE_Q5_0 ? "GEMV (1-15 rows) and GEMM (16-40) == plain C vec_dot bit for bit"
+                                    : "GEMV (1-15 rows) and GEMM (16-40) == AVX2 vec_dot bit for bit");
     }
     npl_pool_free(pool);
     /* a tiny llama with every matrix q5_0 (tests/tools/make_random_gguf.py --type q5_0), then Gemma */
     check_model("data/models/rand-llama-q5_0.gguf");
-    const char *model = getenv("NPL_TEST_MODEL");
-    if (model && *model) check_model(model);
+    const char *model = getenv("NPL_TEST_MODEL"), *skip = getenv("NPL_TEST_SKIP_REAL_MODEL");
+    if (model && *model && !(skip && *skip == '1')) check_model(model);
     else printf("NPL_TEST_MODEL not set: the Gemma check is skipped\n");
     TEST_MAIN_END();
 }

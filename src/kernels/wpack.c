@@ -58,16 +58,75 @@ void npl_wpack_q5_0_row(const void *packed, int64_t k, int64_t r, void *row) {
     }
 }
 
+/* element e (0..31) of sub-block s (0..7) of a q4_K super-block: its 4 bits */
+static unsigned q4k_elem(const block_q4_K *b, int s, int e) {
+    const uint8_t v = b->qs[32 * (s / 2) + e];
+    return s % 2 ? v >> 4 : v & 0x0F;
+}
+
+void npl_wpack_q4_K(const void *src, void *dst, int64_t k, int64_t n) {
+    const int64_t nb = k / QK_K;
+    const block_q4_K *w = src;
+    uint8_t *o = dst;
+    for (int64_t p = 0; p < n / NPL_WPACK_ROWS; p++)
+        for (int64_t i = 0; i < nb; i++, o += NPL_WPACK_Q4_K_BLOCK) {
+            memset(o, 0, NPL_WPACK_Q4_K_BLOCK);
+            for (int j = 0; j < NPL_WPACK_ROWS; j++) {
+                const block_q4_K *x = &w[(p * NPL_WPACK_ROWS + j) * nb + i];
+                memcpy(o + 2 * j, &x->d, 2);
+                memcpy(o + 16 + 2 * j, &x->dmin, 2);
+                for (int sb = 0; sb < 8; sb++) {
+                    uint8_t sc, m;
+                    npl_get_scale_min_k4(sb, x->scales, &sc, &m);
+                    o[32 + 8 * sb + j] = sc;
+                    o[96 + 16 * (sb / 2) + 2 * j + sb % 2] = m;
+                    for (int g = 0; g < 8; g++)
+                        for (int e = 0; e < 4; e++)
+                            o[160 + 128 * sb + 32 * (g & 3) + 4 * j + e] |=
+                                (uint8_t)(q4k_elem(x, sb, 4 * g + e) << (g < 4 ? 0 : 4));
+                }
+            }
+        }
+}
+
+void npl_wpack_q4_K_row(const void *packed, int64_t k, int64_t r, void *row) {
+    const int64_t nb = k / QK_K, j = r % NPL_WPACK_ROWS;
+    const uint8_t *pb = (const uint8_t *)packed + (r / NPL_WPACK_ROWS) * nb * NPL_WPACK_Q4_K_BLOCK;
+    block_q4_K *x = row;
+    for (int64_t i = 0; i < nb; i++, pb += NPL_WPACK_Q4_K_BLOCK) {
+        memcpy(&x[i].d, pb + 2 * j, 2);
+        memcpy(&x[i].dmin, pb + 16 + 2 * j, 2);
+        uint8_t sc[8], m[8];
+        for (int sb = 0; sb < 8; sb++) sc[sb] = pb[32 + 8 * sb + j], m[sb] = pb[96 + 16 * (sb / 2) + 2 * j + sb % 2];
+        /* the 12-byte 6-bit layout npl_get_scale_min_k4 reads */
+        for (int q = 0; q < 4; q++) {
+            x[i].scales[q] = (uint8_t)((sc[q] & 63) | (sc[q + 4] >> 4) << 6);
+            x[i].scales[q + 4] = (uint8_t)((m[q] & 63) | (m[q + 4] >> 4) << 6);
+            x[i].scales[q + 8] = (uint8_t)((sc[q + 4] & 15) | (m[q + 4] & 15) << 4);
+        }
+        memset(x[i].qs, 0, sizeof x[i].qs);
+        for (int sb = 0; sb < 8; sb++)
+            for (int g = 0; g < 8; g++)
+                for (int e = 0; e < 4; e++) {
+                    const unsigned v = (pb[160 + 128 * sb + 32 * (g & 3) + 4 * j + e] >> (g < 4 ? 0 : 4)) & 0x0F;
+                    x[i].qs[32 * (sb / 2) + 4 * g + e] |= (uint8_t)(v << (sb % 2 ? 4 : 0));
+                }
+    }
+}
+
 size_t npl_wpack_bytes(npl_type t, int64_t k, int64_t n) {
     size_t row = 0;
+    if (t == NPL_TYPE_Q4_K) return k % QK_K ? 0 : (size_t)(k / QK_K) * NPL_WPACK_Q4_K_BLOCK * (size_t)(n / NPL_WPACK_ROWS);
     if (npl_row_size(t, k, &row)) return 0;
     return row * (size_t)n;
 }
 
+#if defined(__x86_64__)
 static npl_isa clamp_isa(npl_isa isa) {
     const npl_isa best = npl_cpu_best_isa();
     return (int)isa < (int)best ? isa : best;
 }
+#endif
 
 /* Only the AVX2 family: AVX-512 and AMX have their own GEMM order (a row
  * must get the same bits in decode and prefill), aarch64 its own kernels. */
@@ -90,7 +149,8 @@ const npl_gemm_kernels *npl_gemm_get_packed(npl_isa isa, npl_type t) {
 }
 
 int npl_wpack_wanted(npl_isa isa, npl_type t, int64_t k, int64_t n) {
-    return t == NPL_TYPE_Q5_0 && k > 0 && k % QK5_0 == 0 && k <= NPL_GEMM_MAX_K && n > 0 && n % NPL_WPACK_ROWS == 0 &&
+    const int blk = t == NPL_TYPE_Q5_0 ? QK5_0 : t == NPL_TYPE_Q4_K ? QK_K : 0;
+    return blk && k > 0 && k % blk == 0 && k <= NPL_GEMM_MAX_K && n > 0 && n % NPL_WPACK_ROWS == 0 &&
            npl_gemv_get_packed(isa, t) && npl_gemm_get_packed(isa, t);
 }
 
@@ -115,7 +175,7 @@ int npl_wpack_add(npl_wpack_table *tab, npl_type t, const void *src, int64_t k, 
     const int i = lower_bound(tab, src);
     if (i < tab->n && tab->e[i].src == src) return 0;
     const size_t bytes = npl_wpack_bytes(t, k, n);
-    if (!bytes || t != NPL_TYPE_Q5_0) return -1;
+    if (!bytes || (t != NPL_TYPE_Q5_0 && t != NPL_TYPE_Q4_K)) return -1;
     if (tab->n == tab->cap) {
         const int cap = tab->cap ? 2 * tab->cap : 64;
         npl_wpack_entry *e = realloc(tab->e, (size_t)cap * sizeof *e);
@@ -125,7 +185,8 @@ int npl_wpack_add(npl_wpack_table *tab, npl_type t, const void *src, int64_t k, 
     }
     void *dst = NULL;
     if (posix_memalign(&dst, 64, bytes)) return -1;
-    npl_wpack_q5_0(src, dst, k, n);
+    if (t == NPL_TYPE_Q5_0) npl_wpack_q5_0(src, dst, k, n);
+    else npl_wpack_q4_K(src, dst, k, n);
     memmove(&tab->e[i + 1], &tab->e[i], (size_t)(tab->n - i) * sizeof *tab->e);
     tab->e[i] = (npl_wpack_entry){src, dst, bytes};
     tab->n++;
@@ -133,7 +194,9 @@ int npl_wpack_add(npl_wpack_table *tab, npl_type t, const void *src, int64_t k, 
     /* the original's whole pages leave this process's memory (a read-only
      * file mapping: they come back from the page cache if anything reads
      * them), so the packed copy replaces them instead of adding to them */
-    const uintptr_t pg = 4096, a = ((uintptr_t)src + pg - 1) & ~(pg - 1), z = ((uintptr_t)src + bytes) & ~(pg - 1);
+    size_t row = 0;
+    npl_row_size(t, k, &row);
+    const uintptr_t pg = 4096, a = ((uintptr_t)src + pg - 1) & ~(pg - 1), z = ((uintptr_t)src + row * (size_t)n) & ~(pg - 1);
     if (drop_src && z > a) madvise((void *)a, z - a, MADV_DONTNEED);
     return 0;
 }

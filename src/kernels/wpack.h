@@ -20,6 +20,21 @@
  * Exact integer sums and the same float step per block as the plain C
  * kernel: a packed matrix gives plain C's bits, in decode and in prefill.
  *
+ * Q4_K x 8 (npl_wpack_q4_K): panel p starts at byte p * (k / 256) *
+ * NPL_WPACK_Q4_K_BLOCK; its super-block i (1184 bytes, 2.8 % more than the
+ * 8 rows' 1152: the 6-bit scales are stored unpacked) is
+ *   [0, 16)      the 8 rows' f16 d; [16, 32) their f16 dmin;
+ *   [32, 96)     scales: byte 8s + j = sub-block s's scale of row j;
+ *   [96, 160)    mins in pairs: byte 16i + 2j + h = the min of sub-block
+ *                2i + h of row j (one madd against the pair of 32-sums);
+ *   [160, 1184)  nibbles: sub-block s at 160 + 128s, 4 vectors of 32 as
+ *                q5_0's (vector h byte 4j + e: element 4h + e of the
+ *                sub-block of row j | element 4(h + 4) + e in the high
+ *                nibble).
+ * Its kernels keep the AVX2 q4_K vec_dot's float accumulators lane for
+ * lane (lane l of row j's: elements 4l..4l+3 of every sub-block), so a
+ * packed matrix gives that family's bits.
+ *
  * A model keeps the packed copies in anonymous memory next to its mapping
  * (npl_wpack_table), found by the original's address; a matmul whose
  * family has no packed kernels reads the original. */
@@ -33,18 +48,20 @@
 #include "kernels/gemv.h"
 #include "kernels/vec_dot.h"
 
-enum { NPL_WPACK_ROWS = 8 };
+enum { NPL_WPACK_ROWS = 8, NPL_WPACK_Q4_K_BLOCK = 1184 };
 
 /* 1 when the family `isa` (clamped to this CPU) reads weights of type t,
  * k x n, packed: a layout and both packed kernels exist, n is a multiple of
  * NPL_WPACK_ROWS and k fits the GEMM. */
 int npl_wpack_wanted(npl_isa isa, npl_type t, int64_t k, int64_t n);
-/* Bytes of the packed matrix (the original's: n rows of npl_row_size). */
+/* Bytes of the packed matrix (q5_0: the original's; q4_K: 1184 / 1152 of it). */
 size_t npl_wpack_bytes(npl_type t, int64_t k, int64_t n);
-/* Writes the packed form of n rows of k q5_0 weights (n a multiple of 8). */
+/* Write the packed form of n rows of k weights (n a multiple of 8). */
 void npl_wpack_q5_0(const void *src, void *dst, int64_t k, int64_t n);
-/* Row r of a packed q5_0 matrix back in q5_0's own layout (tests). */
+void npl_wpack_q4_K(const void *src, void *dst, int64_t k, int64_t n);
+/* Row r of a packed matrix back in the type's own layout (tests). */
 void npl_wpack_q5_0_row(const void *packed, int64_t k, int64_t r, void *row);
+void npl_wpack_q4_K_row(const void *packed, int64_t k, int64_t r, void *row);
 
 /* The packed kernels of family `isa` for type t, or NULL. Same interface as
  * the unpacked ones (gemv.h, gemm.h) with w the packed matrix; r0 and r1

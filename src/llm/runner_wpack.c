@@ -10,9 +10,11 @@
 
 int npl_runner_wpack_build(npl_wpack_table *tab, const npl_gguf *f, const npl_hparams *hp, npl_isa isa, char *err,
                            size_t errlen) {
-    if (!npl_gemv_get_packed(isa, NPL_TYPE_Q5_0)) return 0; /* this family reads no packed weights */
-    int any = 0;
-    for (int64_t i = 0; i < npl_gguf_n_tensors(f) && !any; i++) any = npl_gguf_tensor_at(f, i)->type == NPL_TYPE_Q5_0;
+    int any = 0; /* a tensor of a type this family reads packed */
+    for (int64_t i = 0; i < npl_gguf_n_tensors(f) && !any; i++) {
+        const npl_gguf_tensor *t = npl_gguf_tensor_at(f, i);
+        any = t->n_dims == 2 && npl_wpack_wanted(isa, (npl_type)t->type, t->ne[0], t->ne[1]);
+    }
     if (!any) return 0;
     npl_model_graph mg;
     /* the weights do not depend on the context length: the smallest graph */

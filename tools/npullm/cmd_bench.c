@@ -22,7 +22,7 @@ static const char *USAGE =
     "  --isa  caps the kernel family: 0 generic C, 1 AVX2, 2 AVX-512, 3 AMX (aarch64: 1 NEON,\n"
     "         2 dotprod, 3 i8mm); the best this CPU has by default. The table's isa column is what ran\n"
     "  --profile  a package: print the accelerator's time per graph and op type to stderr at the end\n"
-    "  --no-repack  matmul weights as the file has them (default: q5_0 repacked at open for AVX2,\n"
+    "  --no-repack  matmul weights as the file has them (default: q5_0 / q4_K repacked at open for AVX2,\n"
     "         8 rows side by side in anonymous memory; the same results)\n";
 
 typedef struct { long rss_anon_kb, rss_file_kb, hwm_kb; } mem_info;

@@ -358,10 +358,24 @@ INLINE void all_cols_q0(const wtype *t, const panel *p, int nrow, const npl_gemm
     }
 }
 
+/* The k-quant panel against every activation row. */
+INLINE void all_cols_k(const wtype *t, const panel *p, int nrow, const npl_gemm_x *xp, float *y, int64_t ldy, int64_t rb) {
+    const int64_t m = xp->m;
+    for (int64_t c = 0; c < m; c += NXM) {
+        const int nx = m - c < NXM ? (int)(m - c) : NXM;
+        xrow x[NXM];
+        for (int i = 0; i < nx; i++) x[i] = xrow_at(xp, c + i);
+        _Alignas(32) float out[NXM][R] = {{0}}; /* nrow < R: the rest is not stored */
+        if (nx == NXM) panel_cols_k(t, p, nrow, NXM, x, out);
+        else panel_cols_k(t, p, nrow, 1, x, out);
+        for (int i = 0; i < nx; i++) store_row(y + (c + i) * ldy + rb, out[i], nrow);
+    }
+}
+
 /* Weight rows [r0, r1) against the packed activation rows. */
 INLINE void rows_with(const wtype *t, const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp,
                       float *y, int64_t ldy) {
-    const int64_t k = xp->k, kp = xp->kp, m = xp->m, nsb = t->kquant ? kp / QK_K : 1;
+    const int64_t k = xp->k, kp = xp->kp, nsb = t->kquant ? kp / QK_K : 1;
     uint8_t raw[R * kp + 32];
     float dw[kp / 32 * R], dmin[nsb * R];
     __m256i cwm[t->xbias ? kp / 32 : 1];
@@ -378,15 +392,7 @@ INLINE void rows_with(const wtype *t, const void *w, size_t w_row, int64_t r0, i
             all_cols_q0(t, &p, nrow, xp, y, ldy, rb);
             continue;
         }
-        for (int64_t c = 0; c < m; c += NXM) {
-            const int nx = m - c < NXM ? (int)(m - c) : NXM;
-            xrow x[NXM];
-            for (int i = 0; i < nx; i++) x[i] = xrow_at(xp, c + i);
-            _Alignas(32) float out[NXM][R] = {{0}}; /* nrow < R: the rest is not stored */
-            if (nx == NXM) panel_cols_k(t, &p, nrow, NXM, x, out);
-            else panel_cols_k(t, &p, nrow, 1, x, out);
-            for (int i = 0; i < nx; i++) store_row(y + (c + i) * ldy + rb, out[i], nrow);
-        }
+        all_cols_k(t, &p, nrow, xp, y, ldy, rb);
     }
 }
 
@@ -442,9 +448,57 @@ static void gemm_rows_q5_0_packed(const void *w, size_t w_row, int64_t r0, int64
     }
 }
 
-static const npl_gemm_kernels gemm_q5_0_packed = {gemm_pack_q5_0, gemm_rows_q5_0_packed};
+/* packed q4_K: back to the k-quant panel (rows side by side, not
+ * transposed: vec_dot's per-row lanes), its 32-element vectors transposed
+ * back, the scales already unpacked */
+static void decode_packed_q4_K(const uint8_t *pp, int64_t nsb, const panel *p) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int64_t i = 0; i < nsb; i++, pp += NPL_WPACK_Q4_K_BLOCK) {
+        _mm256_storeu_ps(p->dw + i * R, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pp)));
+        _mm256_storeu_ps(p->dmin + i * R, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(pp + 16))));
+        for (int s = 0; s < 8; s++) {
+            __m256i r[R];
+            for (int h = 0; h < 4; h++) {
+                const __m256i n = _mm256_loadu_si256((const __m256i *)(pp + 160 + 128 * s + 32 * h));
+                r[h] = _mm256_and_si256(n, m4);
+                r[h + 4] = _mm256_and_si256(_mm256_srli_epi16(n, 4), m4);
+            }
+            avx2_transpose8_epi32(r);
+            for (int j = 0; j < R; j++) {
+                _mm256_store_si256((__m256i *)u_at(p, j, 8 * i + s), r[j]);
+                _mm256_store_si256((__m256i *)sc_at(p, j, 8 * i + s), _mm256_set1_epi16(pp[32 + 8 * s + j]));
+            }
+        }
+        for (int j = 0; j < R; j++) {
+            int16_t *aux = p->aux + (i * R + j) * 16;
+            for (int b = 0; b < 8; b++) aux[b] = pp[96 + 16 * (b / 2) + 2 * j + b % 2];
+        }
+    }
+}
 
-const npl_gemm_kernels *npl_gemm_get_avx2_packed(npl_type t) { return t == NPL_TYPE_Q5_0 ? &gemm_q5_0_packed : NULL; }
+static void gemm_rows_q4_K_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y,
+                                  int64_t ldy) {
+    (void)w_row;
+    const int64_t kp = xp->kp, nsb = kp / QK_K;
+    uint8_t raw[R * kp + 32];
+    float dw[kp / 32 * R], dmin[nsb * R];
+    int16_t scr[R * kp / 2 + 16], auxr[R * nsb * 16 + 16];
+    const panel p = {kp, (uint8_t *)(((uintptr_t)raw + 31) & ~(uintptr_t)31), dw, dmin,
+                     (int16_t *)(((uintptr_t)scr + 31) & ~(uintptr_t)31), (int16_t *)(((uintptr_t)auxr + 31) & ~(uintptr_t)31),
+                     NULL};
+    for (int64_t rb = r0; rb < r1; rb += R) {
+        decode_packed_q4_K((const uint8_t *)w + (size_t)(rb / R) * (size_t)(xp->k / QK_K) * NPL_WPACK_Q4_K_BLOCK,
+                           xp->k / QK_K, &p);
+        all_cols_k(&t_q4_K, &p, R, xp, y, ldy, rb);
+    }
+}
+
+static const npl_gemm_kernels gemm_q5_0_packed = {gemm_pack_q5_0, gemm_rows_q5_0_packed},
+                              gemm_q4_K_packed = {gemm_pack_q4_K, gemm_rows_q4_K_packed};
+
+const npl_gemm_kernels *npl_gemm_get_avx2_packed(npl_type t) {
+    return t == NPL_TYPE_Q5_0 ? &gemm_q5_0_packed : t == NPL_TYPE_Q4_K ? &gemm_q4_K_packed : NULL;
+}
 
 const npl_gemm_kernels *npl_gemm_get_avx2(npl_type t) {
     switch (t) {
@@ -492,9 +546,57 @@ static void gemm_rows_q5_0_packed(const void *w, size_t w_row, int64_t r0, int64
     }
 }
 
-static const npl_gemm_kernels gemm_q5_0_packed = {gemm_pack_q5_0, gemm_rows_q5_0_packed};
+/* packed q4_K: back to the k-quant panel (rows side by side, not
+ * transposed: vec_dot's per-row lanes), its 32-element vectors transposed
+ * back, the scales already unpacked */
+static void decode_packed_q4_K(const uint8_t *pp, int64_t nsb, const panel *p) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int64_t i = 0; i < nsb; i++, pp += NPL_WPACK_Q4_K_BLOCK) {
+        _mm256_storeu_ps(p->dw + i * R, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pp)));
+        _mm256_storeu_ps(p->dmin + i * R, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(pp + 16))));
+        for (int s = 0; s < 8; s++) {
+            __m256i r[R];
+            for (int h = 0; h < 4; h++) {
+                const __m256i n = _mm256_loadu_si256((const __m256i *)(pp + 160 + 128 * s + 32 * h));
+                r[h] = _mm256_and_si256(n, m4);
+                r[h + 4] = _mm256_and_si256(_mm256_srli_epi16(n, 4), m4);
+            }
+            avx2_transpose8_epi32(r);
+            for (int j = 0; j < R; j++) {
+                _mm256_store_si256((__m256i *)u_at(p, j, 8 * i + s), r[j]);
+                _mm256_store_si256((__m256i *)sc_at(p, j, 8 * i + s), _mm256_set1_epi16(pp[32 + 8 * s + j]));
+            }
+        }
+        for (int j = 0; j < R; j++) {
+            int16_t *aux = p->aux + (i * R + j) * 16;
+            for (int b = 0; b < 8; b++) aux[b] = pp[96 + 16 * (b / 2) + 2 * j + b % 2];
+        }
+    }
+}
 
-const npl_gemm_kernels *npl_gemm_get_avx2_packed(npl_type t) { return t == NPL_TYPE_Q5_0 ? &gemm_q5_0_packed : NULL; }
+static void gemm_rows_q4_K_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y,
+                                  int64_t ldy) {
+    (void)w_row;
+    const int64_t kp = xp->kp, nsb = kp / QK_K;
+    uint8_t raw[R * kp + 32];
+    float dw[kp / 32 * R], dmin[nsb * R];
+    int16_t scr[R * kp / 2 + 16], auxr[R * nsb * 16 + 16];
+    const panel p = {kp, (uint8_t *)(((uintptr_t)raw + 31) & ~(uintptr_t)31), dw, dmin,
+                     (int16_t *)(((uintptr_t)scr + 31) & ~(uintptr_t)31), (int16_t *)(((uintptr_t)auxr + 31) & ~(uintptr_t)31),
+                     NULL};
+    for (int64_t rb = r0; rb < r1; rb += R) {
+        decode_packed_q4_K((const uint8_t *)w + (size_t)(rb / R) * (size_t)(xp->k / QK_K) * NPL_WPACK_Q4_K_BLOCK,
+                           xp->k / QK_K, &p);
+        all_cols_k(&t_q4_K, &p, R, xp, y, ldy, rb);
+    }
+}
+
+static const npl_gemm_kernels gemm_q5_0_packed = {gemm_pack_q5_0, gemm_rows_q5_0_packed},
+                              gemm_q4_K_packed = {gemm_pack_q4_K, gemm_rows_q4_K_packed};
+
+const npl_gemm_kernels *npl_gemm_get_avx2_packed(npl_type t) {
+    return t == NPL_TYPE_Q5_0 ? &gemm_q5_0_packed : t == NPL_TYPE_Q4_K ? &gemm_q4_K_packed : NULL;
+}
 
 const npl_gemm_kernels *npl_gemm_get_avx2(npl_type t) {
     (void)t;

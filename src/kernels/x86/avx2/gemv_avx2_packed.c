@@ -101,9 +101,83 @@ static void rows_q5_0_packed(const void *w, size_t w_row, int64_t r0, int64_t r1
     }
 }
 
-static const npl_gemv_kernels g_q5_0_packed = {prep_q5_0_packed, rows_q5_0_packed};
+/* ---- q4_K x 8 against q8_K rows: the AVX2 q4_K vec_dot's arithmetic
+ * (vec_dot_avx2_k.c, gemv_avx2.c's rows_q4_K_nr) lane for lane. There,
+ * row j keeps 8 float lanes, lane l fed per super-block by the int32 sum
+ * over its sub-blocks s of scale_s x (elements 4l..4l+3 of s . x), and 4
+ * lanes of mins (lane i: sub-blocks 2i, 2i + 1); here vector l holds lane
+ * l of the 8 rows, so the same fmas run 8 rows wide and the final sums
+ * take the same tree. ---- */
 
-const npl_gemv_kernels *npl_gemv_get_avx2_packed(npl_type t) { return t == NPL_TYPE_Q5_0 ? &g_q5_0_packed : NULL; }
+static void prep_q4_K_packed(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) {
+    (void)mem;
+    gx->k = gx->kp = k;
+    gx->qs = (const int8_t *)xq;
+    gx->d = NULL;
+    gx->cz = NULL;
+    gx->xs = NULL;
+}
+
+INLINE void panel_q4_K(const uint8_t *pp, int64_t nsb, const npl_gemv_x *g, float *y) {
+    const block_q8_K *yb = (const block_q8_K *)g->qs;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[8], accm[4];
+    for (int l = 0; l < 8; l++) acc[l] = _mm256_setzero_ps();
+    for (int q = 0; q < 4; q++) accm[q] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nsb; i++, pp += NPL_WPACK_Q4_K_BLOCK) {
+        for (int o = 0; o < NPL_WPACK_Q4_K_BLOCK; o += 64) _mm_prefetch((const char *)pp + PACKED_PF + o, _MM_HINT_T0);
+        const block_q8_K *yi = yb + i;
+        const __m256 d = _mm256_mul_ps(_mm256_set1_ps(yi->d), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pp)));
+        const __m256 dmin = _mm256_mul_ps(_mm256_set1_ps(-yi->d), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(pp + 16))));
+        const __m256i bs = _mm256_loadu_si256((const __m256i *)yi->bsums);
+        _Alignas(16) int32_t b2[4]; /* int16 pairs: the x sums of sub-blocks 2q, 2q + 1 */
+        _mm_store_si128((__m128i *)b2, _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1)));
+        for (int q = 0; q < 4; q++) {
+            const __m256i mm = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(pp + 96 + 16 * q)));
+            accm[q] = _mm256_fmadd_ps(dmin, _mm256_cvtepi32_ps(_mm256_madd_epi16(mm, _mm256_set1_epi32(b2[q]))), accm[q]);
+        }
+        __m256i v[8];
+        for (int l = 0; l < 8; l++) v[l] = _mm256_setzero_si256();
+        for (int s = 0; s < 8; s++) {
+            const __m128i s8 = _mm_loadl_epi64((const __m128i *)(pp + 32 + 8 * s));
+            const __m256i sc = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(s8, s8)); /* row j's scale in int16 lanes 2j, 2j + 1 */
+            const uint8_t *nb = pp + 160 + 128 * s;
+            const int8_t *xs = yi->qs + 32 * s;
+            for (int h = 0; h < 4; h++) {
+                const __m256i n = _mm256_loadu_si256((const __m256i *)(nb + 32 * h));
+                int32_t xa, xb;
+                memcpy(&xa, xs + 4 * h, 4);
+                memcpy(&xb, xs + 4 * h + 16, 4);
+                v[h] = _mm256_add_epi32(v[h], _mm256_madd_epi16(sc, _mm256_maddubs_epi16(_mm256_and_si256(n, m4), _mm256_set1_epi32(xa))));
+                v[h + 4] = _mm256_add_epi32(
+                    v[h + 4], _mm256_madd_epi16(sc, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(n, 4), m4), _mm256_set1_epi32(xb))));
+            }
+        }
+        for (int l = 0; l < 8; l++) acc[l] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(v[l]), acc[l]);
+    }
+    /* avx2_hsum_f32's tree, ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7)), and the mins' (0 + 2) + (1 + 3) */
+    const __m256 h8 = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[4], acc[0]), _mm256_add_ps(acc[6], acc[2])),
+                                    _mm256_add_ps(_mm256_add_ps(acc[5], acc[1]), _mm256_add_ps(acc[7], acc[3])));
+    const __m256 h4 = _mm256_add_ps(_mm256_add_ps(accm[0], accm[2]), _mm256_add_ps(accm[1], accm[3]));
+    _mm256_storeu_ps(y, _mm256_add_ps(h8, h4));
+}
+
+static void rows_q4_K_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
+                             float *y, int64_t ldy) {
+    (void)w_row;
+    const int64_t nsb = gx[0].k / QK_K;
+    for (int64_t r = r0; r < r1; r += NPL_WPACK_ROWS) {
+        const uint8_t *pp = (const uint8_t *)w + (size_t)(r / NPL_WPACK_ROWS) * (size_t)nsb * NPL_WPACK_Q4_K_BLOCK;
+        for (int c = 0; c < m; c++) panel_q4_K(pp, nsb, &gx[c], y + (int64_t)c * ldy + r);
+    }
+}
+
+static const npl_gemv_kernels g_q5_0_packed = {prep_q5_0_packed, rows_q5_0_packed},
+                              g_q4_K_packed = {prep_q4_K_packed, rows_q4_K_packed};
+
+const npl_gemv_kernels *npl_gemv_get_avx2_packed(npl_type t) {
+    return t == NPL_TYPE_Q5_0 ? &g_q5_0_packed : t == NPL_TYPE_Q4_K ? &g_q4_K_packed : NULL;
+}
 
 #else
 const npl_gemv_kernels *npl_gemv_get_avx2_packed(npl_type t) {
