@@ -92,7 +92,8 @@ typedef struct {
     int profile;               /* a package's accelerator step times, printed to stderr when the engine
                                   closes: 0 = off (default), 1 = per graph and op type, 2 = also each
                                   graph's steps, 3 = also the slowest steps */
-    int no_repack;             /* 1 = weights as the file has them (npl_model_params.no_repack) */
+    int repack_mib;            /* repacked weights, at most this many MiB (npl_model_params.repack_mib):
+                                  0 = the default 48, -1 = none */
 } npl_engine_params;
 
 typedef struct {
@@ -236,10 +237,12 @@ typedef struct {
     const char *chat_template; /* "gemma", "chatml", "llama3", "llama2"; NULL = detected from
                                   tokenizer.chat_template (none there: a base model, prompts are
                                   completed raw) */
-    int no_repack;             /* 1 = read every weight as the file has it; 0 (default) = matmul weights
-                                  the kernel family reads faster repacked (AVX2: q5_0 and q4_K, 8 rows
-                                  side by side) are copied so at open, in anonymous memory, and their file
-                                  pages dropped: the same results, faster decode */
+    int repack_mib;            /* matmul weights the kernel family reads faster repacked (AVX2: q5_0,
+                                  q4_K, q6_K, 8 rows side by side) are copied so at open into anonymous
+                                  memory, their file pages dropped: the same results, faster decode;
+                                  at most this many MiB of them (q5_0 first): 0 = the default 48 (a
+                                  270M model's RssAnon stays within 64 MiB), -1 = none, every weight
+                                  read as the file has it */
 } npl_model_params;
 
 typedef struct {

@@ -18,6 +18,7 @@
 #include "kernels/vec_dot.h"
 #include "kernels/wpack.h"
 #include "llm/runner.h"
+#include "llm/runner_wpack.h"
 
 static uint64_t rng_next(uint64_t *s) {
     *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
@@ -51,7 +52,8 @@ static void make(prob *p, npl_type t, int n, int k, uint64_t *s) {
     for (int r = 0; r < n; r++) npl_type_get(t)->from_float(w + (size_t)r * k, (char *)p->wq + r * p->w_row, k);
     for (int c = 0; c < BATCH; c++) gen->quantize_row[vdt](p->x + (size_t)c * k, (char *)p->xq + c * p->x_row, k);
     if (t == NPL_TYPE_Q5_0) npl_wpack_q5_0(p->wq, p->wp, k, n);
-    else npl_wpack_q4_K(p->wq, p->wp, k, n);
+    else if (t == NPL_TYPE_Q4_K) npl_wpack_q4_K(p->wq, p->wp, k, n);
+    else npl_wpack_q6_K(p->wq, p->wp, k, n);
     free(w);
 }
 
@@ -63,7 +65,8 @@ static void check_round_trip(const prob *p) {
     int bad = 0;
     for (int r = 0; r < p->n; r++) {
         if (p->t == NPL_TYPE_Q5_0) npl_wpack_q5_0_row(p->wp, p->k, r, row);
-        else npl_wpack_q4_K_row(p->wp, p->k, r, row);
+        else if (p->t == NPL_TYPE_Q4_K) npl_wpack_q4_K_row(p->wp, p->k, r, row);
+        else npl_wpack_q6_K_row(p->wp, p->k, r, row);
         bad += memcmp(row, (const char *)p->wq + r * p->w_row, p->w_row) != 0;
     }
     CHECK_EQ_INT(bad, 0);
@@ -71,7 +74,7 @@ static void check_round_trip(const prob *p) {
 }
 
 /* y[c * n + r] against the reference vec_dot of row r and activation row c0 + c, bit for bit:
- * q5_0 plain C's (the AVX2 q5_0 kernels' steps), q4_K the AVX2 family's own */
+ * q5_0 plain C's (the AVX2 q5_0 kernels' steps), q4_K / q6_K the AVX2 family's own */
 static int diff_ref(const prob *p, const float *y, int c0, int m) {
     const npl_kernels *gen = npl_kernels_get(p->t == NPL_TYPE_Q5_0 ? NPL_ISA_GENERIC : NPL_ISA_AVX2);
     int diff = 0;
@@ -154,6 +157,7 @@ static void check_model(const char *path) {
         rp.n_ctx = 64;
         rp.n_threads = 2;
         rp.no_repack = v;
+        rp.repack_mib = 1024; /* every packable matrix (Gemma's 64 MiB of them) */
         char err[512] = "";
         npl_runner *r = npl_runner_open(path, &rp, err, sizeof err);
         if (!r) {
@@ -163,12 +167,12 @@ static void check_model(const char *path) {
         }
         nv = npl_runner_hparams(r)->n_vocab;
         packed[v] = npl_runner_base_packed_bytes(npl_runner_base_of(r));
-        if (!v) { /* every q5_0 / q4_K matrix a matmul reads: all but an untied embedding (a row lookup only) */
+        if (!v) { /* every q5_0 / q4_K / q6_K matrix a matmul reads: all but an untied embedding (a row lookup only) */
             const npl_gguf *g = npl_runner_gguf(r);
             const int tied = !npl_gguf_find_tensor(g, "output.weight");
             for (int64_t i = 0; i < npl_gguf_n_tensors(g); i++) {
                 const npl_gguf_tensor *t = npl_gguf_tensor_at(g, i);
-                if ((t->type == NPL_TYPE_Q5_0 || t->type == NPL_TYPE_Q4_K) && t->n_dims == 2 &&
+                if ((t->type == NPL_TYPE_Q5_0 || t->type == NPL_TYPE_Q4_K || t->type == NPL_TYPE_Q6_K) && t->n_dims == 2 &&
                     (tied || strcmp(t->name, "token_embd.weight")))
                     want += npl_wpack_bytes((npl_type)t->type, t->ne[0], t->ne[1]);
             }
@@ -188,6 +192,20 @@ static void check_model(const char *path) {
         npl_runner_close(r);
     }
     CHECK_EQ_INT(packed[1], 0);
+    { /* the default budget: whole matrices, q5_0 first, at most NPL_WPACK_DEFAULT_MIB */
+        npl_runner_params rp = npl_runner_default_params();
+        rp.n_ctx = 64;
+        char err[512] = "";
+        npl_runner *r = npl_runner_open(path, &rp, err, sizeof err);
+        CHECK(r != NULL);
+        if (r) {
+            const size_t b = npl_runner_base_packed_bytes(npl_runner_base_of(r));
+            CHECK(b <= ((size_t)NPL_WPACK_DEFAULT_MIB << 20));
+            CHECK(b == (want < ((size_t)NPL_WPACK_DEFAULT_MIB << 20) ? want : b));
+            if (npl_gemv_get_packed(npl_cpu_best_isa(), NPL_TYPE_Q5_0)) CHECK(b > 0);
+            npl_runner_close(r);
+        }
+    }
     CHECK(want > 0);
     if (npl_gemv_get_packed(npl_cpu_best_isa(), NPL_TYPE_Q5_0)) CHECK_EQ_INT(packed[0], want);
     else CHECK_EQ_INT(packed[0], 0);
@@ -211,8 +229,8 @@ int main(void) {
     CHECK(!npl_wpack_wanted(best, NPL_TYPE_Q4_K, 640, 16)); /* not whole super-blocks */
     CHECK(!npl_wpack_wanted(best, NPL_TYPE_Q5_0, 16384, 16));
     CHECK(!npl_wpack_wanted(NPL_ISA_GENERIC, NPL_TYPE_Q5_0, 640, 16));
-    static const npl_type types[] = {NPL_TYPE_Q5_0, NPL_TYPE_Q4_K};
-    for (size_t ti = 0; ti < 2; ti++)
+    static const npl_type types[] = {NPL_TYPE_Q5_0, NPL_TYPE_Q4_K, NPL_TYPE_Q6_K};
+    for (size_t ti = 0; ti < 3; ti++)
     for (int isa = NPL_ISA_GENERIC; isa <= (int)best; isa++) {
         const npl_type t = types[ti];
         const npl_gemv_kernels *gv = npl_gemv_get_packed((npl_isa)isa, t);

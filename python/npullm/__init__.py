@@ -27,7 +27,7 @@ _TEXT_CB = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, _sz, ctypes.c_void_p)
 
 class _ModelParams(ctypes.Structure):
     _fields_ = [("vocab_only", _c_int), ("n_threads", _c_int), ("kernel_family", _c_int),
-                ("arithmetic", _c_int), ("chat_template", ctypes.c_char_p), ("no_repack", _c_int)]
+                ("arithmetic", _c_int), ("chat_template", ctypes.c_char_p), ("repack_mib", _c_int)]
 
 
 class _SessionParams(ctypes.Structure):

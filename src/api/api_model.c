@@ -56,15 +56,16 @@ npl_model *npl_model_open(const char *path, const npl_model_params *params, npl_
     }
     m->p = params ? *params : npl_model_default_params();
     if (m->p.kernel_family > NPL_ISA_TOP || m->p.n_threads < 0 || m->p.arithmetic < NPL_ARITH_OURS ||
-        m->p.arithmetic > NPL_ARITH_LLAMACPP_NOFA) {
-        *status = npl_errf(err, errlen, NPL_ERR_ARGUMENT, "kernel_family %d / n_threads %d / arithmetic %d out of range",
-                           m->p.kernel_family, m->p.n_threads, m->p.arithmetic);
+        m->p.arithmetic > NPL_ARITH_LLAMACPP_NOFA || m->p.repack_mib < -1) {
+        *status = npl_errf(err, errlen, NPL_ERR_ARGUMENT, "kernel_family %d / n_threads %d / arithmetic %d / repack_mib %d out of range",
+                           m->p.kernel_family, m->p.n_threads, m->p.arithmetic, m->p.repack_mib);
         goto fail;
     }
     npl_runner_params rp = npl_runner_default_params();
     rp.n_threads = m->p.n_threads;
     rp.isa = m->p.kernel_family;
-    rp.no_repack = m->p.no_repack;
+    rp.no_repack = m->p.repack_mib < 0;
+    rp.repack_mib = m->p.repack_mib > 0 ? m->p.repack_mib : 0;
     rp.arith = m->p.arithmetic; /* npullm.h's 0/1/2 are NPL_ARITH_OURS / _LLAMACPP_FA / _LLAMACPP_NOFA */
     if (m->p.chat_template && !(m->tmpl_name = strdup(m->p.chat_template))) {
         *status = npl_err_memory(err, errlen);

@@ -114,6 +114,56 @@ void npl_wpack_q4_K_row(const void *packed, int64_t k, int64_t r, void *row) {
     }
 }
 
+/* element e (0..31) of 32-group G (0..7) of a q6_K super-block: its 6 bits u = w + 32 */
+static unsigned q6k_elem(const block_q6_K *b, int G, int e) {
+    const int h = G / 4, k = G % 4;
+    const uint8_t lo = b->ql[64 * h + 32 * (k & 1) + e], hi = b->qh[32 * h + e];
+    return (unsigned)((k < 2 ? lo & 0x0F : lo >> 4) | ((hi >> (2 * k)) & 3) << 4);
+}
+
+void npl_wpack_q6_K(const void *src, void *dst, int64_t k, int64_t n) {
+    const int64_t nb = k / QK_K;
+    const block_q6_K *w = src;
+    uint8_t *o = dst;
+    for (int64_t p = 0; p < n / NPL_WPACK_ROWS; p++)
+        for (int64_t i = 0; i < nb; i++, o += NPL_WPACK_Q6_K_BLOCK) {
+            memset(o, 0, NPL_WPACK_Q6_K_BLOCK);
+            for (int j = 0; j < NPL_WPACK_ROWS; j++) {
+                const block_q6_K *x = &w[(p * NPL_WPACK_ROWS + j) * nb + i];
+                memcpy(o + 2 * j, &x->d, 2);
+                for (int c = 0; c < 16; c++) o[16 + 8 * c + j] = (uint8_t)x->scales[c];
+                for (int G = 0; G < 8; G++)
+                    for (int g = 0; g < 8; g++)
+                        for (int e = 0; e < 4; e++) {
+                            const unsigned u = q6k_elem(x, G, 4 * g + e), bi = 4 * (unsigned)j + (unsigned)e;
+                            o[144 + 128 * G + 32 * (g & 3) + bi] |= (uint8_t)((u & 0x0F) << (g < 4 ? 0 : 4));
+                            o[1168 + 64 * G + 32 * (g / 4) + bi] |= (uint8_t)((u >> 4) << (2 * (g & 3)));
+                        }
+            }
+        }
+}
+
+void npl_wpack_q6_K_row(const void *packed, int64_t k, int64_t r, void *row) {
+    const int64_t nb = k / QK_K, j = r % NPL_WPACK_ROWS;
+    const uint8_t *pb = (const uint8_t *)packed + (r / NPL_WPACK_ROWS) * nb * NPL_WPACK_Q6_K_BLOCK;
+    block_q6_K *x = row;
+    for (int64_t i = 0; i < nb; i++, pb += NPL_WPACK_Q6_K_BLOCK) {
+        memcpy(&x[i].d, pb + 2 * j, 2);
+        for (int c = 0; c < 16; c++) x[i].scales[c] = (int8_t)pb[16 + 8 * c + j];
+        memset(x[i].ql, 0, sizeof x[i].ql);
+        memset(x[i].qh, 0, sizeof x[i].qh);
+        for (int G = 0; G < 8; G++)
+            for (int g = 0; g < 8; g++)
+                for (int e = 0; e < 4; e++) {
+                    const int bi = 4 * (int)j + e, el = 4 * g + e, h = G / 4, kk = G % 4;
+                    const unsigned lo = (pb[144 + 128 * G + 32 * (g & 3) + bi] >> (g < 4 ? 0 : 4)) & 0x0F;
+                    const unsigned hi = (pb[1168 + 64 * G + 32 * (g / 4) + bi] >> (2 * (g & 3))) & 3;
+                    x[i].ql[64 * h + 32 * (kk & 1) + el] |= (uint8_t)(lo << (kk < 2 ? 0 : 4));
+                    x[i].qh[32 * h + el] |= (uint8_t)(hi << (2 * kk));
+                }
+    }
+}
+
 size_t npl_wpack_bytes(npl_type t, int64_t k, int64_t n) {
     size_t row = 0;
     if (t == NPL_TYPE_Q4_K) return k % QK_K ? 0 : (size_t)(k / QK_K) * NPL_WPACK_Q4_K_BLOCK * (size_t)(n / NPL_WPACK_ROWS);
@@ -149,7 +199,7 @@ const npl_gemm_kernels *npl_gemm_get_packed(npl_isa isa, npl_type t) {
 }
 
 int npl_wpack_wanted(npl_isa isa, npl_type t, int64_t k, int64_t n) {
-    const int blk = t == NPL_TYPE_Q5_0 ? QK5_0 : t == NPL_TYPE_Q4_K ? QK_K : 0;
+    const int blk = t == NPL_TYPE_Q5_0 ? QK5_0 : t == NPL_TYPE_Q4_K || t == NPL_TYPE_Q6_K ? QK_K : 0;
     return blk && k > 0 && k % blk == 0 && k <= NPL_GEMM_MAX_K && n > 0 && n % NPL_WPACK_ROWS == 0 &&
            npl_gemv_get_packed(isa, t) && npl_gemm_get_packed(isa, t);
 }
@@ -175,7 +225,7 @@ int npl_wpack_add(npl_wpack_table *tab, npl_type t, const void *src, int64_t k, 
     const int i = lower_bound(tab, src);
     if (i < tab->n && tab->e[i].src == src) return 0;
     const size_t bytes = npl_wpack_bytes(t, k, n);
-    if (!bytes || (t != NPL_TYPE_Q5_0 && t != NPL_TYPE_Q4_K)) return -1;
+    if (!bytes || (t != NPL_TYPE_Q5_0 && t != NPL_TYPE_Q4_K && t != NPL_TYPE_Q6_K)) return -1;
     if (tab->n == tab->cap) {
         const int cap = tab->cap ? 2 * tab->cap : 64;
         npl_wpack_entry *e = realloc(tab->e, (size_t)cap * sizeof *e);
@@ -186,7 +236,8 @@ int npl_wpack_add(npl_wpack_table *tab, npl_type t, const void *src, int64_t k, 
     void *dst = NULL;
     if (posix_memalign(&dst, 64, bytes)) return -1;
     if (t == NPL_TYPE_Q5_0) npl_wpack_q5_0(src, dst, k, n);
-    else npl_wpack_q4_K(src, dst, k, n);
+    else if (t == NPL_TYPE_Q4_K) npl_wpack_q4_K(src, dst, k, n);
+    else npl_wpack_q6_K(src, dst, k, n);
     memmove(&tab->e[i + 1], &tab->e[i], (size_t)(tab->n - i) * sizeof *tab->e);
     tab->e[i] = (npl_wpack_entry){src, dst, bytes};
     tab->n++;

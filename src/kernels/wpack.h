@@ -35,6 +35,14 @@
  * lane (lane l of row j's: elements 4l..4l+3 of every sub-block), so a
  * packed matrix gives that family's bits.
  *
+ * Q6_K x 8 (npl_wpack_q6_K): super-block i of a panel is 1680 bytes, the 8
+ * rows' own size: [0, 16) f16 d; [16, 144) scales, byte 8c + j = group c's
+ * (16 elements) of row j; [144, 1168) the low 4 bits of u = w + 32 as
+ * q4_K's nibbles, per 32-element group G at 144 + 128G; [1168, 1680) the
+ * high 2 bits, 64 bytes per group: vector a (g = 0..3) and b (4..7), byte
+ * 4j + e bits 2(g mod 4) and up = those of element 4g + e of row j. Lanes
+ * as the AVX2 q6_K vec_dot's, so that family's bits.
+ *
  * A model keeps the packed copies in anonymous memory next to its mapping
  * (npl_wpack_table), found by the original's address; a matmul whose
  * family has no packed kernels reads the original. */
@@ -48,20 +56,22 @@
 #include "kernels/gemv.h"
 #include "kernels/vec_dot.h"
 
-enum { NPL_WPACK_ROWS = 8, NPL_WPACK_Q4_K_BLOCK = 1184 };
+enum { NPL_WPACK_ROWS = 8, NPL_WPACK_Q4_K_BLOCK = 1184, NPL_WPACK_Q6_K_BLOCK = 1680 };
 
 /* 1 when the family `isa` (clamped to this CPU) reads weights of type t,
  * k x n, packed: a layout and both packed kernels exist, n is a multiple of
  * NPL_WPACK_ROWS and k fits the GEMM. */
 int npl_wpack_wanted(npl_isa isa, npl_type t, int64_t k, int64_t n);
-/* Bytes of the packed matrix (q5_0: the original's; q4_K: 1184 / 1152 of it). */
+/* Bytes of the packed matrix (q5_0, q6_K: the original's; q4_K: 1184 / 1152 of it). */
 size_t npl_wpack_bytes(npl_type t, int64_t k, int64_t n);
 /* Write the packed form of n rows of k weights (n a multiple of 8). */
 void npl_wpack_q5_0(const void *src, void *dst, int64_t k, int64_t n);
 void npl_wpack_q4_K(const void *src, void *dst, int64_t k, int64_t n);
+void npl_wpack_q6_K(const void *src, void *dst, int64_t k, int64_t n);
 /* Row r of a packed matrix back in the type's own layout (tests). */
 void npl_wpack_q5_0_row(const void *packed, int64_t k, int64_t r, void *row);
 void npl_wpack_q4_K_row(const void *packed, int64_t k, int64_t r, void *row);
+void npl_wpack_q6_K_row(const void *packed, int64_t k, int64_t r, void *row);
 
 /* The packed kernels of family `isa` for type t, or NULL. Same interface as
  * the unpacked ones (gemv.h, gemm.h) with w the packed matrix; r0 and r1

@@ -105,6 +105,7 @@ static npl_status validate(const npl_engine_params *p, char *err, size_t errlen)
     if (p->n_ctx < 0) BAD("n_ctx %d must not be negative", p->n_ctx);
     if (p->n_threads < 0 || p->n_threads > 256) BAD("n_threads %d out of range [0, 256]", p->n_threads);
     if (p->kernel_family < -1 || p->kernel_family > 3) BAD("kernel_family %d out of range [-1, 3]", p->kernel_family);
+    if (p->repack_mib < -1) BAD("repack_mib %d: -1 (none), 0 (the default) or a size in MiB", p->repack_mib);
     if (p->arithmetic < 0 || p->arithmetic > 2) BAD("arithmetic %d out of range [0, 2]", p->arithmetic);
     if (p->profile < 0 || p->profile > 3) BAD("profile %d out of range [0, 3]", p->profile);
     if (p->max_new_tokens < 0) BAD("max_new_tokens %d must not be negative", p->max_new_tokens);
@@ -168,7 +169,7 @@ npl_engine *npl_engine_open2(const char *path, const npl_engine_params *params, 
     npl_model_params mp = npl_model_default_params();
     mp.n_threads = p.n_threads;
     mp.kernel_family = p.kernel_family;
-    mp.no_repack = p.no_repack;
+    mp.repack_mib = p.repack_mib;
     mp.arithmetic = p.arithmetic;
     mp.chat_template = p.chat_template;
     npl_status st;

@@ -83,7 +83,7 @@ static void base_unlock(npl_runner_base *b) {
 }
 
 npl_runner_params npl_runner_default_params(void) {
-    npl_runner_params p = {0, 0, -1, 0, NULL, NULL, 0, NPL_ARITH_OURS, 0, 0};
+    npl_runner_params p = {0, 0, -1, 0, NULL, NULL, 0, NPL_ARITH_OURS, 0, 0, 0};
     return p;
 }
 
@@ -378,7 +378,9 @@ npl_runner_base *npl_runner_base_open(const char *path, const npl_runner_params 
     b->isa = p->isa < 0 ? npl_cpu_best_isa() : (npl_isa)p->isa;
     b->arith = p->arith;
     if (with_pool && !(b->pool = npl_pool_new(p->n_threads))) goto oom; /* the pool fails only to allocate */
-    if (with_pool && !b->is_pkg && !p->no_repack && npl_runner_wpack_build(&b->wpack, b->f, &b->hp, b->isa, err, errlen))
+    const size_t mib = (size_t)(p->repack_mib > 0 ? p->repack_mib : NPL_WPACK_DEFAULT_MIB);
+    if (with_pool && !b->is_pkg && !p->no_repack &&
+        npl_runner_wpack_build(&b->wpack, b->f, &b->hp, b->isa, mib << 20, err, errlen))
         goto fail;
     return b;
 oom:

@@ -24,6 +24,7 @@ typedef struct {
     int profile;          /* a package's accelerator profile (backend option "profile"), 0: off */
     int no_repack;        /* 1: matmul weights stay as the file has them (kernels/wpack.h: packed
                              where the family has packed kernels, by default) */
+    int repack_mib;       /* at most this many MiB packed; 0: NPL_WPACK_DEFAULT_MIB */
 } npl_runner_params;
 
 typedef struct npl_runner npl_runner;

@@ -8,8 +8,8 @@
 #include "core/graph.h"
 #include "core/status.h"
 
-int npl_runner_wpack_build(npl_wpack_table *tab, const npl_gguf *f, const npl_hparams *hp, npl_isa isa, char *err,
-                           size_t errlen) {
+int npl_runner_wpack_build(npl_wpack_table *tab, const npl_gguf *f, const npl_hparams *hp, npl_isa isa, size_t budget,
+                           char *err, size_t errlen) {
     int any = 0; /* a tensor of a type this family reads packed */
     for (int64_t i = 0; i < npl_gguf_n_tensors(f) && !any; i++) {
         const npl_gguf_tensor *t = npl_gguf_tensor_at(f, i);
@@ -41,14 +41,20 @@ int npl_runner_wpack_build(npl_wpack_table *tab, const npl_gguf *f, const npl_hp
             if (other[j] && j != i && npl_graph_node(mg.g, j)->op == NPL_OP_WEIGHT && npl_graph_node(mg.g, j)->data == w->data)
                 other[i] = 1;
     }
+    /* within the budget, types by what packing gains them (q5_0's 5th bit
+     * costs the most to unpack), each in the graph's order, whole tensors
+     * while they fit */
+    static const npl_type order[] = {NPL_TYPE_Q5_0, NPL_TYPE_Q4_K, NPL_TYPE_Q6_K};
     int rc = 0;
+    for (int ti = 0; ti < (int)(sizeof order / sizeof order[0]); ti++)
     for (int i = 0; i < n && !rc; i++) {
         const npl_node *nd = npl_graph_node(mg.g, i);
         if (nd->op != NPL_OP_MATMUL) continue;
         const npl_node *w = npl_graph_node(mg.g, nd->src[0]);
         const npl_shape *s = &w->shape;
-        if (w->op != NPL_OP_WEIGHT || !w->data || s->n_dims != 2 ||
-            !npl_wpack_wanted(isa, w->type, s->ne[0], s->ne[1]))
+        if (w->op != NPL_OP_WEIGHT || !w->data || s->n_dims != 2 || w->type != order[ti] ||
+            !npl_wpack_wanted(isa, w->type, s->ne[0], s->ne[1]) || npl_wpack_find(tab, w->data) ||
+            tab->bytes + npl_wpack_bytes(w->type, s->ne[0], s->ne[1]) > budget)
             continue;
         if (npl_wpack_add(tab, w->type, w->data, s->ne[0], s->ne[1], !other[nd->src[0]])) {
             npl_errf(err, errlen, NPL_ERR_MEMORY, "out of memory packing %s (%.1f MiB)", w->name ? w->name : "a weight",

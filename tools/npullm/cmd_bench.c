@@ -11,7 +11,7 @@
 #include "npullm.h"
 
 static const char *USAGE =
-    "usage: npullm bench -m MODEL [-p N[,N...]] [-n N] [-d N] [--pg P,N] [-r REPS] [-t THREADS] [-c CTX] [-ub N] [-o md|csv|json] [--profile] [--isa 0-3] [--no-repack]\n"
+    "usage: npullm bench -m MODEL [-p N[,N...]] [-n N] [-d N] [--pg P,N] [-r REPS] [-t THREADS] [-c CTX] [-ub N] [-o md|csv|json] [--profile] [--isa 0-3] [--no-repack | --repack-mib N]\n"
     "  -p  prompt lengths for prefill tests (default 512; 0 to skip)\n"
     "  -n  tokens generated for the decode test (default 128; 0 to skip)\n"
     "  -d  depth: tokens already in the KV cache before each test (default 0)\n"
@@ -22,8 +22,9 @@ static const char *USAGE =
     "  --isa  caps the kernel family: 0 generic C, 1 AVX2, 2 AVX-512, 3 AMX (aarch64: 1 NEON,\n"
     "         2 dotprod, 3 i8mm); the best this CPU has by default. The table's isa column is what ran\n"
     "  --profile  a package: print the accelerator's time per graph and op type to stderr at the end\n"
-    "  --no-repack  matmul weights as the file has them (default: q5_0 / q4_K repacked at open for AVX2,\n"
-    "         8 rows side by side in anonymous memory; the same results)\n";
+    "  --repack-mib N  at most N MiB of matmul weights repacked at open where the kernel family reads\n"
+    "         them faster (AVX2: q5_0, q4_K, q6_K, 8 rows side by side in anonymous memory; the same\n"
+    "         results; default 48); --no-repack (= --repack-mib 0): every weight as the file has it\n";
 
 typedef struct { long rss_anon_kb, rss_file_kb, hwm_kb; } mem_info;
 
@@ -66,12 +67,13 @@ int npl_cmd_bench(int argc, char **argv) {
     const char *model = NULL, *fmt = "md", *v;
     int pp[16] = {512}, n_pp = 1;
     long long n_gen = 128, reps = 3, threads = 0, ctx = 0, depth = 0, ubatch = 512, isa_cap = -1;
-    int profile = 0, no_repack = 0;
+    int profile = 0;
+    long long repack = -1; /* MiB of repacked weights; -1: the default */
     int pg[2] = {0, 0};
     static const cli_opt OPTS[] = {
         {"-m", "--model", 1}, {"-p", "--n-prompt", 1}, {"-n", "--n-gen", 1}, {"-d", "--n-depth", 1},
         {"--pg", "-pg", 1}, {"-r", "--repetitions", 1}, {"-t", "--threads", 1}, {"-c", "--ctx-size", 1},
-        {"-ub", "--ubatch-size", 1}, {"-o", "--output", 1}, {"--profile", NULL, 0}, {"--isa", NULL, 1}, {"--no-repack", NULL, 0}, {NULL, NULL, 0}};
+        {"-ub", "--ubatch-size", 1}, {"-o", "--output", 1}, {"--profile", NULL, 0}, {"--isa", NULL, 1}, {"--no-repack", NULL, 0}, {"--repack-mib", NULL, 1}, {NULL, NULL, 0}};
     for (int i = 1; i < argc; i++) {
         const char *a;
         int k = cli_next("bench", OPTS, argc, argv, &i, &a, &v);
@@ -92,7 +94,8 @@ int npl_cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "-c")) { if (cli_int("bench", a, v, 1, 1 << 20, &ctx)) return 2; }
         else if (!strcmp(a, "-ub")) { if (cli_int("bench", a, v, 1, 1 << 20, &ubatch)) return 2; }
         else if (!strcmp(a, "--isa")) { if (cli_int("bench", a, v, 0, 3, &isa_cap)) return 2; }
-        else if (!strcmp(a, "--no-repack")) no_repack = 1;
+        else if (!strcmp(a, "--no-repack")) repack = 0;
+        else if (!strcmp(a, "--repack-mib")) { if (cli_int("bench", a, v, 0, 1 << 20, &repack)) return 2; }
         else if (!strcmp(a, "-o")) {
             if (strcmp(v, "md") && strcmp(v, "csv") && strcmp(v, "json")) {
                 fprintf(stderr, "npullm bench: -o: '%s' is not md, csv or json\n", v);
@@ -109,7 +112,7 @@ int npl_cmd_bench(int argc, char **argv) {
     npl_model_params mp = npl_model_default_params();
     mp.n_threads = (int)threads;
     mp.kernel_family = (int)isa_cap;
-    mp.no_repack = no_repack;
+    mp.repack_mib = repack < 0 ? 0 : repack == 0 ? -1 : (int)repack;
     npl_session_params sp = npl_session_default_params();
     sp.n_ctx = ctx ? (int)ctx : need;
     sp.profile = profile;

@@ -10,10 +10,11 @@
 #include "npullm.h"
 
 static const char *USAGE =
-    "usage: npullm eval-logits -m MODEL --ids IDS_FILE --out LOGITS_FILE [--ctx N] [-t N] [-b N] [--isa 0-3] [--no-repack]\n"
+    "usage: npullm eval-logits -m MODEL --ids IDS_FILE --out LOGITS_FILE [--ctx N] [-t N] [-b N] [--isa 0-3] [--no-repack | --repack-mib N]\n"
     "                           [--arith ours|llamacpp|llamacpp-nofa]\n"
     "  --isa caps the kernel family: 0 generic C, 1 AVX2, 2 AVX-512, 3 AMX\n"
-    "  --no-repack  weights as the file has them (default: repacked where the family reads them faster)\n"
+    "  --repack-mib N  at most N MiB of weights repacked where the family reads them faster (default\n"
+    "         48); --no-repack (= --repack-mib 0): every weight as the file has it\n"
     "  --arith llamacpp: llama.cpp's RoPE (float theta), GEGLU (f16 table) and flash-attention\n"
     "         rounding (f16 accumulator, key by key; slow), for verification runs\n"
     "  --arith llamacpp-nofa: llama.cpp's RoPE, GEGLU and attention without flash\n"
@@ -23,10 +24,11 @@ static const char *USAGE =
 int npl_cmd_eval_logits(int argc, char **argv) {
     const char *model = NULL, *ids_path = NULL, *out_path = NULL, *v;
     long long ctx = 512, threads = 0, batch = 64, isa = -1;
-    int arith = 0, no_repack = 0;
+    int arith = 0;
+    long long repack = -1; /* MiB of repacked weights; -1: the default */
     static const cli_opt OPTS[] = {
         {"-m", "--model", 1}, {"--ids", NULL, 1}, {"--out", NULL, 1}, {"--ctx", "-c|--ctx-size", 1},
-        {"-t", "--threads", 1}, {"-b", "--batch-size|-ub|--ubatch-size", 1}, {"--isa", NULL, 1}, {"--no-repack", NULL, 0}, {"--arith", NULL, 1},
+        {"-t", "--threads", 1}, {"-b", "--batch-size|-ub|--ubatch-size", 1}, {"--isa", NULL, 1}, {"--no-repack", NULL, 0}, {"--repack-mib", NULL, 1}, {"--arith", NULL, 1},
         {NULL, NULL, 0}};
     for (int i = 1; i < argc; i++) {
         const char *a;
@@ -40,7 +42,8 @@ int npl_cmd_eval_logits(int argc, char **argv) {
         else if (!strcmp(a, "-t")) { if (cli_int("eval-logits", a, v, 1, 256, &threads)) return 2; }
         else if (!strcmp(a, "-b")) { if (cli_int("eval-logits", a, v, 1, 4096, &batch)) return 2; }
         else if (!strcmp(a, "--isa")) { if (cli_int("eval-logits", a, v, 0, 3, &isa)) return 2; }
-        else if (!strcmp(a, "--no-repack")) no_repack = 1;
+        else if (!strcmp(a, "--no-repack")) repack = 0;
+        else if (!strcmp(a, "--repack-mib")) { if (cli_int("eval-logits", a, v, 0, 1 << 20, &repack)) return 2; }
         else if (!strcmp(a, "--arith")) {
             if (!strcmp(v, "ours")) arith = 0;
             else if (!strcmp(v, "llamacpp")) arith = 1;
@@ -75,7 +78,7 @@ int npl_cmd_eval_logits(int argc, char **argv) {
     npl_model_params mp = npl_model_default_params();
     mp.n_threads = (int)threads;
     mp.kernel_family = (int)isa;
-    mp.no_repack = no_repack;
+    mp.repack_mib = repack < 0 ? 0 : repack == 0 ? -1 : (int)repack;
     mp.arithmetic = arith;
     npl_session_params sp = npl_session_default_params();
     sp.n_ctx = (int)ctx;

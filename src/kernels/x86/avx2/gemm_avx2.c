@@ -493,11 +493,52 @@ static void gemm_rows_q4_K_packed(const void *w, size_t w_row, int64_t r0, int64
     }
 }
 
+/* packed q6_K: back to the k-quant panel as decode_q6_K leaves it */
+static void decode_packed_q6_K(const uint8_t *pp, int64_t nsb, const panel *p) {
+    for (int64_t i = 0; i < nsb; i++, pp += NPL_WPACK_Q6_K_BLOCK) {
+        _mm256_storeu_ps(p->dw + i * R, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pp)));
+        const int8_t *sc8 = (const int8_t *)pp + 16; /* [group c][row j] */
+        for (int G = 0; G < 8; G++) {
+            __m256i r[R];
+            q6_K_packed_unpack(pp + 144 + 128 * G, pp + 1168 + 64 * G, r);
+            avx2_transpose8_epi32(r);
+            for (int j = 0; j < R; j++) {
+                _mm256_store_si256((__m256i *)u_at(p, j, 8 * i + G), r[j]);
+                _mm256_store_si256((__m256i *)sc_at(p, j, 8 * i + G),
+                                   _mm256_set_m128i(_mm_set1_epi16(sc8[8 * (2 * G + 1) + j]), _mm_set1_epi16(sc8[8 * (2 * G) + j])));
+            }
+        }
+        for (int j = 0; j < R; j++) {
+            int16_t *aux = p->aux + (i * R + j) * 16;
+            for (int c = 0; c < 16; c++) aux[c] = sc8[8 * c + j];
+        }
+    }
+}
+
+static void gemm_rows_q6_K_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y,
+                                  int64_t ldy) {
+    (void)w_row;
+    const int64_t kp = xp->kp, nsb = kp / QK_K;
+    uint8_t raw[R * kp + 32];
+    float dw[kp / 32 * R], dmin[nsb * R];
+    int16_t scr[R * kp / 2 + 16], auxr[R * nsb * 16 + 16];
+    const panel p = {kp, (uint8_t *)(((uintptr_t)raw + 31) & ~(uintptr_t)31), dw, dmin,
+                     (int16_t *)(((uintptr_t)scr + 31) & ~(uintptr_t)31), (int16_t *)(((uintptr_t)auxr + 31) & ~(uintptr_t)31),
+                     NULL};
+    for (int64_t rb = r0; rb < r1; rb += R) {
+        decode_packed_q6_K((const uint8_t *)w + (size_t)(rb / R) * (size_t)(xp->k / QK_K) * NPL_WPACK_Q6_K_BLOCK,
+                           xp->k / QK_K, &p);
+        all_cols_k(&t_q6_K, &p, R, xp, y, ldy, rb);
+    }
+}
+
 static const npl_gemm_kernels gemm_q5_0_packed = {gemm_pack_q5_0, gemm_rows_q5_0_packed},
-                              gemm_q4_K_packed = {gemm_pack_q4_K, gemm_rows_q4_K_packed};
+                              gemm_q4_K_packed = {gemm_pack_q4_K, gemm_rows_q4_K_packed},
+                              gemm_q6_K_packed = {gemm_pack_q6_K, gemm_rows_q6_K_packed};
 
 const npl_gemm_kernels *npl_gemm_get_avx2_packed(npl_type t) {
-    return t == NPL_TYPE_Q5_0 ? &gemm_q5_0_packed : t == NPL_TYPE_Q4_K ? &gemm_q4_K_packed : NULL;
+    return t == NPL_TYPE_Q5_0 ? &gemm_q5_0_packed : t == NPL_TYPE_Q4_K ? &gemm_q4_K_packed
+         : t == NPL_TYPE_Q6_K ? &gemm_q6_K_packed : NULL;
 }
 
 const npl_gemm_kernels *npl_gemm_get_avx2(npl_type t) {
@@ -591,11 +632,52 @@ static void gemm_rows_q4_K_packed(const void *w, size_t w_row, int64_t r0, int64
     }
 }
 
+/* packed q6_K: back to the k-quant panel as decode_q6_K leaves it */
+static void decode_packed_q6_K(const uint8_t *pp, int64_t nsb, const panel *p) {
+    for (int64_t i = 0; i < nsb; i++, pp += NPL_WPACK_Q6_K_BLOCK) {
+        _mm256_storeu_ps(p->dw + i * R, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pp)));
+        const int8_t *sc8 = (const int8_t *)pp + 16; /* [group c][row j] */
+        for (int G = 0; G < 8; G++) {
+            __m256i r[R];
+            q6_K_packed_unpack(pp + 144 + 128 * G, pp + 1168 + 64 * G, r);
+            avx2_transpose8_epi32(r);
+            for (int j = 0; j < R; j++) {
+                _mm256_store_si256((__m256i *)u_at(p, j, 8 * i + G), r[j]);
+                _mm256_store_si256((__m256i *)sc_at(p, j, 8 * i + G),
+                                   _mm256_set_m128i(_mm_set1_epi16(sc8[8 * (2 * G + 1) + j]), _mm_set1_epi16(sc8[8 * (2 * G) + j])));
+            }
+        }
+        for (int j = 0; j < R; j++) {
+            int16_t *aux = p->aux + (i * R + j) * 16;
+            for (int c = 0; c < 16; c++) aux[c] = sc8[8 * c + j];
+        }
+    }
+}
+
+static void gemm_rows_q6_K_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y,
+                                  int64_t ldy) {
+    (void)w_row;
+    const int64_t kp = xp->kp, nsb = kp / QK_K;
+    uint8_t raw[R * kp + 32];
+    float dw[kp / 32 * R], dmin[nsb * R];
+    int16_t scr[R * kp / 2 + 16], auxr[R * nsb * 16 + 16];
+    const panel p = {kp, (uint8_t *)(((uintptr_t)raw + 31) & ~(uintptr_t)31), dw, dmin,
+                     (int16_t *)(((uintptr_t)scr + 31) & ~(uintptr_t)31), (int16_t *)(((uintptr_t)auxr + 31) & ~(uintptr_t)31),
+                     NULL};
+    for (int64_t rb = r0; rb < r1; rb += R) {
+        decode_packed_q6_K((const uint8_t *)w + (size_t)(rb / R) * (size_t)(xp->k / QK_K) * NPL_WPACK_Q6_K_BLOCK,
+                           xp->k / QK_K, &p);
+        all_cols_k(&t_q6_K, &p, R, xp, y, ldy, rb);
+    }
+}
+
 static const npl_gemm_kernels gemm_q5_0_packed = {gemm_pack_q5_0, gemm_rows_q5_0_packed},
-                              gemm_q4_K_packed = {gemm_pack_q4_K, gemm_rows_q4_K_packed};
+                              gemm_q4_K_packed = {gemm_pack_q4_K, gemm_rows_q4_K_packed},
+                              gemm_q6_K_packed = {gemm_pack_q6_K, gemm_rows_q6_K_packed};
 
 const npl_gemm_kernels *npl_gemm_get_avx2_packed(npl_type t) {
-    return t == NPL_TYPE_Q5_0 ? &gemm_q5_0_packed : t == NPL_TYPE_Q4_K ? &gemm_q4_K_packed : NULL;
+    return t == NPL_TYPE_Q5_0 ? &gemm_q5_0_packed : t == NPL_TYPE_Q4_K ? &gemm_q4_K_packed
+         : t == NPL_TYPE_Q6_K ? &gemm_q6_K_packed : NULL;
 }
 
 const npl_gemm_kernels *npl_gemm_get_avx2(npl_type t) {

@@ -172,11 +172,64 @@ static void rows_q4_K_packed(const void *w, size_t w_row, int64_t r0, int64_t r1
     }
 }
 
+/* ---- q6_K x 8: the AVX2 q6_K vec_dot's lanes (rows_q6_K_nr): lane l of
+ * row j gets -32 x (scale . x sums) of groups 2l, 2l + 1 and, from every
+ * 32-element group, elements 4l..4l+3 times their 16-element scale ---- */
+
+INLINE void panel_q6_K(const uint8_t *pp, int64_t nsb, const npl_gemv_x *g, float *y) {
+    const block_q8_K *yb = (const block_q8_K *)g->qs;
+    __m256 acc[8];
+    for (int l = 0; l < 8; l++) acc[l] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nsb; i++, pp += NPL_WPACK_Q6_K_BLOCK) {
+        for (int o = 0; o < NPL_WPACK_Q6_K_BLOCK; o += 64) _mm_prefetch((const char *)pp + PACKED_PF + o, _MM_HINT_T0);
+        const block_q8_K *yi = yb + i;
+        const __m256 d = _mm256_mul_ps(_mm256_set1_ps(yi->d), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pp)));
+        const uint8_t *sc8 = pp + 16;
+        __m256i v[8];
+        for (int l = 0; l < 8; l++) {
+            /* row j's scales of groups 2l, 2l + 1 in int16 lanes 2j, 2j + 1, against those groups' x sums */
+            const __m128i pr = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(sc8 + 16 * l)),
+                                                 _mm_loadl_epi64((const __m128i *)(sc8 + 16 * l + 8)));
+            int32_t bs2;
+            memcpy(&bs2, yi->bsums + 2 * l, 4);
+            v[l] = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                    _mm256_slli_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(pr), _mm256_set1_epi32(bs2)), 5));
+        }
+        for (int G = 0; G < 8; G++) {
+            __m256i u[8];
+            q6_K_packed_unpack(pp + 144 + 128 * G, pp + 1168 + 64 * G, u);
+            const __m128i s0 = _mm_loadl_epi64((const __m128i *)(sc8 + 8 * (2 * G))),
+                          s1 = _mm_loadl_epi64((const __m128i *)(sc8 + 8 * (2 * G + 1)));
+            const __m256i sa = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s0, s0)), sb = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s1, s1));
+            const int8_t *xs = yi->qs + 32 * G;
+            for (int l = 0; l < 8; l++) {
+                int32_t x4;
+                memcpy(&x4, xs + 4 * l, 4);
+                v[l] = _mm256_add_epi32(v[l], _mm256_madd_epi16(l < 4 ? sa : sb, _mm256_maddubs_epi16(u[l], _mm256_set1_epi32(x4))));
+            }
+        }
+        for (int l = 0; l < 8; l++) acc[l] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(v[l]), acc[l]);
+    }
+    _mm256_storeu_ps(y, _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[4], acc[0]), _mm256_add_ps(acc[6], acc[2])),
+                                      _mm256_add_ps(_mm256_add_ps(acc[5], acc[1]), _mm256_add_ps(acc[7], acc[3]))));
+}
+
+static void rows_q6_K_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
+                             float *y, int64_t ldy) {
+    (void)w_row;
+    const int64_t nsb = gx[0].k / QK_K;
+    for (int64_t r = r0; r < r1; r += NPL_WPACK_ROWS) {
+        const uint8_t *pp = (const uint8_t *)w + (size_t)(r / NPL_WPACK_ROWS) * (size_t)nsb * NPL_WPACK_Q6_K_BLOCK;
+        for (int c = 0; c < m; c++) panel_q6_K(pp, nsb, &gx[c], y + (int64_t)c * ldy + r);
+    }
+}
+
 static const npl_gemv_kernels g_q5_0_packed = {prep_q5_0_packed, rows_q5_0_packed},
-                              g_q4_K_packed = {prep_q4_K_packed, rows_q4_K_packed};
+                              g_q4_K_packed = {prep_q4_K_packed, rows_q4_K_packed},
+                              g_q6_K_packed = {prep_q4_K_packed, rows_q6_K_packed}; /* the q8_K row as it is */
 
 const npl_gemv_kernels *npl_gemv_get_avx2_packed(npl_type t) {
-    return t == NPL_TYPE_Q5_0 ? &g_q5_0_packed : t == NPL_TYPE_Q4_K ? &g_q4_K_packed : NULL;
+    return t == NPL_TYPE_Q5_0 ? &g_q5_0_packed : t == NPL_TYPE_Q4_K ? &g_q4_K_packed : t == NPL_TYPE_Q6_K ? &g_q6_K_packed : NULL;
 }
 
 #else
