@@ -12,7 +12,7 @@
  *          alone (no quantization, no pool): CPU time per call and the weight
  *          bytes per second it can take. What the unpacking costs. Where the
  *          CPU has GFNI, both kernel variants, interleaved; where the family
- *          reads a packed layout (kernels/wpack.h: AVX2 q5_0, q4_K), that too.
+ *          reads a packed layout (kernels/wpack.h: AVX2 q5_0, q4_K, q6_K), that too.
  *   cold   one thread, the GEMV kernel over 256 MB of rows of one class taken
  *          in chunks of CHUNK rows, as a thread takes them in a matmul: CPU
  *          time, so memory stalls count and preemption does not.
@@ -148,8 +148,7 @@ static void hot(int reps) {
         char *memp = malloc(npl_gemv_x_size(m->k));
         if (gp) {
             wp = alloc_w(npl_wpack_bytes(m->t, m->k, n));
-            if (m->t == NPL_TYPE_Q5_0) npl_wpack_q5_0(w, wp, m->k, n);
-            else npl_wpack_q4_K(w, wp, m->k, n);
+            npl_wpack_pack(m->t, w, wp, m->k, n);
             gp->prep(&gxp, memp, xq, m->k);
         }
         double *us = malloc(sizeof(double) * (size_t)reps * 3);

@@ -51,9 +51,7 @@ static void make(prob *p, npl_type t, int n, int k, uint64_t *s) {
     for (int i = 0; i < BATCH * k; i++) p->x[i] = rng_unit(s) + (i / k % 2 ? 0.2f : -0.1f);
     for (int r = 0; r < n; r++) npl_type_get(t)->from_float(w + (size_t)r * k, (char *)p->wq + r * p->w_row, k);
     for (int c = 0; c < BATCH; c++) gen->quantize_row[vdt](p->x + (size_t)c * k, (char *)p->xq + c * p->x_row, k);
-    if (t == NPL_TYPE_Q5_0) npl_wpack_q5_0(p->wq, p->wp, k, n);
-    else if (t == NPL_TYPE_Q4_K) npl_wpack_q4_K(p->wq, p->wp, k, n);
-    else npl_wpack_q6_K(p->wq, p->wp, k, n);
+    npl_wpack_pack(t, p->wq, p->wp, k, n);
     free(w);
 }
 

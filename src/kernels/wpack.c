@@ -164,6 +164,12 @@ void npl_wpack_q6_K_row(const void *packed, int64_t k, int64_t r, void *row) {
     }
 }
 
+void npl_wpack_pack(npl_type t, const void *src, void *dst, int64_t k, int64_t n) {
+    if (t == NPL_TYPE_Q5_0) npl_wpack_q5_0(src, dst, k, n);
+    else if (t == NPL_TYPE_Q4_K) npl_wpack_q4_K(src, dst, k, n);
+    else if (t == NPL_TYPE_Q6_K) npl_wpack_q6_K(src, dst, k, n);
+}
+
 size_t npl_wpack_bytes(npl_type t, int64_t k, int64_t n) {
     size_t row = 0;
     if (t == NPL_TYPE_Q4_K) return k % QK_K ? 0 : (size_t)(k / QK_K) * NPL_WPACK_Q4_K_BLOCK * (size_t)(n / NPL_WPACK_ROWS);
@@ -235,9 +241,7 @@ int npl_wpack_add(npl_wpack_table *tab, npl_type t, const void *src, int64_t k, 
     }
     void *dst = NULL;
     if (posix_memalign(&dst, 64, bytes)) return -1;
-    if (t == NPL_TYPE_Q5_0) npl_wpack_q5_0(src, dst, k, n);
-    else if (t == NPL_TYPE_Q4_K) npl_wpack_q4_K(src, dst, k, n);
-    else npl_wpack_q6_K(src, dst, k, n);
+    npl_wpack_pack(t, src, dst, k, n);
     memmove(&tab->e[i + 1], &tab->e[i], (size_t)(tab->n - i) * sizeof *tab->e);
     tab->e[i] = (npl_wpack_entry){src, dst, bytes};
     tab->n++;

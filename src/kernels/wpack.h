@@ -64,7 +64,8 @@ enum { NPL_WPACK_ROWS = 8, NPL_WPACK_Q4_K_BLOCK = 1184, NPL_WPACK_Q6_K_BLOCK = 1
 int npl_wpack_wanted(npl_isa isa, npl_type t, int64_t k, int64_t n);
 /* Bytes of the packed matrix (q5_0, q6_K: the original's; q4_K: 1184 / 1152 of it). */
 size_t npl_wpack_bytes(npl_type t, int64_t k, int64_t n);
-/* Write the packed form of n rows of k weights (n a multiple of 8). */
+/* Write the packed form of n rows of k weights of type t (q5_0, q4_K, q6_K; n a multiple of 8). */
+void npl_wpack_pack(npl_type t, const void *src, void *dst, int64_t k, int64_t n);
 void npl_wpack_q5_0(const void *src, void *dst, int64_t k, int64_t n);
 void npl_wpack_q4_K(const void *src, void *dst, int64_t k, int64_t n);
 void npl_wpack_q6_K(const void *src, void *dst, int64_t k, int64_t n);

@@ -476,9 +476,11 @@ static void decode_packed_q4_K(const uint8_t *pp, int64_t nsb, const panel *p) {
     }
 }
 
-static void gemm_rows_q4_K_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y,
-                                  int64_t ldy) {
-    (void)w_row;
+/* a packed k-quant matrix's 8-row panels, decoded (dec: decode_packed_*,
+ * bsb bytes per super-block of a panel), against every activation row */
+typedef void (*packed_dec_fn)(const uint8_t *pp, int64_t nsb, const panel *p);
+INLINE void rows_packed_k(const wtype *t, packed_dec_fn dec, size_t bsb, const void *w, int64_t r0, int64_t r1,
+                          const npl_gemm_x *xp, float *y, int64_t ldy) {
     const int64_t kp = xp->kp, nsb = kp / QK_K;
     uint8_t raw[R * kp + 32];
     float dw[kp / 32 * R], dmin[nsb * R];
@@ -487,9 +489,8 @@ static void gemm_rows_q4_K_packed(const void *w, size_t w_row, int64_t r0, int64
                      (int16_t *)(((uintptr_t)scr + 31) & ~(uintptr_t)31), (int16_t *)(((uintptr_t)auxr + 31) & ~(uintptr_t)31),
                      NULL};
     for (int64_t rb = r0; rb < r1; rb += R) {
-        decode_packed_q4_K((const uint8_t *)w + (size_t)(rb / R) * (size_t)(xp->k / QK_K) * NPL_WPACK_Q4_K_BLOCK,
-                           xp->k / QK_K, &p);
-        all_cols_k(&t_q4_K, &p, R, xp, y, ldy, rb);
+        dec((const uint8_t *)w + (size_t)(rb / R) * (size_t)(xp->k / QK_K) * bsb, xp->k / QK_K, &p);
+        all_cols_k(t, &p, R, xp, y, ldy, rb);
     }
 }
 
@@ -515,21 +516,16 @@ static void decode_packed_q6_K(const uint8_t *pp, int64_t nsb, const panel *p) {
     }
 }
 
+static void gemm_rows_q4_K_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y,
+                                  int64_t ldy) {
+    (void)w_row;
+    rows_packed_k(&t_q4_K, decode_packed_q4_K, NPL_WPACK_Q4_K_BLOCK, w, r0, r1, xp, y, ldy);
+}
+
 static void gemm_rows_q6_K_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y,
                                   int64_t ldy) {
     (void)w_row;
-    const int64_t kp = xp->kp, nsb = kp / QK_K;
-    uint8_t raw[R * kp + 32];
-    float dw[kp / 32 * R], dmin[nsb * R];
-    int16_t scr[R * kp / 2 + 16], auxr[R * nsb * 16 + 16];
-    const panel p = {kp, (uint8_t *)(((uintptr_t)raw + 31) & ~(uintptr_t)31), dw, dmin,
-                     (int16_t *)(((uintptr_t)scr + 31) & ~(uintptr_t)31), (int16_t *)(((uintptr_t)auxr + 31) & ~(uintptr_t)31),
-                     NULL};
-    for (int64_t rb = r0; rb < r1; rb += R) {
-        decode_packed_q6_K((const uint8_t *)w + (size_t)(rb / R) * (size_t)(xp->k / QK_K) * NPL_WPACK_Q6_K_BLOCK,
-                           xp->k / QK_K, &p);
-        all_cols_k(&t_q6_K, &p, R, xp, y, ldy, rb);
-    }
+    rows_packed_k(&t_q6_K, decode_packed_q6_K, NPL_WPACK_Q6_K_BLOCK, w, r0, r1, xp, y, ldy);
 }
 
 static const npl_gemm_kernels gemm_q5_0_packed = {gemm_pack_q5_0, gemm_rows_q5_0_packed},

@@ -109,13 +109,9 @@ static void rows_q5_0_packed(const void *w, size_t w_row, int64_t r0, int64_t r1
  * l of the 8 rows, so the same fmas run 8 rows wide and the final sums
  * take the same tree. ---- */
 
+/* the q8_K row as it is: the unpacked kernels' preparation */
 static void prep_q4_K_packed(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) {
-    (void)mem;
-    gx->k = gx->kp = k;
-    gx->qs = (const int8_t *)xq;
-    gx->d = NULL;
-    gx->cz = NULL;
-    gx->xs = NULL;
+    npl_gemv_get_avx2(NPL_TYPE_Q4_K)->prep(gx, mem, xq, k);
 }
 
 INLINE void panel_q4_K(const uint8_t *pp, int64_t nsb, const npl_gemv_x *g, float *y) {
@@ -162,14 +158,23 @@ INLINE void panel_q4_K(const uint8_t *pp, int64_t nsb, const npl_gemv_x *g, floa
     _mm256_storeu_ps(y, _mm256_add_ps(h8, h4));
 }
 
+/* a packed k-quant matrix's panels (bsb bytes per super-block) against the m rows */
+typedef void (*panel_k_fn)(const uint8_t *pp, int64_t nsb, const npl_gemv_x *g, float *y);
+INLINE void rows_packed_k(panel_k_fn panel, size_t bsb, const void *w, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
+                          float *y, int64_t ldy) {
+    const int64_t nsb = gx[0].k / QK_K;
+    for (int64_t r = r0; r < r1; r += NPL_WPACK_ROWS) {
+        const uint8_t *pp = (const uint8_t *)w + (size_t)(r / NPL_WPACK_ROWS) * (size_t)nsb * bsb;
+        for (int c = 0; c < m; c++) panel(pp, nsb, &gx[c], y + (int64_t)c * ldy + r);
+    }
+}
+
+static void panel_q4_K_fn(const uint8_t *pp, int64_t nsb, const npl_gemv_x *g, float *y) { panel_q4_K(pp, nsb, g, y); }
+
 static void rows_q4_K_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
                              float *y, int64_t ldy) {
     (void)w_row;
-    const int64_t nsb = gx[0].k / QK_K;
-    for (int64_t r = r0; r < r1; r += NPL_WPACK_ROWS) {
-        const uint8_t *pp = (const uint8_t *)w + (size_t)(r / NPL_WPACK_ROWS) * (size_t)nsb * NPL_WPACK_Q4_K_BLOCK;
-        for (int c = 0; c < m; c++) panel_q4_K(pp, nsb, &gx[c], y + (int64_t)c * ldy + r);
-    }
+    rows_packed_k(panel_q4_K_fn, NPL_WPACK_Q4_K_BLOCK, w, r0, r1, gx, m, y, ldy);
 }
 
 /* ---- q6_K x 8: the AVX2 q6_K vec_dot's lanes (rows_q6_K_nr): lane l of
@@ -214,14 +219,12 @@ INLINE void panel_q6_K(const uint8_t *pp, int64_t nsb, const npl_gemv_x *g, floa
                                       _mm256_add_ps(_mm256_add_ps(acc[5], acc[1]), _mm256_add_ps(acc[7], acc[3]))));
 }
 
+static void panel_q6_K_fn(const uint8_t *pp, int64_t nsb, const npl_gemv_x *g, float *y) { panel_q6_K(pp, nsb, g, y); }
+
 static void rows_q6_K_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
                              float *y, int64_t ldy) {
     (void)w_row;
-    const int64_t nsb = gx[0].k / QK_K;
-    for (int64_t r = r0; r < r1; r += NPL_WPACK_ROWS) {
-        const uint8_t *pp = (const uint8_t *)w + (size_t)(r / NPL_WPACK_ROWS) * (size_t)nsb * NPL_WPACK_Q6_K_BLOCK;
-        for (int c = 0; c < m; c++) panel_q6_K(pp, nsb, &gx[c], y + (int64_t)c * ldy + r);
-    }
+    rows_packed_k(panel_q6_K_fn, NPL_WPACK_Q6_K_BLOCK, w, r0, r1, gx, m, y, ldy);
 }
 
 static const npl_gemv_kernels g_q5_0_packed = {prep_q5_0_packed, rows_q5_0_packed},
