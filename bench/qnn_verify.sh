@@ -5,7 +5,8 @@
 #   env: VARIANTS ("fp16:w8 fp16:w4": --act:--weights per package), SOC (SM8650),
 #        TOKENS (256 teacher-forced tokens of GPL-3), CTX (512), CHUNK (128),
 #        LENGTHS ("1 80 127 128 129 300": prompt lengths, first variant only; "" = none),
-#        CHECK (0: --no-check, the check runs the emulator once more per graph)
+#        CHECK (0: --no-check, the check runs the emulator once more per graph),
+#        COMPILE_FLAGS (more npullm compile flags, e.g. "--tied-lookup npu")
 # Prints per variant: the compile summary's CPU / shared lines; over TOKENS
 # teacher-forced tokens (one window from an empty cache): perplexity of the
 # package and of the CPU path computed the same way (every position but the
@@ -64,7 +65,7 @@ for v in $VARIANTS; do
     P=$W/pkg_${act}_$wts
     echo "== qnn-htp $SOC, --act $act --weights $wts"
     t0=$(date +%s)
-    if ! $N compile -m "$M" -o "$P" --target qnn-htp --soc "$SOC" --act "$act" --weights "$wts" --ctx "$CTX" --chunk "$CHUNK" \
+    if ! $N compile -m "$M" -o "$P" --target qnn-htp --soc "$SOC" --act "$act" --weights "$wts" --ctx "$CTX" --chunk "$CHUNK" ${COMPILE_FLAGS:-} \
             $NOCHECK --force -t 2 > "$W/compile_${act}_$wts.log" 2>&1; then
         echo "  compile failed: $(tail -1 "$W/compile_${act}_$wts.log")"
         continue

@@ -57,10 +57,11 @@ static const char *USAGE =
     "                summary's check errors are then a per-layer error report against the\n"
     "                CPU path (intermediate/npu_postreat.json with --keep-intermediate); a\n"
     "                diagnostic package, one accelerator op per layer\n"
-    "  --tied-lookup npu|cpu  qnn-htp, a tied embedding / output matrix: npu (default with\n"
-    "                --weights w8 and fp16 activations) looks its rows up on the NPU from the\n"
-    "                output matmul's int8 table, so the package holds the matrix once; cpu keeps\n"
-    "                the lookup on the CPU from the GGUF's bytes (the matrix twice)\n";
+    "  --tied-lookup npu|cpu  qnn-htp, a tied embedding / output matrix: cpu (default) looks\n"
+    "                its rows up on the CPU from the GGUF's exact bytes (the matrix twice); npu\n"
+    "                (--weights w8, fp16 activations) from the output matmul's int8 table on the\n"
+    "                NPU, so the package holds the matrix once at some accuracy (Gemma 3 270M:\n"
+    "                perplexity +3.06 % of the CPU path's against +0.75 %)\n";
 
 typedef struct {
     sigset_t set;
