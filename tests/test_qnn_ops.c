@@ -47,6 +47,7 @@ static int16_t sx[M * K], sout[M * N];
 static float fa[4 * K], fb[4 * K], fout[4 * K];
 static double ref[M * K];
 
+static void test_matmul_16rows(qnn_rig *r);
 static void test_matmuls(qnn_rig *r) {
     /* fp16 x fp16 FullyConnected with bias */
     tspec x = {accel_desc("x", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_F16, 2, M, K, 0), hx};
@@ -106,6 +107,47 @@ static void test_matmuls(qnn_rig *r) {
     e = maxerr(&ys16, ref);
     printf("FullyConnected int16 x int8/axis -> int16: max_err %.6f\n", e);
     CHECK(e < 0.002);
+
+    /* 16 rows, as the op and as the compiler emits it (MatMul,
+     * transpose_in1), at the tiny models' output head shape, on the
+     * asymmetric uint16 grid (offset != 0) of static int16 activations. In a
+     * compiled model QNN's HTP gets a 16-row FullyConnected wrong (rows 2-15
+     * zero; test_qnn_int16), alone it is right: this pins the op itself */
+    test_matmul_16rows(r);
+}
+
+enum { M16 = 16, K16 = 128, N16 = 1024 };
+static int16_t sx16[M16 * K16], sout16[M16 * N16];
+static int8_t qw16[N16 * K16];
+static double ref16[M16 * N16];
+static void test_matmul_16rows(qnn_rig *r) {
+    static float ws[N16];
+    static const float xs = 8.0f / 65535, ys = 192.0f / 65535;
+    static const int32_t xo = 12000, yo = 4000; /* float = (q + offset) * scale: [-2.5, 5.5], [-84.3, 107.7] */
+    tspec wq = {accel_desc("wq", NPL_ACCEL_STATIC, NPL_ACCEL_DT_INT8, 2, N16, K16, 0), qw16};
+    quant_w(&wq, ws, 1, K16, N16);
+    wq.d.quant = (npl_accel_quant){NPL_ACCEL_QUANT_PER_AXIS, 0, 0, N16, ws, NULL};
+    tspec x = {accel_desc("xs", NPL_ACCEL_APP_WRITE, NPL_ACCEL_DT_INT16, 2, M16, K16, 0), sx16};
+    x.d.quant = qnn_pt(&xs, &xo);
+    tspec y = {accel_desc("ys", NPL_ACCEL_APP_READ, NPL_ACCEL_DT_INT16, 2, M16, N16, 0), sout16};
+    y.d.quant = qnn_pt(&ys, &yo);
+    for (size_t i = 0; i < (size_t)M16 * K16; i++) qnn_set(&x.d, sx16, i, 1.5 + 3.5 * accel_frand(&seed));
+    ref_mm(&x, &wq, ws, 1, M16, K16, N16, ref16);
+    npl_accel_param tr = {"transpose_in1", NPL_ACCEL_PARAM_INT, 0, 1, 0, 0, 0, 0};
+    for (int op = 0; op < 2; op++) {
+        memset(sout16, 0, sizeof sout16);
+        tspec in[2] = {x, wq};
+        CHECK_EQ_INT(run1(r, op ? "MatMul" : "FullyConnected", op ? &tr : NULL, op ? 1 : 0, in, 2, &y), NPL_ACCEL_OK);
+        double e = 0, e_late = 0;
+        for (size_t i = 0; i < (size_t)M16 * N16; i++) {
+            const double d = fabs(qnn_val(&y.d, sout16, i) - ref16[i]);
+            e = fmax(e, d);
+            if (i >= 2 * N16) e_late = fmax(e_late, d);
+        }
+        printf("%s int16 x int8/axis -> int16, [%d,%d]x[%d,%d]: max_err %.5f (rows 2-15: %.5f; out step %.5f)\n",
+               op ? "MatMul(transpose_in1)" : "FullyConnected", M16, K16, N16, K16, e, e_late, ys);
+        CHECK(e < 2 * ys);
+    }
 }
 
 static void test_elementwise(qnn_rig *r) {

@@ -18,6 +18,7 @@ typedef struct {
     size_t *in_bytes;
     float *out;
     size_t out_n;
+    int out_rows; /* rows of the output: the selected rows (n_out), or every row (seq) of a layer's */
 } sample;
 
 static int run_samples(const npl_model_graph *mg, const npl_hparams *hp, const npl_segment *sg, const shape_case *cases,
@@ -55,6 +56,7 @@ static int run_samples(const npl_model_graph *mg, const npl_hparams *hp, const n
             } else {
                 sp->out = cp;
                 sp->out_n = bytes / 4;
+                sp->out_rows = t->shape.n_dims > 1 ? (int)t->shape.ne[1] : 1;
             }
         }
     }
@@ -115,9 +117,11 @@ int npl_compile_check(const npl_compile_check_args *a, seg_result *r, char *err,
          * model as sensitive as Gemma measures the CPU path's own
          * int8 noise more than the lowering */
         double me = 0, se = 0, sr = 0;
-        size_t row_len = smp[c].out_n / (size_t)cases[c].n_out;
+        const int n_rows = smp[c].out_rows == cases[c].seq ? cases[c].seq : cases[c].n_out, by_row = n_rows != cases[c].n_out;
+        const size_t row_len = smp[c].out_n / (size_t)n_rows;
         for (size_t i = 0; i < smp[c].out_n; i++) {
-            if (cases[c].pos[cases[c].rows[i / row_len]] < 0) continue; /* padding rows: undefined */
+            const size_t row = i / row_len; /* a selected row, or (a layer's output) a row of the chunk */
+            if (cases[c].pos[by_row ? (int)row : cases[c].rows[row]] < 0) continue; /* padding rows: undefined */
             double d = fabs((double)y[i] - smp[c].out[i]);
             if (!(d <= me)) me = d;
             se += d * d;
@@ -125,8 +129,8 @@ int npl_compile_check(const npl_compile_check_args *a, seg_result *r, char *err,
         }
         r->max_err[c] = me;
         r->rel_err[c] = sqrt(se / (sr > 0 ? sr : 1));
-        r->n_rows[c] = cases[c].n_out;
-        for (int row = 0; row < cases[c].n_out && row < MAX_CHECK_ROWS; row++) { /* where a prefill's error sits */
+        r->n_rows[c] = n_rows;
+        for (int row = 0; row < n_rows && row < MAX_CHECK_ROWS; row++) { /* where a prefill's error sits */
             double rse = 0, rsr = 0, rme = 0, rref = 0;
             for (size_t i = (size_t)row * row_len; i < (size_t)(row + 1) * row_len; i++) {
                 const double d = fabs((double)y[i] - smp[c].out[i]);

@@ -261,7 +261,17 @@ static npl_accel_status lower_matmul(qnn_lw *L) {
     npl_accel_status st = qnn_in(L, 0, &in[0]);
     if (!st && n_in == 3) st = qnn_in(L, 2, &in[2]);
     if (st) return st;
-    if (fc || fc_weight_ok(qnn_lw_t(L, 1), wt)) {
+    /* QNN 2.51's HTP (seen in its x86 emulator) computes a FullyConnected
+     * with a quantized input of exactly 16 rows wrong inside a compiled model
+     * (Cast in, Cast out): rows 2-15 come out 0, so a chunk-16 int16 package
+     * failed its check (15, 17, 32, 128 rows are right; alone the op is:
+     * test_qnn_ops; in a model: test_qnn_int16). MatMul gets them right; a
+     * per-block weight has no MatMul form, so it stays. */
+    uint32_t m_rows = 1;
+    for (uint32_t i = 0; i + 1 < xrank; i++) m_rows *= qnn_lw_t(L, 0)->dims[i];
+    const int m16 = m_rows == 16 && is_quant(qnn_lw_t(L, 0)->dtype) && (!fc || (n_in == 2 && xrank == 2)) &&
+                    qnn_lw_t(L, 1)->quant.encoding != NPL_ACCEL_QUANT_PER_BLOCK;
+    if (!m16 && (fc || fc_weight_ok(qnn_lw_t(L, 1), wt))) {
         npl_accel_tensor_id wid = L->n->inputs[1];
         const npl_accel_dtype wdt = L->g->ctx->t[wid].dtype;
         if (L->cdt != NPL_ACCEL_DT_COUNT && is_float(wdt) && wdt != L->cdt && (st = qnn_static_as(L->g->ctx, wid, L->cdt, &wid))) return st;
