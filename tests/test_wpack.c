@@ -165,13 +165,13 @@ static void check_model(const char *path) {
         }
         nv = npl_runner_hparams(r)->n_vocab;
         packed[v] = npl_runner_base_packed_bytes(npl_runner_base_of(r));
-        if (!v) { /* every q5_0 / q4_K / q6_K matrix a matmul reads: all but an untied embedding (a row lookup only) */
+        if (!v) { /* every q5_0 / q4_K / q6_K matrix a matmul reads, of the types this CPU's family packs: all but an untied embedding (a row lookup only) */
             const npl_gguf *g = npl_runner_gguf(r);
             const int tied = !npl_gguf_find_tensor(g, "output.weight");
             for (int64_t i = 0; i < npl_gguf_n_tensors(g); i++) {
                 const npl_gguf_tensor *t = npl_gguf_tensor_at(g, i);
                 if ((t->type == NPL_TYPE_Q5_0 || t->type == NPL_TYPE_Q4_K || t->type == NPL_TYPE_Q6_K) && t->n_dims == 2 &&
-                    (tied || strcmp(t->name, "token_embd.weight")))
+                    npl_gemv_get_packed(npl_cpu_best_isa(), (npl_type)t->type) && (tied || strcmp(t->name, "token_embd.weight")))
                     want += npl_wpack_bytes((npl_type)t->type, t->ne[0], t->ne[1]);
             }
         }
@@ -239,7 +239,8 @@ int main(void) {
         const npl_gemv_kernels *gv = npl_gemv_get_packed((npl_isa)isa, t);
         const npl_gemm_kernels *gm = npl_gemm_get_packed((npl_isa)isa, t);
 #if defined(__x86_64__)
-        CHECK((gv != NULL) == (isa == NPL_ISA_AVX2));
+        /* the AVX2 kernels, and the AVX-512 family's for the types it takes from AVX2 */
+        CHECK((gv != NULL) == (isa == NPL_ISA_AVX2 || (isa == NPL_ISA_AVX512 && npl_avx512_takes_avx2(t))));
 #endif
         CHECK((gv != NULL) == (gm != NULL));
         CHECK(npl_wpack_wanted((npl_isa)isa, t, 1024, 16) == (gv != NULL));

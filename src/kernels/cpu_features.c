@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "kernels/gemm.h"
 #include "kernels/vec_dot_impl.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -102,8 +103,21 @@ static void build_tables(void) {
 #ifdef NPL_X86
         if (isa == NPL_ISA_AVX2 && g_caps.best >= NPL_ISA_AVX2) npl_kernels_fill_avx2(&k);
         if (isa == NPL_ISA_AVX512 && g_caps.best >= NPL_ISA_AVX512) {
+            npl_vec_dot_fn avx2[NPL_TYPE_COUNT];
+            memcpy(avx2, k.vec_dot, sizeof avx2);
             npl_kernels_fill_avx512(&k, g_caps.avx512_bf16);
             npl_dot4_fill_avx512(d4);
+            /* the types the AVX-512 family takes from AVX2 (gemm.h); AMX's
+             * table (the next) keeps AVX-512's, the order of its GEMV */
+            npl_kernels t = k;
+            t.isa = NPL_ISA_AVX512;
+            for (int ty = 0; ty < NPL_TYPE_COUNT; ty++)
+                if (npl_avx512_takes_avx2((npl_type)ty)) t.vec_dot[ty] = avx2[ty];
+            g_tables[isa] = t;
+            memcpy(g_dot4[isa], d4, sizeof d4);
+            for (int ty = 0; ty < NPL_TYPE_COUNT; ty++)
+                if (npl_avx512_takes_avx2((npl_type)ty)) g_dot4[isa][ty] = NULL;
+            continue;
         }
 #endif
 #ifdef NPL_ARM

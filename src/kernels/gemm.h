@@ -76,6 +76,12 @@ const npl_gemm_kernels *npl_gemm_get_amx(npl_type t);
 /* Internal: the AVX2 kernels (x86/avx2/gemm_avx2.c: the AVX2 vec_dot
  * kernels' arithmetic, bit for bit), or NULL. */
 const npl_gemm_kernels *npl_gemm_get_avx2(npl_type t);
+/* The AVX-512 family without AMX takes AVX2's kernels for these types
+ * (GEMM, GEMV, packed weights, vec_dot, so a row keeps one order): on an AMD
+ * EPYC Zen 5 AVX2's q4_0 / q5_0 GEMM runs 145 GMAC/s against AVX-512's 118
+ * and its packed q5_0 GEMV twice as fast (bench/gemm_bench.c, gemv_bench.c),
+ * the unpacking of 32-element blocks being the cost, not the dot product. */
+static inline int npl_avx512_takes_avx2(npl_type t) { return t == NPL_TYPE_Q4_0 || t == NPL_TYPE_Q5_0; }
 /* Internal: its q4_1 kernels (x86/avx2/gemm_avx2_q4_1.c). */
 const npl_gemm_kernels *npl_gemm_get_avx2_q4_1(void);
 /* Internal: aarch64's i8mm kernels (arm/i8mm/gemm_i8mm.c: the dotprod

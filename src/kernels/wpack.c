@@ -184,11 +184,17 @@ static npl_isa clamp_isa(npl_isa isa) {
 }
 #endif
 
-/* Only the AVX2 family: AVX-512 and AMX have their own GEMM order (a row
- * must get the same bits in decode and prefill), aarch64 its own kernels. */
+/* Only the AVX2 kernels: AVX-512 and AMX have their own GEMM order (a row
+ * must get the same bits in decode and prefill), but for the types the
+ * AVX-512 family takes from AVX2 (gemm.h); aarch64 has its own kernels. */
+static int avx2_order(npl_isa isa, npl_type t) {
+    const npl_isa c = clamp_isa(isa);
+    return c == NPL_ISA_AVX2 || (c == NPL_ISA_AVX512 && npl_avx512_takes_avx2(t));
+}
+
 const npl_gemv_kernels *npl_gemv_get_packed(npl_isa isa, npl_type t) {
 #if defined(__x86_64__)
-    return clamp_isa(isa) == NPL_ISA_AVX2 ? npl_gemv_get_avx2_packed(t) : NULL;
+    return avx2_order(isa, t) ? npl_gemv_get_avx2_packed(t) : NULL;
 #else
     (void)isa, (void)t;
     return NULL;
@@ -197,7 +203,7 @@ const npl_gemv_kernels *npl_gemv_get_packed(npl_isa isa, npl_type t) {
 
 const npl_gemm_kernels *npl_gemm_get_packed(npl_isa isa, npl_type t) {
 #if defined(__x86_64__)
-    return clamp_isa(isa) == NPL_ISA_AVX2 ? npl_gemm_get_avx2_packed(t) : NULL;
+    return avx2_order(isa, t) ? npl_gemm_get_avx2_packed(t) : NULL;
 #else
     (void)isa, (void)t;
     return NULL;

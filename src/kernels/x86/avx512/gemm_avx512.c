@@ -2,7 +2,12 @@
  * of 4 weight rows x up to 4 activation rows keeps 16 accumulators; per
  * 64-element step each pair costs dpbusd(u, x), a conversion, the product
  * of the two broadcast group scales and an fma. Weights are decoded 16 rows
- * at a time onto the stack and reused across every activation row. */
+ * at a time onto the stack and reused across every activation row.
+ *
+ * q8_0 (u = q + 128) starts each dpbusd at -128 * (the lane's four x), so the
+ * lane's integer sum is exact before it meets a float, instead of taking the
+ * offset off at the end as d * 128 * sum(x): that float cancellation cost
+ * q8_0 models 10x the plain C path's logit error (test_model_reference). */
 #include "kernels/gemm.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -12,7 +17,7 @@ enum { TR = 4, TC = 4, BATCH = 16 }; /* tile rows, tile columns, weight rows dec
 
 /* ---- the tile ---- */
 
-static inline __attribute__((always_inline)) void tile(const int nc, const wpanel *p, int r, int nr,
+static inline __attribute__((always_inline)) void tile(const int nc, const int exact, const wpanel *p, int r, int nr,
                                                        const npl_gemm_x *xp, int64_t c0, float *y, int64_t ldy) {
     const int64_t kp = p->kp, nd = kp / 16, ng = p->ng;
     const uint8_t *u = p->u + r * kp;
@@ -32,14 +37,16 @@ static inline __attribute__((always_inline)) void tile(const int nc, const wpane
         for (int c = 0; c < nc; c++) {
             const __m512i x = _mm512_load_si512(xs + c * kp + s * 64);
             const __m512 sx = _mm512_broadcast_f32x4(_mm_loadu_ps(xd + c * nd + s * 4));
+            const __m512i z = _mm512_setzero_si512(),
+                          x0 = exact ? _mm512_sub_epi32(z, _mm512_dpbusd_epi32(z, _mm512_set1_epi8((char)0x80), x)) : z;
             for (int i = 0; i < TR; i++) {
-                const __m512i t = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ur[i], x);
+                const __m512i t = _mm512_dpbusd_epi32(x0, ur[i], x);
                 acc[i][c] = _mm512_fmadd_ps(_mm512_mul_ps(wr[i], sx), _mm512_cvtepi32_ps(t), acc[i][c]);
             }
         }
     }
     /* offsets and mins: sum over groups of w_m * x_sum */
-    for (int64_t g = 0; g < ng; g += 16)
+    for (int64_t g = 0; g < ng && !exact; g += 16)
         for (int i = 0; i < TR; i++) {
             const __m512 m = _mm512_loadu_ps(wm + i * ng + g);
             for (int c = 0; c < nc; c++)
@@ -59,21 +66,23 @@ static inline __attribute__((always_inline)) void tile(const int nc, const wpane
     }
 }
 
-static void tile1(const wpanel *p, int r, int nr, const npl_gemm_x *xp, int64_t c0, float *y, int64_t ldy) {
-    tile(1, p, r, nr, xp, c0, y, ldy);
-}
-static void tile2(const wpanel *p, int r, int nr, const npl_gemm_x *xp, int64_t c0, float *y, int64_t ldy) {
-    tile(2, p, r, nr, xp, c0, y, ldy);
-}
-static void tile3(const wpanel *p, int r, int nr, const npl_gemm_x *xp, int64_t c0, float *y, int64_t ldy) {
-    tile(3, p, r, nr, xp, c0, y, ldy);
-}
-static void tile4(const wpanel *p, int r, int nr, const npl_gemm_x *xp, int64_t c0, float *y, int64_t ldy) {
-    tile(4, p, r, nr, xp, c0, y, ldy);
-}
+#define TILE_FN(name, nc, exact)                                                                           \
+    static void name(const wpanel *p, int r, int nr, const npl_gemm_x *xp, int64_t c0, float *y, int64_t ldy) { \
+        tile(nc, exact, p, r, nr, xp, c0, y, ldy);                                                            \
+    }
+TILE_FN(tile1, 1, 0)
+TILE_FN(tile2, 2, 0)
+TILE_FN(tile3, 3, 0)
+TILE_FN(tile4, 4, 0)
+TILE_FN(tile1x, 1, 1)
+TILE_FN(tile2x, 2, 1)
+TILE_FN(tile3x, 3, 1)
+TILE_FN(tile4x, 4, 1)
+typedef void (*tile_fn)(const wpanel *, int, int, const npl_gemm_x *, int64_t, float *, int64_t);
+static const tile_fn tiles[2][4] = {{tile1, tile2, tile3, tile4}, {tile1x, tile2x, tile3x, tile4x}};
 
-static void rows_with(decode_fn dec, const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp,
-                      float *y, int64_t ldy) {
+static void rows_with(decode_fn dec, int exact, const void *w, size_t w_row, int64_t r0, int64_t r1,
+                      const npl_gemm_x *xp, float *y, int64_t ldy) {
     const int64_t kp = xp->kp, ng = xp->ng;
     const size_t bytes = (size_t)BATCH * (size_t)(kp + kp / 16 * 4 + ng * 4) + 64;
     uint8_t raw[bytes];
@@ -89,28 +98,22 @@ static void rows_with(decode_fn dec, const void *w, size_t w_row, int64_t r0, in
             const int64_t nc = xp->m - c0 < TC ? xp->m - c0 : TC;
             for (int r = 0; r < nrow; r += TR) {
                 const int nr = nrow - r < TR ? nrow - r : TR;
-                float *yt = y + rb + r;
-                switch (nc) {
-                case 4: tile4(&p, r, nr, xp, c0, yt, ldy); break;
-                case 3: tile3(&p, r, nr, xp, c0, yt, ldy); break;
-                case 2: tile2(&p, r, nr, xp, c0, yt, ldy); break;
-                default: tile1(&p, r, nr, xp, c0, yt, ldy); break;
-                }
+                tiles[exact][nc - 1](&p, r, nr, xp, c0, y + rb + r, ldy);
             }
         }
     }
 }
 
-#define ROWS_FN(name, dec)                                                                                  \
+#define ROWS_FN(name, dec, exact)                                                                           \
     static void name(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y, \
                      int64_t ldy) {                                                                         \
-        rows_with(dec, w, w_row, r0, r1, xp, y, ldy);                                                       \
+        rows_with(dec, exact, w, w_row, r0, r1, xp, y, ldy);                                                \
     }
-ROWS_FN(rows_q4_0, decode_q4_0)
-ROWS_FN(rows_q5_0, decode_q5_0)
-ROWS_FN(rows_q8_0, decode_q8_0)
-ROWS_FN(rows_q4_K, decode_q4_K)
-ROWS_FN(rows_q6_K, decode_q6_K)
+ROWS_FN(rows_q4_0, decode_q4_0, 0)
+ROWS_FN(rows_q5_0, decode_q5_0, 0)
+ROWS_FN(rows_q8_0, decode_q8_0, 1)
+ROWS_FN(rows_q4_K, decode_q4_K, 0)
+ROWS_FN(rows_q6_K, decode_q6_K, 0)
 
 static const npl_gemm_kernels k_q4_0 = {pack_q8_0, rows_q4_0}, k_q5_0 = {pack_q8_0, rows_q5_0},
                               k_q8_0 = {pack_q8_0, rows_q8_0}, k_q4_K = {pack_q8_K, rows_q4_K},
@@ -123,6 +126,8 @@ const npl_gemm_kernels *npl_gemm_get(npl_isa want, npl_type t) {
     if ((int)want >= (int)NPL_ISA_AMX && (int)best >= (int)NPL_ISA_AMX) {
         const npl_gemm_kernels *a = npl_gemm_get_amx(t);
         if (a) return a;
+    } else if (npl_avx512_takes_avx2(t)) {
+        return npl_gemm_get_avx2(t);
     }
     switch (t) {
     case NPL_TYPE_Q4_0: return &k_q4_0;

@@ -194,18 +194,21 @@ INLINE void rows_as(wtype t, const void *w, size_t w_row, int64_t r0, int64_t r1
             for (int64_t s = 0; s < S; s++) {
                 const __m512i xq = _mm512_load_si512(x->qs + 64 * s);
                 const __m512 sx = _mm512_load_ps(x->d + 16 * s);
+                /* q8_0: the lanes' exact sums, as the GEMM (gemm_avx512.c) */
+                const __m512i z = _mm512_setzero_si512(),
+                              x0 = t == T_Q8_0 ? _mm512_sub_epi32(z, _mm512_dpbusd_epi32(z, _mm512_set1_epi8((char)0x80), xq)) : z;
                 if (c == 0 && nbytes) ahead(next, nbytes, s, S);
 #pragma GCC unroll 4
                 for (int i = 0; i < R; i++) {
                     __m512 wd, wm;
                     if ((t == T_Q4_K || t == T_Q6_K) && s % 4 == 0) sb[i] = sb_scales(t, p[i], s / 4);
                     const __m512i u = step_w(t, p[i], s, k, sb[i], &wd, &wm);
-                    if (c == 0) _mm512_store_ps(mins[i][s], wm);
-                    const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, xq);
+                    if (c == 0 && t != T_Q8_0) _mm512_store_ps(mins[i][s], wm);
+                    const __m512i dot = _mm512_dpbusd_epi32(x0, u, xq);
                     acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(wd, sx), _mm512_cvtepi32_ps(dot), acc[i]);
                 }
             }
-            for (int64_t g = 0; g < ng; g += 16) {
+            for (int64_t g = 0; g < ng && t != T_Q8_0; g += 16) {
                 const __m512 xs = _mm512_load_ps(x->xs + g);
                 for (int i = 0; i < R; i++) {
                     const float *st = mins[i][g / 4];
