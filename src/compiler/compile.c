@@ -334,6 +334,10 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         free(shapes);
         goto oom;
     }
+    /* QNN HTP computes f32 tensors in f16 arithmetic (Qualcomm: "float32
+     * graphs ... using float16 math"): the residual stream is lowered at
+     * 2^-4 (lower.c), room for Gemma's 1e5 BOS row */
+    const float resid_scale = !strcmp(p.target, "qnn-htp") ? 1.0f / 16 : 1.0f;
     int n_kept = 0;
     for (int si = 0; si < part.n_segs; si++) {
         npl_segment *sg = &part.segs[si];
@@ -343,7 +347,8 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         npl_compile_lower_job job = {api, abe, dev, &p, &pg, si, shapes, cases, n_cases,
                                      {.g = mg.g, .seg = sg, .shapes = shapes, .act = act, .wprec = p.weights, .wc = wc,
                                       .f32_classes = f32_classes, .out_weight = out_weight, .tied = tied,
-                                      .out_type = (npl_type)p.output_weights, .act_lo = act_lo, .act_hi = act_hi}};
+                                      .out_type = (npl_type)p.output_weights, .act_lo = act_lo, .act_hi = act_hi,
+                                      .resid_scale = resid_scale}};
         const int lr = npl_compile_lower_seg(&job, r, &ctx, err, errlen);
         int ok = lr == 0, stop = lr < 0;
         if (ok && !stop) stop = npl_compile_prog(&pg, 2, n_cases, n_cases, "lower + compile per shape");

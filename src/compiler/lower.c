@@ -31,6 +31,15 @@
  * residual — stays an fp16 (f32) island as with --act f16: int16 there would
  * put Gemma's ordinary values on a grid set by its outlier channels.
  *
+ * With resid_scale s (a target whose f32 ops compute in f16: QNN HTP, whose
+ * ElementWiseAdd gives 68213 + 14446 = 100992) the lowered residual stream
+ * holds x * s: Gemma's reaches 1e5 in the BOS row, past f16's 65504, and
+ * from the 8th layer on that row, the attention sink of every later one,
+ * came out wrong (compile --check). An Add's operands are brought to x * s
+ * (a Scale of the branch; s a power of two, exact), a Scale op folds s in,
+ * an RmsNorm of x * s takes epsilon * s^2 (it does not see the scale
+ * otherwise), and any other consumer, and the segment's output, get x back.
+ *
  * Compile option keep_f32 (`npullm compile --keep-f32 class,...`) keeps
  * those tensor classes (see cls_names) in f32 whatever the activation
  * precision, to measure which roundings cost agreement with the CPU path
@@ -336,12 +345,39 @@ static npl_accel_dtype seen_dt(const lw *l, int id) {
     return op == NPL_OP_ADD || op == NPL_OP_SCALE || act_of(l, l->cur) == NPL_ACCEL_DT_F32 ? NPL_ACCEL_DT_F32 : NPL_ACCEL_DT_F16;
 }
 
+static npl_accel_param pflt(const char *n, double v);
+
+/* node id's tensor src times k (the residual scale or its inverse), made
+ * once per node and direction */
+static int rescaled(lw *l, int id, uint32_t src, npl_accel_dtype dt, float k, uint32_t *slot, uint32_t *out) {
+    if (*slot == NONE) {
+        const int up = k < 1;
+        char name[sizeof l->a->out_name + 16];
+        snprintf(name, sizeof name, "%s.n%d.%s", l->a->gname, id, up ? "rs" : "unrs");
+        if (mk(l, name, NPL_ACCEL_NATIVE, dt, &l->a->shapes[id], slot)) return -1;
+        const npl_accel_param p = pflt("scale", k);
+        if (node_sfx(l, "Scale", up ? ".rs" : ".unrs", &p, 1, &src, 1, *slot, id)) return -1;
+    }
+    *out = *slot;
+    return 0;
+}
+
 /* Tensor of source node id for a non-matmul-weight use. */
 static int src_tensor(lw *l, int id, uint32_t *out) {
     if (l->tid[id] != NONE) {
         const npl_accel_dtype dt = seen_dt(l, id);
-        if (dt != l->tdt[id]) return converted(l, id, dt, dt == NPL_ACCEL_DT_F16 ? &l->deq16[id] : &l->deq32[id], out);
-        *out = l->tid[id];
+        if (dt != l->tdt[id]) {
+            if (converted(l, id, dt, dt == NPL_ACCEL_DT_F16 ? &l->deq16[id] : &l->deq32[id], out)) return -1;
+        } else {
+            *out = l->tid[id];
+        }
+        if (l->rs == 1.0f) return 0;
+        /* the residual scale: an Add takes x * s, a norm and a Scale either
+         * (they know which), every other op x */
+        const int op = npl_graph_node(l->a->g, l->cur)->op;
+        if (op == NPL_OP_ADD && !l->rsc[id]) return rescaled(l, id, *out, dt, l->rs, &l->up[id], out);
+        if (op != NPL_OP_ADD && op != NPL_OP_RMS_NORM && op != NPL_OP_SCALE && l->rsc[id])
+            return rescaled(l, id, *out, dt, 1.0f / l->rs, &l->down[id], out);
         return 0;
     }
     if (npl_graph_node(l->a->g, id)->op == NPL_OP_WEIGHT) return weight_tensor(l, id, 1, out);
@@ -442,7 +478,8 @@ static const op_lowering lower_matmul = {.lower = lower_matmul_fn, .tensor_class
 
 static int lower_rms_norm_fn(lw *l, int id) {
     const npl_node *nd = npl_graph_node(l->a->g, id);
-    npl_accel_param p = pflt("epsilon", nd->fp[0]);
+    const double s = l->rsc[nd->src[0]] ? l->rs : 1.0; /* x * s: epsilon * s^2 */
+    npl_accel_param p = pflt("epsilon", nd->fp[0] * s * s);
     uint32_t in[2], o;
     for (int s = 0; s < nd->n_src; s++)
         if (src_tensor(l, nd->src[s], &in[s])) return -1;
@@ -463,8 +500,32 @@ static int binary(lw *l, int id, const char *op, npl_accel_dtype dt) {
     if (out_tensor(l, id, dt, &o)) return -1;
     return node(l, op, NULL, 0, in, 2, o, id);
 }
+/* A residual-stream op's output (an Add's, a Scale's) under the residual
+ * scale: x * s, and as the segment's output x again (a Scale by 1 / s). */
+static int resid_node(lw *l, int id, const char *op, const npl_accel_param *p, uint32_t np, const uint32_t *in,
+                      uint32_t nin) {
+    uint32_t o;
+    if (out_tensor(l, id, NPL_ACCEL_DT_F32, &o)) return -1;
+    if (l->rs == 1.0f) return node(l, op, p, np, in, nin, o, id);
+    l->rsc[id] = 1;
+    if (id != l->a->seg->outputs[0]) return node(l, op, p, np, in, nin, o, id);
+    char name[sizeof l->a->out_name + 16];
+    snprintf(name, sizeof name, "%s.n%d.rsout", l->a->gname, id);
+    uint32_t t;
+    if (mk(l, name, NPL_ACCEL_NATIVE, NPL_ACCEL_DT_F32, &l->a->shapes[id], &t) || node(l, op, p, np, in, nin, t, id))
+        return -1;
+    const npl_accel_param k = pflt("scale", 1.0 / l->rs);
+    l->tid[id] = t; /* consumers in the segment read x * s */
+    return node_sfx(l, "Scale", ".unrs", &k, 1, &t, 1, o, id);
+}
+
 /* the residual stream stays f32: Gemma's reaches 3e4, where f16 has a step of 16 */
-static int lower_add_fn(lw *l, int id) { return binary(l, id, "Add", NPL_ACCEL_DT_F32); }
+static int lower_add_fn(lw *l, int id) {
+    const npl_node *nd = npl_graph_node(l->a->g, id);
+    uint32_t in[2];
+    if (src_tensor(l, nd->src[0], &in[0]) || src_tensor(l, nd->src[1], &in[1])) return -1;
+    return resid_node(l, id, "Add", NULL, 0, in, 2);
+}
 static int lower_mul_fn(lw *l, int id) { return binary(l, id, "Mul", act_of(l, id)); }
 static int lower_swiglu_fn(lw *l, int id) { return binary(l, id, "SwiGLU", act_of(l, id)); }
 static int lower_geglu_fn(lw *l, int id) { return binary(l, id, "GeGLU", act_of(l, id)); }
@@ -476,10 +537,11 @@ static const op_lowering lower_geglu = {.lower = lower_geglu_fn, .tensor_class =
 
 static int lower_scale_fn(lw *l, int id) {
     const npl_node *nd = npl_graph_node(l->a->g, id);
-    npl_accel_param p = pflt("scale", nd->fp[0]);
-    uint32_t in, o;
-    if (src_tensor(l, nd->src[0], &in) || out_tensor(l, id, NPL_ACCEL_DT_F32, &o)) return -1; /* residual */
-    return node(l, "Scale", &p, 1, &in, 1, o, id);
+    uint32_t in;
+    if (src_tensor(l, nd->src[0], &in)) return -1;
+    /* residual: x * s out, s folded in unless x came scaled */
+    npl_accel_param p = pflt("scale", nd->fp[0] * (l->rs != 1.0f && !l->rsc[nd->src[0]] ? l->rs : 1.0));
+    return resid_node(l, id, "Scale", &p, 1, &in, 1);
 }
 static const op_lowering lower_scale = {.lower = lower_scale_fn};
 
@@ -620,14 +682,16 @@ int npl_lower_segment(const npl_accel_api *api, npl_accel_backend *be, npl_accel
     int n = npl_graph_n_nodes(a->g), rc = -1;
     lw l = {api, be, ctx, NULL, a, malloc((size_t)n * sizeof(uint32_t)), calloc((size_t)n, sizeof(npl_accel_dtype)),
             err, errlen, calloc((size_t)n, 1), a->f32_classes, NULL, -1, -1, malloc((size_t)n * sizeof(uint32_t)),
-            malloc((size_t)n * sizeof(uint32_t)), malloc((size_t)n * sizeof(uint32_t)), 0};
+            malloc((size_t)n * sizeof(uint32_t)), malloc((size_t)n * sizeof(uint32_t)), 0,
+            a->resid_scale > 0 ? a->resid_scale : 1.0f, calloc((size_t)n, 1), malloc((size_t)n * sizeof(uint32_t)),
+            malloc((size_t)n * sizeof(uint32_t))};
     if (l.cons)
         for (int k = a->seg->n_nodes - 1; k >= 0; k--) {
             const npl_node *nd = npl_graph_node(a->g, a->seg->nodes[k]);
             for (int s = 0; s < nd->n_src; s++) l.cons[nd->src[s]] = (uint8_t)(nd->op + 1);
         }
     l.blk = calloc((size_t)n, sizeof(uint32_t));
-    if (!l.tid || !l.tdt || !l.cons || !l.blk || !l.qin || !l.deq16 || !l.deq32) {
+    if (!l.tid || !l.tdt || !l.cons || !l.blk || !l.qin || !l.deq16 || !l.deq32 || !l.rsc || !l.up || !l.down) {
         snprintf(err, errlen, "out of memory");
         goto done;
     }
@@ -651,7 +715,7 @@ int npl_lower_segment(const npl_accel_api *api, npl_accel_backend *be, npl_accel
             const uint32_t m = l.blk[nd->src[0]] < l.blk[id] ? l.blk[nd->src[0]] : l.blk[id];
             l.blk[nd->src[0]] = l.blk[id] = m;
         }
-    for (int i = 0; i < n; i++) l.tid[i] = l.qin[i] = l.deq16[i] = l.deq32[i] = NONE;
+    for (int i = 0; i < n; i++) l.tid[i] = l.qin[i] = l.deq16[i] = l.deq32[i] = l.up[i] = l.down[i] = NONE;
     if (api->graph_create(ctx, a->gname, &l.ag) != NPL_ACCEL_OK) {
         fail_api(&l, "graph_create");
         goto done;
@@ -687,6 +751,9 @@ done:
     free(l.qin);
     free(l.deq16);
     free(l.deq32);
+    free(l.rsc);
+    free(l.up);
+    free(l.down);
     return rc;
 }
 

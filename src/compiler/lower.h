@@ -40,6 +40,9 @@ typedef struct {
      * int16 is the ABI's dynamic int16 */
     const float *act_lo, *act_hi;
     const char *gname;
+    /* the residual stream's scale in the lowered graph, a power of two (0 or
+     * 1: none); see lower.c. QNN HTP: 2^-4, its f32 ops compute in f16 */
+    float resid_scale;
     int no_lpbq;                /* w4 weights one scale per output channel even where LPBQ would go
                                    (the compile's retry after a refused finalize; reconverts cached ones) */
     /* out: accelerator tensor names of the segment's inputs and output */

@@ -22,6 +22,9 @@ typedef struct npl_lw {
     int rid;         /* static int16: node whose range the next INT16 tensor takes (-1: cur) */
     uint32_t *qin, *deq16, *deq32; /* static int16, per node: its INT16 copy, its f16 / f32 copy (NONE: not yet) */
     int tied_counted; /* the tied matrix's bytes are in static_bytes (its lookup and matmul share one tensor) */
+    float rs;        /* the residual stream's scale (1: none; npl_lower_args.resid_scale) */
+    uint8_t *rsc;    /* per node: its tensor holds value * rs */
+    uint32_t *up, *down; /* per node: its copy times rs, divided by rs (NONE: not yet) */
 } npl_lw;
 
 int npl_lw_fail_api(npl_lw *l, const char *what);
