@@ -596,7 +596,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         npl_compile_report rep = {&p, model_path, out_dir, out, &hp, &mg, wc, n_nodes, n_ctx, n_kept, buckets,
                                   n_buckets, f32_classes, calib, n_calib, act_lo != NULL, n_range_tok, &part, res,
                                   total_bin, shared, shared_bytes, n_shared, (const char(*)[128])unshared, n_unshared,
-                                  pg.stage_t, t_start, tied, tied_lookup, tied_matmul, tied_why};
+                                  pg.stage_t, t_start, tied, tied_lookup, tied_matmul, tied_why, resid_scale};
         npl_compile_summary(p.log, &rep);
     }
     rc = 0;

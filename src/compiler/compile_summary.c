@@ -31,6 +31,9 @@ void npl_compile_summary(FILE *o, const npl_compile_report *r) {
         fprintf(o, "  int16      static uint16 scale/offset per tensor, ranges from the CPU path over %d tokens of %s; "
                    "int16 matmuls (w8/w4 weights), fp16 islands elsewhere (norms, RoPE, attention, GLU; residual f32)\n",
                 r->n_range_tok, r->calib ? p->calib : r->n_calib ? "the built-in calibration text" : "built-in token ids");
+    if (r->resid_scale != 1.0f && r->n_kept)
+        fprintf(o, "  residual   held at %g x its value: the target computes f32 tensors in f16 arithmetic, whose "
+                   "largest is 65504 (Gemma's BOS row reaches 1e5)\n", (double)r->resid_scale);
     if (p->weights == NPL_WEIGHTS_W8 || p->weights == NPL_WEIGHTS_W4)
         npl_requant_summary(o, r->mg->g, r->wc, r->n_nodes, npl_weight_prec_name(p->weights));
     if (p->weights == NPL_WEIGHTS_W4 && !r->int16_static)
