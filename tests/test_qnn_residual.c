@@ -17,6 +17,7 @@
 #include <math.h>
 #include <unistd.h>
 
+#include "compile_logged.h"
 #include "compiler/compiler.h"
 #include "format/gguf.h"
 #include "llm/runner.h"
@@ -69,21 +70,10 @@ static double layer_err(const char *log, int layer, const char *graph) {
 
 /* compile model (fp16/w8, SM8650, chunk 8) into dir; its log in log */
 static int compile(const char *model, const char *dir, int split, char *log, size_t loglen) {
-    char err[1024], log_path[300];
-    snprintf(log_path, sizeof log_path, "%s.log", dir);
     npl_compile_params p = npl_compile_default_params();
     p.n_ctx = 64, p.chunk = 8, p.n_threads = 2, p.target = "qnn-htp", p.plugin_dir = pdir, p.soc = "SM8650";
     p.act = NPL_ACT_F16, p.weights = NPL_WEIGHTS_W8, p.split_layers = split, p.tolerance = 1.0; /* the bounds are this test's */
-    p.log = fopen(log_path, "w");
-    CHECK(p.log != NULL);
-    const int rc = npl_compile(model, dir, &p, err, sizeof err);
-    if (p.log) fclose(p.log);
-    FILE *f = fopen(log_path, "r");
-    log[0] = 0;
-    if (f) log[fread(log, 1, loglen - 1, f)] = 0, fclose(f);
-    remove(log_path);
-    if (rc) fprintf(stderr, "compile %s: %s\n", model, err);
-    return rc;
+    return compile_logged(model, dir, &p, log, loglen);
 }
 
 /* rel RMS of the package's logits against the CPU path's over prompts of 5
