@@ -182,7 +182,6 @@ static npl_isa clamp_isa(npl_isa isa) {
     const npl_isa best = npl_cpu_best_isa();
     return (int)isa < (int)best ? isa : best;
 }
-#endif
 
 /* Only the AVX2 kernels: AVX-512 and AMX have their own GEMM order (a row
  * must get the same bits in decode and prefill), but for the types the
@@ -191,6 +190,7 @@ static int avx2_order(npl_isa isa, npl_type t) {
     const npl_isa c = clamp_isa(isa);
     return c == NPL_ISA_AVX2 || (c == NPL_ISA_AVX512 && npl_avx512_takes_avx2(t));
 }
+#endif
 
 const npl_gemv_kernels *npl_gemv_get_packed(npl_isa isa, npl_type t) {
 #if defined(__x86_64__)
