@@ -345,23 +345,6 @@ static npl_accel_dtype seen_dt(const lw *l, int id) {
     return op == NPL_OP_ADD || op == NPL_OP_SCALE || act_of(l, l->cur) == NPL_ACCEL_DT_F32 ? NPL_ACCEL_DT_F32 : NPL_ACCEL_DT_F16;
 }
 
-static npl_accel_param pflt(const char *n, double v);
-
-/* node id's tensor src times k (the residual scale or its inverse), made
- * once per node and direction */
-static int rescaled(lw *l, int id, uint32_t src, npl_accel_dtype dt, float k, uint32_t *slot, uint32_t *out) {
-    if (*slot == NONE) {
-        const int up = k < 1;
-        char name[sizeof l->a->out_name + 16];
-        snprintf(name, sizeof name, "%s.n%d.%s", l->a->gname, id, up ? "rs" : "unrs");
-        if (mk(l, name, NPL_ACCEL_NATIVE, dt, &l->a->shapes[id], slot)) return -1;
-        const npl_accel_param p = pflt("scale", k);
-        if (node_sfx(l, "Scale", up ? ".rs" : ".unrs", &p, 1, &src, 1, *slot, id)) return -1;
-    }
-    *out = *slot;
-    return 0;
-}
-
 /* Tensor of source node id for a non-matmul-weight use. */
 static int src_tensor(lw *l, int id, uint32_t *out) {
     if (l->tid[id] != NONE) {
@@ -375,9 +358,11 @@ static int src_tensor(lw *l, int id, uint32_t *out) {
         /* the residual scale: an Add takes x * s, a norm and a Scale either
          * (they know which), every other op x */
         const int op = npl_graph_node(l->a->g, l->cur)->op;
-        if (op == NPL_OP_ADD && !l->rsc[id]) return rescaled(l, id, *out, dt, l->rs, &l->up[id], out);
+        if (op == NPL_OP_ADD && !l->rsc[id]) return npl_lw_rescaled(l, id, *out, dt, l->rs, &l->up[id], out);
+        /* x back from the f32 original, whatever the consumer's type (the
+         * target casts floats to it), so one copy serves every consumer */
         if (op != NPL_OP_ADD && op != NPL_OP_RMS_NORM && op != NPL_OP_SCALE && l->rsc[id])
-            return rescaled(l, id, *out, dt, 1.0f / l->rs, &l->down[id], out);
+            return npl_lw_rescaled(l, id, l->tid[id], l->tdt[id], 1.0f / l->rs, &l->down[id], out);
         return 0;
     }
     if (npl_graph_node(l->a->g, id)->op == NPL_OP_WEIGHT) return weight_tensor(l, id, 1, out);
@@ -478,8 +463,8 @@ static const op_lowering lower_matmul = {.lower = lower_matmul_fn, .tensor_class
 
 static int lower_rms_norm_fn(lw *l, int id) {
     const npl_node *nd = npl_graph_node(l->a->g, id);
-    const double s = l->rsc[nd->src[0]] ? l->rs : 1.0; /* x * s: epsilon * s^2 */
-    npl_accel_param p = pflt("epsilon", nd->fp[0] * s * s);
+    const double k = l->rsc[nd->src[0]] ? l->rs : 1.0; /* x * k: epsilon * k^2 */
+    npl_accel_param p = pflt("epsilon", nd->fp[0] * k * k);
     uint32_t in[2], o;
     for (int s = 0; s < nd->n_src; s++)
         if (src_tensor(l, nd->src[s], &in[s])) return -1;
@@ -500,31 +485,12 @@ static int binary(lw *l, int id, const char *op, npl_accel_dtype dt) {
     if (out_tensor(l, id, dt, &o)) return -1;
     return node(l, op, NULL, 0, in, 2, o, id);
 }
-/* A residual-stream op's output (an Add's, a Scale's) under the residual
- * scale: x * s, and as the segment's output x again (a Scale by 1 / s). */
-static int resid_node(lw *l, int id, const char *op, const npl_accel_param *p, uint32_t np, const uint32_t *in,
-                      uint32_t nin) {
-    uint32_t o;
-    if (out_tensor(l, id, NPL_ACCEL_DT_F32, &o)) return -1;
-    if (l->rs == 1.0f) return node(l, op, p, np, in, nin, o, id);
-    l->rsc[id] = 1;
-    if (id != l->a->seg->outputs[0]) return node(l, op, p, np, in, nin, o, id);
-    char name[sizeof l->a->out_name + 16];
-    snprintf(name, sizeof name, "%s.n%d.rsout", l->a->gname, id);
-    uint32_t t;
-    if (mk(l, name, NPL_ACCEL_NATIVE, NPL_ACCEL_DT_F32, &l->a->shapes[id], &t) || node(l, op, p, np, in, nin, t, id))
-        return -1;
-    const npl_accel_param k = pflt("scale", 1.0 / l->rs);
-    l->tid[id] = t; /* consumers in the segment read x * s */
-    return node_sfx(l, "Scale", ".unrs", &k, 1, &t, 1, o, id);
-}
-
 /* the residual stream stays f32: Gemma's reaches 3e4, where f16 has a step of 16 */
 static int lower_add_fn(lw *l, int id) {
     const npl_node *nd = npl_graph_node(l->a->g, id);
     uint32_t in[2];
     if (src_tensor(l, nd->src[0], &in[0]) || src_tensor(l, nd->src[1], &in[1])) return -1;
-    return resid_node(l, id, "Add", NULL, 0, in, 2);
+    return npl_lw_resid_node(l, id, "Add", NULL, 0, in, 2);
 }
 static int lower_mul_fn(lw *l, int id) { return binary(l, id, "Mul", act_of(l, id)); }
 static int lower_swiglu_fn(lw *l, int id) { return binary(l, id, "SwiGLU", act_of(l, id)); }
@@ -541,7 +507,7 @@ static int lower_scale_fn(lw *l, int id) {
     if (src_tensor(l, nd->src[0], &in)) return -1;
     /* residual: x * s out, s folded in unless x came scaled */
     npl_accel_param p = pflt("scale", nd->fp[0] * (l->rs != 1.0f && !l->rsc[nd->src[0]] ? l->rs : 1.0));
-    return resid_node(l, id, "Scale", &p, 1, &in, 1);
+    return npl_lw_resid_node(l, id, "Scale", &p, 1, &in, 1);
 }
 static const op_lowering lower_scale = {.lower = lower_scale_fn};
 

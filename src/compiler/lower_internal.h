@@ -38,6 +38,14 @@ int npl_lw_weight_tensor(npl_lw *l, int id, int use, uint32_t *out);
 int npl_lw_src_tensor(npl_lw *l, int id, uint32_t *out);
 int npl_lw_out_tensor(npl_lw *l, int id, npl_accel_dtype natural, uint32_t *out);
 
+/* lower_resid.c: the residual stream's scale (npl_lower_args.resid_scale).
+ * Node id's tensor src (in dt) times k, made once into *slot; and a
+ * residual-stream op (Add, Scale) whose output holds x * rs, x again as the
+ * segment's output. */
+int npl_lw_rescaled(npl_lw *l, int id, uint32_t src, npl_accel_dtype dt, float k, uint32_t *slot, uint32_t *out);
+int npl_lw_resid_node(npl_lw *l, int id, const char *op, const npl_accel_param *p, uint32_t np, const uint32_t *in,
+                      uint32_t nin);
+
 /* lower_tied.c: the tied embedding / output matrix (npl_lower_args.tied).
  * Its one scale g (the tensor's per-tensor quant) and the row factors. */
 int npl_lw_tied_factors(npl_lw *l, int id, float *g);
