@@ -76,11 +76,11 @@ typedef struct {
     int split_layers;          /* one subgraph per decoder layer (and one for the output head), so the
                                   check's error per subgraph is a per-layer error report; a diagnostic:
                                   the package then runs one accelerator op per layer */
-    int tied_lookup_cpu;       /* qnn-htp: a tied embedding / output matrix's row lookup; default 1: on the
-                                  CPU from the GGUF's exact rows (the matrix twice: int8 in the binary, the
-                                  GGUF's in the package's model.gguf); 0: on the NPU with the output matmul
-                                  from its int8 table, the package holding the matrix once (--weights w8,
-                                  fp16; Gemma 3 270M: perplexity +3.06 % of the CPU path's, +0.75 % with 1) */
+    int tied_lookup_cpu;       /* qnn-htp: a tied embedding / output matrix's row lookup; default 0: on the
+                                  NPU with the output matmul from its int8 table, the package holding the
+                                  matrix once (--weights w8, fp16); 1: on the CPU from the GGUF's exact rows
+                                  (the matrix twice: int8 in the binary, the GGUF's in model.gguf; Gemma 3
+                                  270M: perplexity +1.26 % of the CPU path's with 0, -0.56 % with 1) */
 } npl_compile_options;
 
 NPL_API npl_compile_options npl_compile_default_options(void);

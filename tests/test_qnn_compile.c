@@ -47,7 +47,7 @@ static void compile_and_compare(const char *data, const char *name, npl_weight_p
     p.plugin_dir = pdir;
     p.soc = "SM8650"; /* 8 Gen 3 / v75; the package then runs on x86's default device */
     p.weights = weights;
-    p.tied_lookup_cpu = !tied; /* the default keeps the lookup on the CPU */
+    p.tied_lookup_cpu = !tied; /* the default looks up on the NPU */
     p.log = fopen(log_path, "w");
     CHECK(p.log != NULL);
     int rc = npl_compile(model, dir, &p, err, sizeof err);

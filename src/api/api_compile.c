@@ -6,7 +6,7 @@
 
 npl_compile_options npl_compile_default_options(void) {
     npl_compile_options o = {.chunk = 128, .act = NPL_COMPILE_ACT_F16, .weights = NPL_COMPILE_WEIGHTS_KEEP,
-                             .output_weights = NPL_COMPILE_OUTPUT_AS_WEIGHTS, .check = 1, .tied_lookup_cpu = 1};
+                             .output_weights = NPL_COMPILE_OUTPUT_AS_WEIGHTS, .check = 1, .tied_lookup_cpu = 0};
     o.target = npl_compile_default_params().target;
     return o;
 }

@@ -27,7 +27,7 @@
 
 npl_compile_params npl_compile_default_params(void) {
     npl_compile_params p = {.chunk = 128, .act = NPL_ACT_F16, .weights = NPL_WEIGHTS_KEEP, .output_weights = -1,
-                            .check = 1, .target = NPL_DEFAULT_TARGET, .tied_lookup_cpu = 1};
+                            .check = 1, .target = NPL_DEFAULT_TARGET, .tied_lookup_cpu = 0};
     return p;
 }
 
@@ -298,8 +298,8 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
             if (x->op == NPL_OP_GET_ROWS && x->src[0] == w) tied_lookup = i;
         }
         if (tied_lookup >= 0 && !takes_ggml_blocks(api, abe, dev)) {
-            tied_why = p.tied_lookup_cpu ? "the lookup reads the GGUF's own rows on the CPU (the default: the int8 table costs "
-                                           "accuracy, --tied-lookup npu reads it)"
+            tied_why = p.tied_lookup_cpu ? "--tied-lookup cpu reads the GGUF's own rows on the CPU (more accurate than the int8 "
+                                           "table)"
                        : out_weight >= 0 ? "--output-weights gives the output matrix a type of its own"
                        : p.split_layers ? "--split-layers puts the lookup and the output matmul in different binaries"
                                         : npl_lower_tied_refusal(mg.g, w, p.weights, act);

@@ -82,9 +82,9 @@ typedef struct {
     const char *buckets;      /* decode KV-length buckets (npl_compile_buckets); NULL: the default */
     int split_layers;         /* cut the subgraphs at decoder layer boundaries (npl_partition_graph) */
     int tied_lookup_cpu;      /* qnn-htp: keep a tied embedding / output matrix's row lookup on the CPU
-                                 (default 1: the matrix twice, int8 in the binary, the GGUF's exact rows in
-                                 model.gguf); 0: on the NPU from the output matmul's int8 table (the matrix
-                                 once, in the binary; Gemma 3 270M: perplexity +1.26 % against -0.56 %) */
+                                 (1: the matrix twice, int8 in the binary, the GGUF's exact rows in
+                                 model.gguf); default 0: on the NPU from the output matmul's int8 table
+                                 (the matrix once; Gemma 3 270M: perplexity +1.26 % against -0.56 %) */
 } npl_compile_params;
 
 npl_compile_params npl_compile_default_params(void);

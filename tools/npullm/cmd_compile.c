@@ -57,11 +57,12 @@ static const char *USAGE =
     "                summary's check errors are then a per-layer error report against the\n"
     "                CPU path (intermediate/npu_postreat.json with --keep-intermediate); a\n"
     "                diagnostic package, one accelerator op per layer\n"
-    "  --tied-lookup npu|cpu  qnn-htp, a tied embedding / output matrix: cpu (default) looks\n"
-    "                its rows up on the CPU from the GGUF's exact bytes (the matrix twice); npu\n"
-    "                (--weights w8, fp16 activations) from the output matmul's int8 table on the\n"
-    "                NPU, so the package holds the matrix once at some accuracy (Gemma 3 270M:\n"
-    "                perplexity +1.26 %% of the CPU path's against -0.56 %%)\n";
+    "  --tied-lookup npu|cpu  qnn-htp, a tied embedding / output matrix: npu (default; --weights\n"
+    "                w8, fp16 activations) looks its rows up on the NPU in the output matmul's int8\n"
+    "                table, so the package holds the matrix once; cpu looks them up on the CPU in\n"
+    "                the GGUF's exact rows, the matrix twice, more accurate (Gemma 3 270M:\n"
+    "                perplexity +1.26 %% of the CPU path's against -0.56 %%); w4, int16,\n"
+    "                --split-layers and --output-weights always look up on the CPU\n";
 
 typedef struct {
     sigset_t set;
