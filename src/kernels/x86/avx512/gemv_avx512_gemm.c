@@ -19,7 +19,6 @@
 #include "kernels/gemm.h"
 #include "kernels/quant.h"
 #include "kernels/quant_blocks.h"
-#include "kernels/x86/avx2/q6k_unpack.h"
 #include "kernels/x86/avx512/avx512_util.h"
 
 /* R: weight rows per pass. Q8_AHEAD: passes ahead that q8_0 prefetches.
@@ -136,11 +135,15 @@ INLINE __m512i step_w(wtype t, const uint8_t *row, int64_t s, int64_t k, __m512 
     if (t == T_Q6_K) { /* sb: d * sc_j, j = 0..15 */
         const block_q6_K *x = (const block_q6_K *)row + s / 4;
         const int st = (int)(s % 4), h = st / 2, c = st % 2;
-        __m256i q[4];
-        q6k_unpack128(x->ql + 64 * h, x->qh + 32 * h, q);
+        /* q6k_unpack128's q[2c] | q[2c + 1], the only two this step needs: the
+         * low 4 bits from ql's nibble c, bits 4-5 from qh's bit pairs 2c and 2c + 1 */
+        const __m512i ql = _mm512_loadu_si512(x->ql + 64 * h);
+        const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(x->qh + 32 * h)));
+        const __m512i sh = _mm512_inserti64x4(_mm512_set1_epi16((short)(4 * c)), _mm256_set1_epi16((short)(4 * c + 2)), 1);
+        const __m512i hi = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, sh), _mm512_set1_epi8(3)), 4);
         *d = _mm512_permutexvar_ps(_mm512_add_epi32(pick_6, _mm512_set1_epi32(4 * st)), sb);
         *m = _mm512_mul_ps(*d, _mm512_set1_ps(-32.0f));
-        return _mm512_inserti64x4(_mm512_castsi256_si512(q[2 * c]), q[2 * c + 1], 1);
+        return _mm512_or_si512(_mm512_and_si512(c ? _mm512_srli_epi16(ql, 4) : ql, _mm512_set1_epi8(0x0F)), hi);
     }
     static const uint8_t zero[sizeof(block_q8_0)]; /* the pad block of an odd count */
     const size_t bb = t == T_Q4_0 ? sizeof(block_q4_0) : t == T_Q5_0 ? sizeof(block_q5_0) : sizeof(block_q8_0);
