@@ -4,9 +4,13 @@
 #include "cpu/cpu_backend.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/status.h"
+#include "cpu/rope_cache.h"
 #include "kernels/x86/amx/attn_amx.h"
 
 static int64_t n_rows(const npl_tensor *t) { return t->shape.ne[1] * t->shape.ne[2] * t->shape.ne[3]; }
@@ -161,6 +165,16 @@ static npl_rope_args rope_args(const npl_exec_ctx *c) {
     }
     return a;
 }
+typedef struct {
+    npl_rope_args a;
+    float *cs; /* npl_rope_cache_rows' table, or NULL: the angles per row and node */
+    int fill;  /* 1: this node writes the table's rows as it goes */
+} rope_job;
+/* op state: the session's cache and this run's job (read by rope_row) */
+typedef struct {
+    rope_job *job;
+    npl_rope_cache *cache;
+} rope_state;
 static void rope_row(const npl_exec_ctx *c, int64_t s) {
     const npl_tensor *x = &c->src[0];
     int64_t hd = x->shape.ne[0], heads = x->shape.ne[1];
@@ -169,11 +183,35 @@ static void rope_row(const npl_exec_ctx *c, int64_t s) {
     memcpy(dst, src, (size_t)(hd * heads) * sizeof(float));
     int32_t pos = ((const int32_t *)c->src[1].data)[s];
     if (pos < 0) return; /* padding row */
-    const npl_rope_args a = rope_args(c);
-    if (cpu(c)->arith)
+    const rope_state *st = c->op_state;
+    const rope_job *j = st ? st->job : NULL;
+    const npl_rope_args a = j ? j->a : rope_args(c);
+    if (cpu(c)->arith) {
         npl_rope_llamacpp_ext(dst, (int)heads, (int)hd, pos, &a);
-    else
+    } else if (j && j->cs) {
+        float *cs = j->cs + s * a.n_rot;
+        if (j->fill) npl_rope_cos_sin(&a, pos, cs);
+        npl_rope_apply(dst, (int)heads, (int)hd, cs, &a);
+    } else {
         npl_rope_ext(dst, (int)heads, (int)hd, pos, &a);
+    }
+}
+static int create_rope(npl_exec_ctx *c, void **state) {
+    rope_state *st = calloc(1, sizeof *st);
+    /* the context's one written member: the cache its session's rope nodes share */
+    if (st) st->cache = npl_rope_cache_ref(&((npl_cpu_ctx *)(uintptr_t)c->backend_ctx)->rope);
+    if (!st || !st->cache) {
+        free(st);
+        npl_errf(c->err, c->errlen, NPL_ERR_MEMORY, "rope: out of memory");
+        return -1;
+    }
+    *state = st;
+    return 0;
+}
+static void destroy_rope(void *state) {
+    rope_state *st = state;
+    npl_rope_cache_unref(st->cache);
+    free(st);
 }
 static int exec_rope(npl_exec_ctx *c) {
     if (c->src[0].type != NPL_TYPE_F32 || c->src[1].type != NPL_TYPE_I32 ||
@@ -181,10 +219,17 @@ static int exec_rope(npl_exec_ctx *c) {
         snprintf(c->err, c->errlen, "rope: expects f32 x, i32 positions and f32 frequency factors");
         return -1;
     }
-    for_rows(c, c->src[0].shape.ne[2], rope_row);
+    const int64_t n = c->src[0].shape.ne[2];
+    rope_state *st = c->op_state;
+    rope_job j = {rope_args(c), NULL, 0};
+    if (st && !cpu(c)->arith && c->src[1].shape.ne[0] >= n)
+        j.cs = npl_rope_cache_rows(st->cache, &j.a, c->src[1].data, n, &j.fill);
+    if (st) st->job = &j;
+    for_rows(c, n, rope_row);
+    if (st) st->job = NULL;
     return 0;
 }
-static const npl_op_exec cpu_rope = {.exec = exec_rope};
+static const npl_op_exec cpu_rope = {.create = create_rope, .exec = exec_rope, .destroy = destroy_rope};
 
 /* ---- attention: write k/v rows into the caches, then attend ---- */
 typedef struct {
@@ -313,6 +358,7 @@ void npl_cpu_backend_init(npl_backend *be, npl_cpu_ctx *ctx, npl_isa isa) {
     ctx->arith = NPL_ARITH_OURS;
     ctx->no_gfni = 0;
     ctx->wpack = NULL;
+    ctx->rope = NULL;
     be->name = "cpu";
     be->ctx = ctx;
     for (int op = 0; op < NPL_OP_COUNT; op++) be->ops[op] = *cpu_execs[op];

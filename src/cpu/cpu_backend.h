@@ -22,6 +22,8 @@ typedef struct {
     int arith;   /* NPL_ARITH_*; npl_cpu_backend_init sets NPL_ARITH_OURS */
     int no_gfni; /* 1: the GEMV kernels without GFNI even where the CPU has it (tests, benchmarks) */
     const struct npl_wpack_table *wpack; /* or NULL: packed copies of weights (kernels/wpack.h), by address */
+    struct npl_rope_cache *rope; /* the session's RoPE angles (cpu/rope_cache.h), made by its rope nodes:
+                                    the one member the backend writes; one session per context */
 } npl_cpu_ctx;
 
 /* Fills `be` with the CPU executions using kernels for `isa` (clamped to what

@@ -98,6 +98,8 @@ void npl_rope_ext(float *x, int n_heads, int hd, int32_t pos, const npl_rope_arg
 /* npl_rope_ext's cos and sin for one position: pair i's at cs[i] and
  * cs[n_rot/2 + i] (the tables of vnpu's Rope). */
 void npl_rope_cos_sin(const npl_rope_args *a, int32_t pos, float *cs);
+/* x turned by the angles cs of npl_rope_cos_sin: npl_rope_ext's result, bit for bit. */
+void npl_rope_apply(float *x, int n_heads, int hd, const float *cs, const npl_rope_args *a);
 /* ... with llama.cpp's float theta recurrence and rope_yarn (verification runs only). */
 void npl_rope_llamacpp_ext(float *x, int n_heads, int hd, int32_t pos, const npl_rope_args *a);
 

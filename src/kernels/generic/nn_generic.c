@@ -282,6 +282,28 @@ void npl_rope_cos_sin(const npl_rope_args *a, int32_t pos, float *cs) {
     for (int i = 0; i < half; i++, fr *= step, ex *= step) rope_pair(a, i, fr, ex, &cs[i], &cs[half + i]);
 }
 
+void npl_rope_apply(float *x, int n_heads, int hd, const float *cs, const npl_rope_args *a) {
+    const int half = a->n_rot / 2;
+    const float *c = cs, *s = cs + half;
+    for (int h = 0; h < n_heads; h++) { /* head by head: NeoX's halves are runs the compiler vectorizes */
+        float *xh = x + (int64_t)h * hd;
+        if (a->neox) {
+            float *lo = xh, *hi = xh + half;
+            for (int i = 0; i < half; i++) {
+                const float x0 = lo[i], x1 = hi[i];
+                lo[i] = x0 * c[i] - x1 * s[i];
+                hi[i] = x0 * s[i] + x1 * c[i];
+            }
+        } else {
+            for (int i = 0; i < half; i++) {
+                const float x0 = xh[2 * i], x1 = xh[2 * i + 1];
+                xh[2 * i] = x0 * c[i] - x1 * s[i];
+                xh[2 * i + 1] = x0 * s[i] + x1 * c[i];
+            }
+        }
+    }
+}
+
 void npl_rope(float *x, int n_heads, int hd, int n_rot, int32_t pos, float base, float freq_scale,
               int neox) {
     const npl_rope_args a = {.n_rot = n_rot, .neox = neox, .base = base, .freq_scale = freq_scale, .attn_factor = 1.0f};
