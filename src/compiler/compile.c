@@ -106,6 +106,19 @@ static int takes_ggml_blocks(const npl_accel_api *api, npl_accel_backend *be, np
     return ok;
 }
 
+/* A matmul weight in GGML blocks (quantized), which a target that takes no
+ * GGML blocks cannot keep as it is. */
+static int has_block_weights(const npl_graph *g) {
+    for (int i = 0; i < npl_graph_n_nodes(g); i++) {
+        const npl_node *nd = npl_graph_node(g, i);
+        if (nd->op != NPL_OP_MATMUL) continue;
+        const npl_node *w = npl_graph_node(g, nd->src[0]);
+        if (w->op == NPL_OP_WEIGHT && w->type != NPL_TYPE_F32 && w->type != NPL_TYPE_F16 && w->type != NPL_TYPE_BF16)
+            return 1;
+    }
+    return 0;
+}
+
 static int shape_index_ok(const shape_case *c, int n, int seq, int n_out, int kv) {
     for (int i = 0; i < n; i++)
         if (c[i].seq == seq && c[i].n_out == n_out && c[i].kv == kv) return 1;
@@ -280,6 +293,13 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
                           : p.act == NPL_ACT_BF16 ? NPL_ACCEL_DT_BF16
                           : p.act == NPL_ACT_INT16 ? NPL_ACCEL_DT_INT16
                                                   : NPL_ACCEL_DT_F16;
+    /* keep on a target that takes no GGML blocks (QNN HTP) would leave every
+     * quantized matmul on the CPU, a package with nothing to accelerate: such
+     * a model gets the target's int8 weights (w8) instead */
+    const int ggml_blocks = takes_ggml_blocks(api, abe, dev);
+    int weights_auto = 0;
+    if (!ggml_blocks && p.weights == NPL_WEIGHTS_KEEP && has_block_weights(mg.g))
+        p.weights = NPL_WEIGHTS_W8, weights_auto = 1;
     /* A tied embedding / output matrix on a target that converts it (takes
      * no GGML blocks: QNN HTP): the row lookup joins the output matmul on the
      * accelerator, so the binary holds the matrix once and model.gguf not at
@@ -297,7 +317,7 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
             const npl_node *x = npl_graph_node(mg.g, i);
             if (x->op == NPL_OP_GET_ROWS && x->src[0] == w) tied_lookup = i;
         }
-        if (tied_lookup >= 0 && !takes_ggml_blocks(api, abe, dev)) {
+        if (tied_lookup >= 0 && !ggml_blocks) {
             tied_why = p.tied_lookup_cpu ? "--tied-lookup cpu reads the GGUF's own rows on the CPU (more accurate than the int8 "
                                            "table)"
                        : out_weight >= 0 ? "--output-weights gives the output matrix a type of its own"
@@ -596,7 +616,8 @@ int npl_compile(const char *model_path, const char *out_dir, const npl_compile_p
         npl_compile_report rep = {&p, model_path, out_dir, out, &hp, &mg, wc, n_nodes, n_ctx, n_kept, buckets,
                                   n_buckets, f32_classes, calib, n_calib, act_lo != NULL, n_range_tok, &part, res,
                                   total_bin, shared, shared_bytes, n_shared, (const char(*)[128])unshared, n_unshared,
-                                  pg.stage_t, t_start, tied, tied_lookup, tied_matmul, tied_why, resid_scale};
+                                  pg.stage_t, t_start, tied, tied_lookup, tied_matmul, tied_why, resid_scale,
+                                  weights_auto};
         npl_compile_summary(p.log, &rep);
     }
     rc = 0;

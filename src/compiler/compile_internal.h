@@ -137,6 +137,7 @@ typedef struct {
     int tied, tied_lookup, tied_matmul; /* the tied matrix lowered with its lookup, and its output matmul (node ids, -1: none) */
     const char *tied_why;   /* why a tied matrix's lookup stays on the CPU (NULL: it does not, or not asked) */
     float resid_scale;      /* the residual stream's scale in the lowered graphs (1: none; lower.c) */
+    int weights_auto;       /* --weights keep became w8: the target takes no GGML blocks */
 } npl_compile_report;
 
 void npl_compile_summary(FILE *o, const npl_compile_report *r);

@@ -15,8 +15,10 @@ void npl_compile_summary(FILE *o, const npl_compile_report *r) {
     for (int si = 0; si < r->part->n_segs; si++)
         if (r->part->segs[si].keep) lowered += r->part->segs[si].n_nodes;
     fprintf(o, "npullm compile: %s -> %s\n", r->model_path, r->out_dir);
-    fprintf(o, "  model      %s, %d layers, n_ctx %d, chunk %d, activations %s, weights %s\n", r->hp->arch_name,
-            r->hp->n_layer, r->n_ctx, p->chunk, npl_act_prec_name(p->act), npl_weight_prec_name(p->weights));
+    fprintf(o, "  model      %s, %d layers, n_ctx %d, chunk %d, activations %s, weights %s%s\n", r->hp->arch_name,
+            r->hp->n_layer, r->n_ctx, p->chunk, npl_act_prec_name(p->act), npl_weight_prec_name(p->weights),
+            r->weights_auto ? " (keep would leave every GGML-quantized matmul on the CPU: the target takes no "
+                              "GGML blocks)" : "");
     fprintf(o, "  target     %s\n", p->target);
     if (p->soc) fprintf(o, "  soc        %s\n", p->soc);
     fprintf(o, "  buckets    ");
