@@ -36,7 +36,8 @@ NPL_API int npl_compile_guard_abort(npl_compile_guard *g);
 typedef enum {
     NPL_COMPILE_ACT_F16 = 0, NPL_COMPILE_ACT_BF16 = 1, NPL_COMPILE_ACT_INT16 = 2, NPL_COMPILE_ACT_F32 = 3
 } npl_compile_act;
-/* Matmul weights: KEEP = f32/f16/bf16/q4_0/q8_0 as they are, others to q8_0;
+/* Matmul weights: KEEP = f32/f16/bf16/q4_0/q8_0 as they are, others to q8_0
+ * (on a target that takes no GGML blocks, qnn-htp, a quantized model gets W8);
  * Q4 / Q8 = GGML q4_0 / q8_0 blocks; W8 / W4 = int8 / 4-bit with a scale per
  * output channel (QNN HTP's integer weights). */
 typedef enum {
