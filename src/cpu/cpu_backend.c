@@ -165,15 +165,11 @@ static npl_rope_args rope_args(const npl_exec_ctx *c) {
     }
     return a;
 }
+/* op state: the session's cache and this run's table (read by rope_row) */
 typedef struct {
-    npl_rope_args a;
-    float *cs; /* npl_rope_cache_rows' table, or NULL: the angles per row and node */
-    int fill;  /* 1: this node writes the table's rows as it goes */
-} rope_job;
-/* op state: the session's cache and this run's job (read by rope_row) */
-typedef struct {
-    rope_job *job;
     npl_rope_cache *cache;
+    float *cs; /* npl_rope_cache_rows' table for this run, or NULL: the angles per row */
+    int fill;  /* 1: this node writes the table's rows as it goes */
 } rope_state;
 static void rope_row(const npl_exec_ctx *c, int64_t s) {
     const npl_tensor *x = &c->src[0];
@@ -184,13 +180,12 @@ static void rope_row(const npl_exec_ctx *c, int64_t s) {
     int32_t pos = ((const int32_t *)c->src[1].data)[s];
     if (pos < 0) return; /* padding row */
     const rope_state *st = c->op_state;
-    const rope_job *j = st ? st->job : NULL;
-    const npl_rope_args a = j ? j->a : rope_args(c);
+    const npl_rope_args a = rope_args(c);
     if (cpu(c)->arith) {
         npl_rope_llamacpp_ext(dst, (int)heads, (int)hd, pos, &a);
-    } else if (j && j->cs) {
-        float *cs = j->cs + s * a.n_rot;
-        if (j->fill) npl_rope_cos_sin(&a, pos, cs);
+    } else if (st && st->cs) {
+        float *cs = st->cs + s * a.n_rot;
+        if (st->fill) npl_rope_cos_sin(&a, pos, cs);
         npl_rope_apply(dst, (int)heads, (int)hd, cs, &a);
     } else {
         npl_rope_ext(dst, (int)heads, (int)hd, pos, &a);
@@ -221,12 +216,12 @@ static int exec_rope(npl_exec_ctx *c) {
     }
     const int64_t n = c->src[0].shape.ne[2];
     rope_state *st = c->op_state;
-    rope_job j = {rope_args(c), NULL, 0};
-    if (st && !cpu(c)->arith && c->src[1].shape.ne[0] >= n)
-        j.cs = npl_rope_cache_rows(st->cache, &j.a, c->src[1].data, n, &j.fill);
-    if (st) st->job = &j;
+    if (st) st->cs = NULL; /* no table from an earlier run */
+    if (st && !cpu(c)->arith && c->src[1].shape.ne[0] >= n) {
+        const npl_rope_args a = rope_args(c);
+        st->cs = npl_rope_cache_rows(st->cache, &a, c->src[1].data, n, &st->fill);
+    }
     for_rows(c, n, rope_row);
-    if (st) st->job = NULL;
     return 0;
 }
 static const npl_op_exec cpu_rope = {.create = create_rope, .exec = exec_rope, .destroy = destroy_rope};
