@@ -76,6 +76,7 @@ static void weight_errs(const char *model, double *ec, double *eb) {
     char err[512];
     npl_gguf *gf = npl_gguf_open(model, NULL, err, sizeof err);
     CHECK(gf != NULL);
+    if (!gf) fprintf(stderr, "open: %s\n", err);
     double sc2 = 0, sb2 = 0, ss = 0;
     for (int64_t t = 0; gf && t < npl_gguf_n_tensors(gf); t++) {
         const npl_gguf_tensor *ti = npl_gguf_tensor_at(gf, t);
