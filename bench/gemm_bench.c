@@ -9,7 +9,8 @@
  * GEMM over all weight rows in steps of 16, as a thread takes them. Prints
  * the best CPU time of REPS and the multiply-adds per second it means.
  * NPL_BENCH_ISA=avx2 (generic, avx512, amx) caps the kernel family, e.g. to
- * measure the AVX2 family on a CPU with AVX-512. */
+ * measure the AVX2 family on a CPU with AVX-512; NPL_BENCH_PACK=1 measures
+ * the family's packed GEMM (kernels/wpack.h) where it has one. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "kernels/dtype.h"
 #include "kernels/gemm.h"
 #include "kernels/vec_dot.h"
+#include "kernels/wpack.h"
 
 static double cpu_now(void) {
     struct timespec t;
@@ -44,7 +46,8 @@ int main(int argc, char **argv) {
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const npl_type t = types[ti];
         const int kq = t == NPL_TYPE_Q4_K || t == NPL_TYPE_Q6_K, n = kq ? 640 : 2048, k = kq ? 2048 : 640;
-        const npl_gemm_kernels *g = npl_gemm_get(isa, t);
+        const int pack = getenv("NPL_BENCH_PACK") && atoi(getenv("NPL_BENCH_PACK")) && npl_wpack_wanted(isa, t, k, n);
+        const npl_gemm_kernels *g = pack ? npl_gemm_get_packed(isa, t) : npl_gemm_get(isa, t);
         if (!g) {
             printf("%-5s no GEMM on this CPU\n", npl_type_name(t));
             continue;
@@ -59,6 +62,13 @@ int main(int argc, char **argv) {
         if (!f || !y || !w || !xq || !mem) return 1;
         fill(tr, w, wr, n, k, f);
         fill(xt, xq, xr, m, k, f);
+        if (pack) { /* the packed copy in place of the rows (same bytes: wpack.h) */
+            char *wp = malloc(npl_wpack_bytes(t, k, n));
+            if (!wp) return 1;
+            npl_wpack_pack(t, w, wp, k, n);
+            free(w);
+            w = wp;
+        }
         npl_gemm_x xp;
         npl_gemm_x_init(&xp, mem, m, k);
         for (int r = 0; r < m; r++) g->pack(&xp, r, xq + (size_t)r * xr);
@@ -69,7 +79,7 @@ int main(int argc, char **argv) {
             const double dt = cpu_now() - t0;
             if (dt < best) best = dt;
         }
-        printf("%-5s %4d x %4d: %7.2f ms, %5.1f GMAC/s\n", npl_type_name(t), n, k, best * 1e3,
+        printf("%-5s%s %4d x %4d: %7.2f ms, %5.1f GMAC/s\n", npl_type_name(t), pack ? " packed" : "", n, k, best * 1e3,
                (double)n * k * m / best * 1e-9);
         free(f), free(y), free(w), free(xq), free(mem);
     }

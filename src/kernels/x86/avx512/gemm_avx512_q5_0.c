@@ -1,0 +1,161 @@
+/* AVX-512 VNNI GEMM for packed q5_0 (kernels/wpack.h), for prefill.
+ *
+ * The AVX-512 family reads q5_0 in the AVX2 kernels' order (gemm.h): per
+ * (weight row, activation row, 32-block) the exact int32 total, then plain
+ * C's step acc = acc + (float)total * dw * dx, blocks in order. This kernel
+ * keeps that order, so it gives plain C's bits as the AVX2 packed GEMV
+ * (decode) does, and a row in a prefill batch gets decode's bits.
+ *
+ * Two 8-row panels side by side fill a zmm: vector g of a block holds
+ * elements 4g..4g+3 of 16 rows, row j in int32 lane j. The weights stay
+ * unsigned (u = w + 16, 0..31) and the activations signed, broadcast 4
+ * bytes at a time from memory into dpbusd: each lane gets u . x, exact, and
+ * starting it at -16 x the block's sum of x (packed with the activations)
+ * leaves w . x. One 32-block of 16 rows x one activation row is 8 dpbusd,
+ * a conversion, two products and an add (AVX2's maddubs path takes twice
+ * the instructions for 8 rows).
+ *
+ * Activation layout (in npl_gemm_x): rows in tiles of NC, each 32-block of
+ * a tile's rows together so one pointer and constant offsets reach them:
+ * quants at qs + tile * NC * kp + b * NC * 32 + c * 32; scale and offset at
+ * [tile * NC * (kp / 16) + b * NC + c] of d and of sum (as int32). */
+#include "kernels/gemm.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <string.h>
+
+#include "kernels/quant.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/x86/avx512/avx512_util.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+enum {
+    NC = 8,       /* activation rows per pass: 8 weight vectors + 8 accumulators + 8 sums fit 32 registers */
+    ROWS = 16,    /* weight rows per pass: two packed panels */
+    PANEL = 8,    /* rows of one packed panel */
+    BLOCK = 176,  /* bytes of one panel's 32-block */
+};
+
+static inline int8_t *x_qs(const npl_gemm_x *xp, int64_t r) { return xp->qs + (r / NC) * NC * xp->kp + (r % NC) * 32; }
+static inline float *x_d(const npl_gemm_x *xp, int64_t r) { return xp->d + (r / NC) * NC * (xp->kp / 16) + r % NC; }
+static inline int32_t *x_off(const npl_gemm_x *xp, int64_t r) {
+    return (int32_t *)xp->sum + (r / NC) * NC * (xp->kp / 16) + r % NC;
+}
+
+/* Activation row r from its q8_0 row. */
+static void pack_x(const npl_gemm_x *xp, int64_t r, const void *row) {
+    const block_q8_0 *x = row;
+    const int64_t nb = xp->k / QK8_0, nbp = xp->kp / 32;
+    int8_t *qs = x_qs(xp, r);
+    float *d = x_d(xp, r);
+    int32_t *off = x_off(xp, r);
+    for (int64_t b = 0; b < nbp; b++) {
+        if (b >= nb) { /* padding to kp: zero quants, zero scale */
+            memset(qs + b * NC * 32, 0, 32);
+            d[b * NC] = 0;
+            off[b * NC] = 0;
+            continue;
+        }
+        memcpy(qs + b * NC * 32, x[b].qs, 32);
+        int32_t s = 0;
+        for (int i = 0; i < 32; i++) s += x[b].qs[i];
+        off[b * NC] = -16 * s;
+        d[b * NC] = h2f(x[b].d);
+    }
+}
+
+/* Panels p0 and p1 (NULL: none, zeros) of the packed matrix as nb x 8
+ * vectors of u and nb x 16 scales. */
+static void unpack_rows(const uint8_t *p0, const uint8_t *p1, int64_t nb, __m512i *u, float *dw) {
+    const __m512i lo4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10);
+    static const uint8_t zero[BLOCK];
+    const uint8_t *q1 = p1 ? p1 : zero;
+    const int64_t step1 = p1 ? BLOCK : 0;
+    for (int64_t b = 0; b < nb; b++, p0 += BLOCK, q1 += step1) {
+        const __m512i hb = load2x256(p0 + 16, q1 + 16);
+        __m512i *v = u + 8 * b;
+        for (int h = 0; h < 4; h++) {
+            const __m512i n = load2x256(p0 + 48 + 32 * h, q1 + 48 + 32 * h);
+            v[h] = _mm512_and_si512(n, lo4);
+            v[h + 4] = _mm512_and_si512(_mm512_srli_epi16(n, 4), lo4);
+        }
+        /* bit g of the high-bit vector to bit 4 of vector g (no carry across bytes: see q5_0_packed.h) */
+        v[0] = _mm512_or_si512(v[0], _mm512_and_si512(_mm512_slli_epi16(hb, 4), b4));
+        v[1] = _mm512_or_si512(v[1], _mm512_and_si512(_mm512_slli_epi16(hb, 3), b4));
+        v[2] = _mm512_or_si512(v[2], _mm512_and_si512(_mm512_slli_epi16(hb, 2), b4));
+        v[3] = _mm512_or_si512(v[3], _mm512_and_si512(_mm512_slli_epi16(hb, 1), b4));
+        v[4] = _mm512_or_si512(v[4], _mm512_and_si512(hb, b4));
+        v[5] = _mm512_or_si512(v[5], _mm512_and_si512(_mm512_srli_epi16(hb, 1), b4));
+        v[6] = _mm512_or_si512(v[6], _mm512_and_si512(_mm512_srli_epi16(hb, 2), b4));
+        v[7] = _mm512_or_si512(v[7], _mm512_and_si512(_mm512_srli_epi16(hb, 3), b4));
+        __m256i h16 = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p0));
+        h16 = _mm256_inserti128_si256(h16, _mm_loadu_si128((const __m128i *)q1), 1);
+        _mm512_store_ps(dw + 16 * b, _mm512_cvtph_ps(h16));
+    }
+}
+
+/* *s += u . x per lane, x the 4 bytes at p broadcast from memory (gcc
+ * does not fold the broadcast into dpbusd: a separate vpbroadcastd each) */
+INLINE void dpbusd_bcast(__m512i *s, __m512i u, const int8_t *p) {
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(*s) : "v"(u), "m"(*(const int32_t *)(const void *)p));
+}
+
+/* The 16 rows against activation rows [c0, c0 + nc) of one tile. */
+INLINE void tile(const int nc, const __m512i *u, const float *dw, int64_t nb, const npl_gemm_x *xp, int64_t c0,
+                 float *y, int64_t ldy, __mmask16 keep) {
+    const int8_t *xq = x_qs(xp, c0);
+    const float *xd = x_d(xp, c0);
+    const int32_t *xo = x_off(xp, c0);
+    __m512 acc[NC];
+    for (int c = 0; c < nc; c++) acc[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, xq += NC * 32, xd += NC, xo += NC) {
+        __m512i w[8];
+        for (int g = 0; g < 8; g++) w[g] = _mm512_load_si512(u + 8 * b + g);
+        const __m512 d = _mm512_load_ps(dw + 16 * b);
+        for (int c = 0; c < nc; c++) {
+            __m512i s = _mm512_set1_epi32(xo[c]);
+            for (int g = 0; g < 8; g++) dpbusd_bcast(&s, w[g], xq + 32 * c + 4 * g);
+            __m512 f = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(s), d), _mm512_set1_ps(xd[c]));
+            __asm__("" : "+v"(f)); /* no fma: plain C rounds the product */
+            acc[c] = _mm512_add_ps(acc[c], f);
+        }
+    }
+    for (int c = 0; c < nc; c++) _mm512_mask_storeu_ps(y + (c0 + c) * ldy, keep, acc[c]);
+}
+
+static void gemm_rows(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y, int64_t ldy) {
+    const int64_t nb = xp->k / QK5_0, m = xp->m;
+    __m512i u[8 * nb];
+    _Alignas(64) float dw[16 * nb];
+    for (int64_t rb = r0; rb < r1; rb += ROWS) {
+        const int two = r1 - rb > PANEL;
+        const uint8_t *p0 = (const uint8_t *)w + rb * (int64_t)w_row;
+        unpack_rows(p0, two ? p0 + PANEL * (int64_t)w_row : NULL, nb, u, dw);
+        const __mmask16 keep = two ? 0xFFFF : 0x00FF;
+        float *yb = y + rb;
+        int64_t c0 = 0;
+        for (; c0 + NC <= m; c0 += NC) tile(NC, u, dw, nb, xp, c0, yb, ldy, keep);
+        switch (m - c0) { /* a constant count each, so the accumulators stay in registers */
+        case 7: tile(7, u, dw, nb, xp, c0, yb, ldy, keep); break;
+        case 6: tile(6, u, dw, nb, xp, c0, yb, ldy, keep); break;
+        case 5: tile(5, u, dw, nb, xp, c0, yb, ldy, keep); break;
+        case 4: tile(4, u, dw, nb, xp, c0, yb, ldy, keep); break;
+        case 3: tile(3, u, dw, nb, xp, c0, yb, ldy, keep); break;
+        case 2: tile(2, u, dw, nb, xp, c0, yb, ldy, keep); break;
+        case 1: tile(1, u, dw, nb, xp, c0, yb, ldy, keep); break;
+        default: break;
+        }
+    }
+}
+
+static const npl_gemm_kernels k_q5_0_packed = {pack_x, gemm_rows};
+
+const npl_gemm_kernels *npl_gemm_get_avx512_packed(npl_type t) { return t == NPL_TYPE_Q5_0 ? &k_q5_0_packed : NULL; }
+
+#else
+const npl_gemm_kernels *npl_gemm_get_avx512_packed(npl_type t) {
+    (void)t;
+    return NULL;
+}
+#endif
