@@ -204,9 +204,12 @@ const npl_gemv_kernels *npl_gemv_get_packed(npl_isa isa, npl_type t) {
 const npl_gemm_kernels *npl_gemm_get_packed(npl_isa isa, npl_type t) {
 #if defined(__x86_64__)
     if (!avx2_order(isa, t)) return NULL;
-    /* AVX-512's VNNI GEMM keeps AVX2's order for q5_0 (plain C's bits) at twice the rate */
-    const npl_gemm_kernels *v = clamp_isa(isa) == NPL_ISA_AVX512 ? npl_gemm_get_avx512_packed(t) : NULL;
-    return v ? v : npl_gemm_get_avx2_packed(t);
+    /* AVX-512's VNNI GEMMs keep AVX2's order (gemm.h) */
+    if (clamp_isa(isa) == NPL_ISA_AVX512) {
+        const npl_gemm_kernels *v = t == NPL_TYPE_Q5_0 ? npl_gemm_get_avx512_packed(t) : npl_gemm_get_avx512_k(t, 1);
+        if (v) return v;
+    }
+    return npl_gemm_get_avx2_packed(t);
 #else
     (void)isa, (void)t;
     return NULL;

@@ -127,7 +127,8 @@ const npl_gemm_kernels *npl_gemm_get(npl_isa want, npl_type t) {
         const npl_gemm_kernels *a = npl_gemm_get_amx(t);
         if (a) return a;
     } else if (npl_avx512_takes_avx2(t)) {
-        return npl_gemm_get_avx2(t);
+        const npl_gemm_kernels *v = npl_gemm_get_avx512_k(t, 0);
+        return v ? v : npl_gemm_get_avx2(t);
     }
     switch (t) {
     case NPL_TYPE_Q4_0: return &k_q4_0;
