@@ -194,7 +194,9 @@ static int avx2_order(npl_isa isa, npl_type t) {
 
 const npl_gemv_kernels *npl_gemv_get_packed(npl_isa isa, npl_type t) {
 #if defined(__x86_64__)
-    return avx2_order(isa, t) ? npl_gemv_get_avx2_packed(t) : NULL;
+    if (!avx2_order(isa, t)) return NULL;
+    const npl_gemv_kernels *v = clamp_isa(isa) == NPL_ISA_AVX512 ? npl_gemv_get_avx512_packed(t) : NULL;
+    return v ? v : npl_gemv_get_avx2_packed(t);
 #else
     (void)isa, (void)t;
     return NULL;
