@@ -70,5 +70,9 @@ const npl_gemv_kernels *npl_gemv_get_avx2_q4_1(void);
  * (x86/avx512/gemv_avx512_gemm.c: the AVX-512 GEMM's arithmetic, bit for
  * bit, row by row), or NULL. */
 const npl_gemv_kernels *npl_gemv_get_avx512_gemm(npl_type t);
+/* Internal: the AVX-512 q4_K / q6_K kernels in AVX2's order
+ * (x86/avx512/gemv_avx512_k.c: the AVX2 GEMV's arithmetic, two rows per
+ * zmm), or NULL. */
+const npl_gemv_kernels *npl_gemv_get_avx512_k(npl_type t);
 
 #endif
