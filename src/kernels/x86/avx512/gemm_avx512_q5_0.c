@@ -26,7 +26,7 @@
 
 #include "kernels/quant.h"
 #include "kernels/quant_blocks.h"
-#include "kernels/x86/avx512/avx512_util.h"
+#include "kernels/x86/avx512/q5_0_packed512.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -68,37 +68,13 @@ static void pack_x(const npl_gemm_x *xp, int64_t r, const void *row) {
 /* Panels p0 and p1 (NULL: none, zeros) of the packed matrix as nb x 8
  * vectors of u and nb x 16 scales. */
 static void unpack_rows(const uint8_t *p0, const uint8_t *p1, int64_t nb, __m512i *u, float *dw) {
-    const __m512i lo4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10);
     static const uint8_t zero[BLOCK];
     const uint8_t *q1 = p1 ? p1 : zero;
     const int64_t step1 = p1 ? BLOCK : 0;
     for (int64_t b = 0; b < nb; b++, p0 += BLOCK, q1 += step1) {
-        const __m512i hb = load2x256(p0 + 16, q1 + 16);
-        __m512i *v = u + 8 * b;
-        for (int h = 0; h < 4; h++) {
-            const __m512i n = load2x256(p0 + 48 + 32 * h, q1 + 48 + 32 * h);
-            v[h] = _mm512_and_si512(n, lo4);
-            v[h + 4] = _mm512_and_si512(_mm512_srli_epi16(n, 4), lo4);
-        }
-        /* bit g of the high-bit vector to bit 4 of vector g (no carry across bytes: see q5_0_packed.h) */
-        v[0] = _mm512_or_si512(v[0], _mm512_and_si512(_mm512_slli_epi16(hb, 4), b4));
-        v[1] = _mm512_or_si512(v[1], _mm512_and_si512(_mm512_slli_epi16(hb, 3), b4));
-        v[2] = _mm512_or_si512(v[2], _mm512_and_si512(_mm512_slli_epi16(hb, 2), b4));
-        v[3] = _mm512_or_si512(v[3], _mm512_and_si512(_mm512_slli_epi16(hb, 1), b4));
-        v[4] = _mm512_or_si512(v[4], _mm512_and_si512(hb, b4));
-        v[5] = _mm512_or_si512(v[5], _mm512_and_si512(_mm512_srli_epi16(hb, 1), b4));
-        v[6] = _mm512_or_si512(v[6], _mm512_and_si512(_mm512_srli_epi16(hb, 2), b4));
-        v[7] = _mm512_or_si512(v[7], _mm512_and_si512(_mm512_srli_epi16(hb, 3), b4));
-        __m256i h16 = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p0));
-        h16 = _mm256_inserti128_si256(h16, _mm_loadu_si128((const __m128i *)q1), 1);
-        _mm512_store_ps(dw + 16 * b, _mm512_cvtph_ps(h16));
+        unpack16(p0, q1, u + 8 * b);
+        _mm512_store_ps(dw + 16 * b, scales16(p0, q1));
     }
-}
-
-/* *s += u . x per lane, x the 4 bytes at p broadcast from memory (gcc
- * does not fold the broadcast into dpbusd: a separate vpbroadcastd each) */
-INLINE void dpbusd_bcast(__m512i *s, __m512i u, const int8_t *p) {
-    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(*s) : "v"(u), "m"(*(const int32_t *)(const void *)p));
 }
 
 /* The 16 rows against activation rows [c0, c0 + nc) of one tile. */

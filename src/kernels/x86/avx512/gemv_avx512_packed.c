@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "kernels/quant_blocks.h"
-#include "kernels/x86/avx512/avx512_util.h"
+#include "kernels/x86/avx512/q5_0_packed512.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -25,31 +25,6 @@ enum { PB = 176, PANEL = 8, MAXM = 16 }; /* bytes of a panel block; rows of a pa
 #ifndef PACKED_PF
 #define PACKED_PF 1024 /* bytes ahead of the block being read, in each of the two panels */
 #endif
-
-/* the 16 rows' u for one block of panels p0 and p1 */
-INLINE void unpack16(const uint8_t *p0, const uint8_t *p1, __m512i v[8]) {
-    const __m512i lo4 = _mm512_set1_epi8(0x0F), b4 = _mm512_set1_epi8(0x10);
-    const __m512i hb = load2x256(p0 + 16, p1 + 16);
-    for (int h = 0; h < 4; h++) {
-        const __m512i n = load2x256(p0 + 48 + 32 * h, p1 + 48 + 32 * h);
-        v[h] = _mm512_and_si512(n, lo4);
-        v[h + 4] = _mm512_and_si512(_mm512_srli_epi16(n, 4), lo4);
-    }
-    /* bit g of the high-bit vector to bit 4 of vector g (no carry across bytes: q5_0_packed.h) */
-    v[0] = _mm512_or_si512(v[0], _mm512_and_si512(_mm512_slli_epi16(hb, 4), b4));
-    v[1] = _mm512_or_si512(v[1], _mm512_and_si512(_mm512_slli_epi16(hb, 3), b4));
-    v[2] = _mm512_or_si512(v[2], _mm512_and_si512(_mm512_slli_epi16(hb, 2), b4));
-    v[3] = _mm512_or_si512(v[3], _mm512_and_si512(_mm512_slli_epi16(hb, 1), b4));
-    v[4] = _mm512_or_si512(v[4], _mm512_and_si512(hb, b4));
-    v[5] = _mm512_or_si512(v[5], _mm512_and_si512(_mm512_srli_epi16(hb, 1), b4));
-    v[6] = _mm512_or_si512(v[6], _mm512_and_si512(_mm512_srli_epi16(hb, 2), b4));
-    v[7] = _mm512_or_si512(v[7], _mm512_and_si512(_mm512_srli_epi16(hb, 3), b4));
-}
-
-/* *s += u . x per lane, x the 4 bytes at p broadcast from memory */
-INLINE void dpbusd_bcast(__m512i *s, __m512i u, const int8_t *p) {
-    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(*s) : "v"(u), "m"(*(const int32_t *)(const void *)p));
-}
 
 /* panels p0, p1 (p1 may repeat p0: lanes 8-15 then not stored) against M
  * activation rows (M constant for M = 1, the decode case; else m) */
@@ -65,9 +40,7 @@ INLINE void pair(const uint8_t *p0, const uint8_t *p1, int64_t nb, const npl_gem
         }
         __m512i u[8];
         unpack16(p0, p1, u);
-        __m256i h16 = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p0));
-        h16 = _mm256_inserti128_si256(h16, _mm_loadu_si128((const __m128i *)p1), 1);
-        const __m512 dw = _mm512_cvtph_ps(h16);
+        const __m512 dw = scales16(p0, p1);
         for (int c = 0; c < m; c++) {
             const int8_t *xq = ((const block_q8_0 *)gx[c].qs + b)->qs;
             __m512i s = _mm512_set1_epi32(-gx[c].cz[b]);
