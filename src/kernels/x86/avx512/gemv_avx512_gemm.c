@@ -28,7 +28,10 @@
  * 32 against 26 GB/s cold on one core (AMD EPYC Zen 5, bench/gemv_bench.c cold),
  * 2.7 against 3.3 ms for the 262144 x 640 output matrix on two; the k-quants
  * lose there (q6_K 0.35 -> 0.81 ms over Gemma's nine). */
-enum { R = 4, Q8_AHEAD = 4 };
+#ifndef Q8_AHEAD
+#define Q8_AHEAD 4
+#endif
+enum { R = 4 };
 #define INLINE static inline __attribute__((always_inline))
 
 /* ---- the activation row, as the GEMM packs it (gemm_decode.h) ---- */
