@@ -11,6 +11,7 @@
 #define NPL_QNN_IMPL_H
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "accel/qnn/qnn_api.h"
 #include "npullm_accel.h"
@@ -168,6 +169,10 @@ npl_accel_status qnn_weight_nk(npl_accel_context *c, npl_accel_tensor_id id, npl
 /* Rows n0 .. n0 + n - 1 of an [N, K] STATIC weight (its scales with them), a
  * context record "<name>.n<n0>_<n>" made once and shared by every graph. */
 npl_accel_status qnn_weight_rows(npl_accel_context *c, npl_accel_tensor_id id, uint32_t n0, uint32_t n, npl_accel_tensor_id *out);
+/* Zeroed memory with QNN_PAD zero bytes after n, for the arrays an LPBQ
+ * tensor hands QNN (qnn_lpbq.c says why). */
+enum { QNN_PAD = 4096 };
+static inline void *qnn_zalloc_padded(size_t n) { return calloc(n + QNN_PAD, 1); }
 /* The ABI's per-block scales of t (INT8 [N, K], axis 0, values -8..7) as
  * LPBQ: t->lpbq_*; UNSUPPORTED with the reason when they are not a scale
  * per channel times an integer 1..15 (qnn_lpbq.c). */

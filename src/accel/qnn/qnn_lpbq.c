@@ -12,7 +12,16 @@
  * finalize and compute wrong numbers. qnn_lpbq_slice gives
  * the output-channel slice width the lowering (qnn_ops.c) cuts N into; the
  * compiler's check runs every lowered graph against the CPU path and a graph
- * that still computes wrong falls back to the CPU. */
+ * that still computes wrong falls back to the CPU.
+ *
+ * The arrays an LPBQ tensor hands QNN (its per-channel scales, 4-bit block
+ * multipliers, a slice's weights) have zeroed padding after them
+ * (qnn_zalloc_padded): with plain malloc, 1 in 8 compiles of the tiny
+ * blockwise llama came out computing 1.6-3x its error (test_qnn_lpbq: logits
+ * rel RMS 0.42-0.88 against 0.245; 4 of 32 runs next to test_qnn_int16),
+ * with the padding none of 64; garbage after the multipliers moved the
+ * results: QNN's finalize reads past them. The same compile now gives the
+ * same binary (it did not, run to run): test_qnn_lpbq asserts it. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,8 +39,8 @@ npl_accel_status qnn_lpbq_factor(npl_accel_backend *be, qnn_tensor *t, const int
         if (t->quant.offsets && t->quant.offsets[i])
             return qnn_fail(be, NPL_ACCEL_ERR_UNSUPPORTED, "qnn-htp: tensor '%s': per-block weights must be symmetric "
                             "(offset 0) for QNN's blockwise expansion", t->name);
-    t->lpbq_sc = malloc(sizeof(float) * N);
-    t->lpbq_m = malloc((size_t)N * nb);
+    t->lpbq_sc = qnn_zalloc_padded(sizeof(float) * N);
+    t->lpbq_m = qnn_zalloc_padded((size_t)N * nb);
     t->lpbq_nb = nb;
     if (!t->lpbq_sc || !t->lpbq_m) return qnn_fail(be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
     for (uint32_t n = 0; n < N; n++) {
@@ -90,7 +99,7 @@ npl_accel_status qnn_weight_rows(npl_accel_context *c, npl_accel_tensor_id id, u
     t->dims[0] = n;
     t->bytes = row * n;
     t->quant.scales = NULL, t->quant.offsets = NULL, t->lpbq_sc = NULL, t->lpbq_m = NULL;
-    t->data = malloc(t->bytes);
+    t->data = w->lpbq_m ? qnn_zalloc_padded(t->bytes) : malloc(t->bytes);
     int ok = t->data != NULL;
     if (ok) memcpy(t->data, (const uint8_t *)w->data + row * n0, t->bytes);
     if (ok && per) {
@@ -103,8 +112,8 @@ npl_accel_status qnn_weight_rows(npl_accel_context *c, npl_accel_tensor_id id, u
         ok = s && o;
     }
     if (ok && w->lpbq_m) {
-        t->lpbq_sc = malloc(sizeof(float) * n);
-        t->lpbq_m = malloc((size_t)n * w->lpbq_nb);
+        t->lpbq_sc = qnn_zalloc_padded(sizeof(float) * n);
+        t->lpbq_m = qnn_zalloc_padded((size_t)n * w->lpbq_nb);
         if (t->lpbq_sc) memcpy(t->lpbq_sc, w->lpbq_sc + n0, sizeof(float) * n);
         if (t->lpbq_m) memcpy(t->lpbq_m, w->lpbq_m + (size_t)n0 * w->lpbq_nb, (size_t)n * w->lpbq_nb);
         ok = t->lpbq_sc && t->lpbq_m;

@@ -156,7 +156,7 @@ npl_accel_status qnn_graph_tensor(qnn_graph *g, npl_accel_tensor_id id, Qnn_Tens
         }
     } else if (t->quant.encoding == NPL_ACCEL_QUANT_PER_BLOCK) { /* blockwise expansion (qnn_lpbq.c) */
         Qnn_BlockwiseExpansion_t *bw = qnn_keep(g, sizeof *bw); /* read until finalize */
-        Qnn_ScaleOffset_t *so = malloc(sizeof *so * t->dims[0]);
+        Qnn_ScaleOffset_t *so = qnn_zalloc_padded(sizeof *so * t->dims[0]);
         if (!bw || !so) {
             free(so);
             return qnn_fail(be, NPL_ACCEL_ERR_NO_MEMORY, "qnn-htp: out of memory");
