@@ -48,6 +48,10 @@ typedef struct {
      * scratch() bytes; returns 0 when done, 1 to have them run one by one
      * (nothing written then), -1 with ctx[0].err filled */
     int (*exec_group)(npl_exec_ctx *ctx, int n);
+    /* optional: start bringing in what exec (exec_group for n > 1) will read
+     * from memory, a matmul's weights, while the ops before it, which read
+     * none, run; a hint: no result, no writes */
+    void (*prefetch)(const npl_exec_ctx *ctx, int n);
 } npl_op_exec;
 
 typedef struct npl_backend {

@@ -466,6 +466,23 @@ static int bind_ctx(npl_graph_session *s, const plan *p, int id, npl_exec_ctx *c
     return 0;
 }
 
+/* Before an op that has no prefetch (reads no weights), the backend is
+ * asked to start bringing in what the next op that has one will read (a
+ * matmul, or a group of them), so the memory works while these ops run.
+ * Returns the order index after that op, so it is asked once. */
+static int prefetch_next(npl_graph_session *s, const plan *p, int k) {
+    for (int j = k; j < s->n_order; j += s->group[j]) {
+        const npl_node *nd = npl_graph_node(s->g, s->order[j]);
+        if (!s->be->ops[nd->op].prefetch) continue;
+        npl_exec_ctx c[GROUP_MAX];
+        int n = 0;
+        while (n < s->group[j] && n < GROUP_MAX && bind_ctx(s, p, s->order[j + n], &c[n]) == 0) n++;
+        if (n == s->group[j]) s->be->ops[nd->op].prefetch(c, n);
+        return j + s->group[j];
+    }
+    return s->n_order;
+}
+
 int npl_graph_session_run(npl_graph_session *s) {
     s->err[0] = 0;
     plan *p = select_plan(s);
@@ -480,6 +497,7 @@ int npl_graph_session_run(npl_graph_session *s) {
     for (int i = 0; i < s->n_inputs; i++) prof_on &= s->bound_shape[s->inputs[i]].ne[0] == 1;
     const double t_run = prof_start();
 #endif
+    int prefetched = 0; /* order index up to which prefetch_next has asked */
     for (int k = 0; k < s->n_order; k += s->group[k]) {
         const int n = s->group[k], id = s->order[k];
         const npl_node *nd = npl_graph_node(g, id);
@@ -493,6 +511,7 @@ int npl_graph_session_run(npl_graph_session *s) {
             }
         }
         if (nd->op == NPL_OP_RESHAPE) continue;
+        if (!s->be->ops[nd->op].prefetch && k >= prefetched) prefetched = prefetch_next(s, p, k);
 #ifdef NPL_OP_PROFILE
         const double t0 = prof_now();
 #endif

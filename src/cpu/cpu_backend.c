@@ -86,7 +86,9 @@ static int exec_matmul(npl_exec_ctx *c) {
 static int exec_group_matmul(npl_exec_ctx *c, int n) {
     return npl_cpu_matmul_group(cpu(c), c->pool, c, n);
 }
-static const npl_op_exec cpu_matmul = {.exec = exec_matmul, .scratch = scratch_matmul, .exec_group = exec_group_matmul};
+static void prefetch_matmul(const npl_exec_ctx *c, int n) { npl_cpu_matmul_prefetch(cpu(c), c->pool, c, n); }
+static const npl_op_exec cpu_matmul = {
+    .exec = exec_matmul, .scratch = scratch_matmul, .exec_group = exec_group_matmul, .prefetch = prefetch_matmul};
 
 /* ---- elementwise ---- */
 static void add_row(const npl_exec_ctx *c, int64_t r) {

@@ -37,5 +37,8 @@ size_t npl_cpu_matmul_scratch(const npl_tensor *w, const npl_tensor *x);
 /* n matmul nodes on the same activations in one dispatch where the kernels
  * allow it (npl_matmul_kernel_group): 0 done, 1 run them one by one. */
 int npl_cpu_matmul_group(const npl_cpu_ctx *cc, npl_pool *pool, npl_exec_ctx *c, int n);
+/* The pool's idle workers start reading the weights the matmuls c[0..n)
+ * read first (npl_matmul_kernel_prefetch). */
+void npl_cpu_matmul_prefetch(const npl_cpu_ctx *cc, npl_pool *pool, const npl_exec_ctx *c, int n);
 
 #endif

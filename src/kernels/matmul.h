@@ -44,4 +44,11 @@ int npl_matmul_kernel(npl_isa isa, npl_pool *pool, const npl_matmul_kernel_args 
 enum { NPL_MATMUL_GROUP_MAX = 4 };
 int npl_matmul_kernel_group(npl_isa isa, npl_pool *pool, const npl_matmul_kernel_args *a, int n, void *const *scratch);
 
+/* Asks the pool's idle workers (npl_pool_prefetch) to read the first
+ * `bytes` of weights that the matmuls a[0..n) (one, or a group as above)
+ * read first when they take the decode GEMV path, each thread's share of
+ * bytes from the front of the rows it takes first; nothing for other paths.
+ * For the ops before them, which read no weights. Results do not change. */
+void npl_matmul_kernel_prefetch(npl_isa isa, npl_pool *pool, const npl_matmul_kernel_args *a, int n, size_t bytes);
+
 #endif

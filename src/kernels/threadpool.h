@@ -6,6 +6,7 @@
  * small jobs. */
 #ifndef NPL_THREADPOOL_H
 #define NPL_THREADPOOL_H
+#include <stddef.h>
 
 typedef struct npl_pool npl_pool;
 typedef void (*npl_pool_fn)(void *arg, int ith, int nth);
@@ -18,6 +19,21 @@ int npl_pool_size(const npl_pool *p);
  * done. Shares may run one after another on the same thread, so fn must not
  * wait for another share. */
 void npl_pool_run(npl_pool *p, npl_pool_fn fn, void *arg);
+
+/* Byte ranges for idle workers to prefetch: what the next job will read
+ * (a decode matmul's weights) while the caller runs ops that read none, so
+ * the memory is not idle then. Worker `worker` (1 .. size-1; others wrap)
+ * takes the range, front to back, while it waits for jobs; a job pauses it.
+ * A call replaces the ranges an earlier one posted (n = 0: none left).
+ * Prefetches change no result, and reading a range late or not at all
+ * only costs time. */
+enum { NPL_POOL_PREFETCH_MAX = 8 };
+typedef struct {
+    const void *p;
+    size_t bytes;
+    int worker;
+} npl_pool_range;
+void npl_pool_prefetch(npl_pool *p, const npl_pool_range *r, int n);
 
 /* A pool without threads of its own: npl_pool_run(p, fn, arg) becomes
  * run(host, n_threads, fn, arg), the host's pool running the n shares (an

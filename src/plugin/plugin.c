@@ -395,7 +395,7 @@ void npl_plugin_backend_init(npl_plugin_backend *pb, npl_plugin_rt *rt, npl_back
     pb->cpu = *(const npl_cpu_ctx *)be->ctx;
     pb->rt = rt;
     be->ctx = pb;
-    be->ops[NPL_OP_PLUGIN] = (npl_op_exec){px_create, px_resize, px_exec, NULL, px_destroy, NULL};
+    be->ops[NPL_OP_PLUGIN] = (npl_op_exec){px_create, px_resize, px_exec, NULL, px_destroy, NULL, NULL};
     be->plugin_shape.fn = px_shape;
     be->plugin_shape.user = rt;
 }
