@@ -22,7 +22,7 @@ tests=("$@")
 mkdir -p "$build"
 cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DNPL_WERROR=OFF \
     -DCMAKE_C_FLAGS="-fsanitize=thread -O1 -g -fno-omit-frame-pointer" \
-    -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread \
+    -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread -shared-libsan" \
     >"$build/cmake.log" 2>&1 || { cat "$build/cmake.log" >&2; exit 2; }
 if ! cmake --build "$build" -j"$jobs" --target "${tests[@]}" >"$build/build.log" 2>&1; then
     tail -40 "$build/build.log" >&2
