@@ -44,7 +44,7 @@ static void *reserve(size_t bytes) {
 static void check_threads(int nth) {
     npl_pool *pool = npl_pool_new(nth);
     CHECK(pool != NULL);
-    const size_t big = (size_t)64 << 30; /* ~1e9 lines: seconds of prefetching */
+    const size_t big = (size_t)1 << 40; /* 1.7e10 lines: a minute of prefetching at least */
     char *none = reserve(big);
     CHECK(none != NULL);
     char *gone = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -65,30 +65,28 @@ static void check_threads(int nth) {
     while (now_s() - t_sleep < 0.002) {} /* the workers are deep in the big range now */
 
     /* jobs run right, and the workers take shares: a posted range pauses
-     * at each job instead of holding a worker for the seconds it lasts */
-    int worker_shares = 0;
+     * at each job instead of holding a worker for the minutes it lasts.
+     * Jobs of 1 ms shares until a worker has run one (a loaded machine may
+     * not run the worker at once; 10 s is far from what the range takes) */
+    int worker_shares = 0, jobs = 0;
     const double t0 = now_s();
-    for (int it = 0; it < 200; it++) {
-        job j = {.spin_s = it < 50 ? 200e-6 : 0};
+    while ((jobs < 200 || !worker_shares) && now_s() - t0 < 10.0) {
+        job j = {.spin_s = jobs < 50 || !worker_shares ? 1e-3 : 0};
         npl_pool_run(pool, share, &j);
         for (int i = 0; i < nth; i++) {
             CHECK_EQ_INT(j.sum[i], (int64_t)i * i);
             worker_shares += !pthread_equal(j.who[i], pthread_self());
         }
-        if (it % 20 == 0) npl_pool_prefetch(pool, r, n); /* posted again mid-run */
+        if (++jobs % 20 == 0) npl_pool_prefetch(pool, r, n); /* posted again mid-run */
     }
-    const double dt = now_s() - t0;
     CHECK(worker_shares > 0);
-    CHECK(dt < 1.0); /* 50 jobs of 0.2 ms shares, the rest empty */
-    printf("pool of %d: %d of %d shares on workers while %.0f GiB were posted; 200 jobs in %.1f ms\n", nth,
-           worker_shares, 200 * nth, (double)big / (1u << 30) * (nth - 1), dt * 1e3);
+    printf("pool of %d: %d of %d shares on workers while %.0f GiB were posted; %d jobs in %.1f ms\n", nth,
+           worker_shares, jobs * nth, (double)big / (1u << 30) * (nth - 1), jobs, (now_s() - t0) * 1e3);
 
     /* n = 0 withdraws the ranges; a pool frees mid-range too */
     npl_pool_prefetch(pool, NULL, 0);
     npl_pool_prefetch(pool, r, n);
-    const double tf = now_s();
-    npl_pool_free(pool);
-    CHECK(now_s() - tf < 1.0);
+    npl_pool_free(pool); /* a worker that did not look would hold this for a minute (ctest's timeout) */
     munmap(none, big);
 }
 

@@ -20,6 +20,7 @@
 #include "kernels/quant.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/x86/avx512/avx512_util.h"
+#include "kernels/x86/avx512/gemv_hint.h"
 
 /* R: weight rows per pass. Q8_AHEAD: passes ahead that q8_0 prefetches.
  * The k-quants' unpacking keeps them at ~20 GB/s a core, in cache or not, so
@@ -174,7 +175,7 @@ INLINE void ahead(const uint8_t *next, size_t bytes, int64_t s, int64_t S) {
     const uintptr_t first = (uintptr_t)next & ~(uintptr_t)63;
     const size_t lines = ((uintptr_t)next + bytes - first + 63) / 64, per = (lines + (size_t)S - 1) / (size_t)S;
     const size_t from = (size_t)s * per, to = from + per < lines ? from + per : lines;
-    for (size_t i = from; i < to; i++) _mm_prefetch((const char *)(first + 64 * i), _MM_HINT_T0);
+    for (size_t i = from; i < to; i++) _mm_prefetch((const char *)(first + 64 * i), NPL_GEMV_WEIGHT_HINT);
 }
 
 /* the GEMM tile's add tree over a (weight row, activation row) pair's lanes,

@@ -18,6 +18,7 @@
 #include "kernels/quant_blocks.h"
 #include "kernels/x86/avx2/avx2_util.h"
 #include "kernels/x86/avx512/avx512_util.h"
+#include "kernels/x86/avx512/gemv_hint.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -42,7 +43,7 @@ INLINE float hsum4(const float *v) { return (v[0] + v[2]) + (v[1] + v[3]); }
 
 INLINE void prefetch_blk(const void *b, size_t pf, size_t bytes) {
     if (!pf) return;
-    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)b + pf + o, _MM_HINT_T0);
+    for (size_t o = 0; o < bytes; o += 64) _mm_prefetch((const char *)b + pf + o, NPL_GEMV_WEIGHT_HINT);
 }
 
 /* rows xa, xb against the q8_K row g: out[0], out[1] */

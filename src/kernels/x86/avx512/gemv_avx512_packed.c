@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernels/quant_blocks.h"
+#include "kernels/x86/avx512/gemv_hint.h"
 #include "kernels/x86/avx512/q5_0_packed512.h"
 
 #define INLINE static inline __attribute__((always_inline))
@@ -38,8 +39,8 @@ INLINE void pair(const uint8_t *p0, const uint8_t *p1, int64_t nb, const npl_gem
     for (int c = 0; c < m; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; b++, p0 += PB, p1 += PB) {
         for (int o = 0; o < 192; o += 64) {
-            _mm_prefetch((const char *)p0 + PACKED_PF + o, _MM_HINT_T0);
-            _mm_prefetch((const char *)p1 + PACKED_PF + o, _MM_HINT_T0);
+            _mm_prefetch((const char *)p0 + PACKED_PF + o, NPL_GEMV_WEIGHT_HINT);
+            _mm_prefetch((const char *)p1 + PACKED_PF + o, NPL_GEMV_WEIGHT_HINT);
         }
         __m512i u[8];
         unpack16(p0, p1, u);
