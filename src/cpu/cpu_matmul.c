@@ -4,9 +4,11 @@
 
 #ifndef NPL_WEIGHT_PREFETCH_KB
 /* what the idle worker reads ahead of a decode matmul, over all threads'
- * shares: most of a layer matmul of a small model, within a core's L2
- * (Gemma 3 270M, AMD EPYC Zen 5, 8 interleaved runs of tg512: 256 KiB +6 %,
- * 1 MiB +10 %, 4 MiB +8 %) */
+ * shares: most of a layer matmul of a small model, within a core's L2.
+ * Gemma 3 270M on AMD EPYC Zen 5 against a build with 0: tg512 +2.7 %
+ * (bench/decode_ab.sh 16, ratio 0.97-1.16; 512 KiB and 2 MiB no better);
+ * in the op profile q/k/v 16.9-18.1 -> 15.5-16.1 us, o 8.2-8.9 -> 7.7-8.1
+ * us, attention 0.4 us slower (the worker's reads compete with it) */
 #define NPL_WEIGHT_PREFETCH_KB 1024
 #endif
 

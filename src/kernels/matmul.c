@@ -95,7 +95,7 @@ static int64_t part_start(const mm_job *j, int p) {
  * rows. One long call per range rather than a quarter of what is left each
  * time: every call of a GEMV kernel starts its streams (and their
  * prefetches) afresh, and Gemma's layer matmuls went 18 % faster so
- * (gemv_bench token, AMD EPYC Zen 5, 10 interleaved pairs); the output
+ * (bench/decode_ab.sh --gemv 10, AMD EPYC Zen 5); the output
  * matrix's ranges still go in chunk_max pieces a delayed thread's helper
  * can take. */
 static int take_part(mm_job *j, int p, int64_t *r0, int64_t *r1) {
@@ -198,6 +198,20 @@ typedef struct {
     int n;
 } mm_group;
 
+/* The decode GEMV's job for a up to which rows each thread takes (weights,
+ * kernel, parts; no activations yet): 0 when a does not take that path. */
+static int gemv_job(npl_isa isa, npl_pool *pool, const npl_matmul_kernel_args *a, mm_job *j) {
+    const npl_kernels *kt = npl_kernels_get(isa);
+    *j = (mm_job){.kt = kt, .a = a, .k = a->k, .n = a->n, .m = a->m, .nth = npl_pool_size(pool)};
+    const npl_type_traits *t = npl_type_get(a->wtype);
+    if (!t || !kt->vec_dot[a->wtype] || npl_row_size(a->wtype, j->k, &j->w_row)) return 0;
+    j->gemv = gemv_for(kt->isa, !a->no_gfni, a->wtype, j->m, j->k);
+    if (!j->gemv) return 0;
+    use_packed(j, kt->isa);
+    init_parts(j);
+    return 1;
+}
+
 /* Threads go through the members in order, each taking chunks as gemv_rows
  * does: a member's last chunks overlap the next member's first ones instead
  * of every thread waiting for the slowest at each member's end. */
@@ -220,22 +234,13 @@ int npl_matmul_kernel_group(npl_isa isa, npl_pool *pool, const npl_matmul_kernel
     }
     for (int i = 0; i < n; i++) { /* what npl_matmul_kernel does before its GEMV dispatch */
         mm_job *ji = &j[i];
-        *ji = (mm_job){.kt = kt, .a = &a[i]};
-        ji->k = a[i].k;
-        ji->n = a[i].n;
-        ji->m = a[i].m;
-        npl_row_size(a[i].wtype, ji->k, &ji->w_row);
+        gemv_job(isa, pool, &a[i], ji); /* checked above: the GEMV path */
         npl_row_size(npl_type_get(a[i].wtype)->vec_dot_type, ji->k, &ji->xq_row);
         ji->xq_out = scratch[i];
         ji->xq = scratch[i];
-        ji->gemv = gemv_for(isa, !a[i].no_gfni, a[i].wtype, ji->m, ji->k);
-        use_packed(ji, isa);
         ji->gx_mem = (char *)scratch[i] + ji->xq_row * (size_t)ji->m;
         quantize_rows(ji, 0, 1);
-        atomic_init(&ji->next, 0);
-        ji->nth = npl_pool_size(pool);
         ji->chunk_max = CHUNK_ROWS / ji->m > ROW_BLOCK ? CHUNK_ROWS / ji->m & ~(int64_t)(ROW_BLOCK - 1) : ROW_BLOCK;
-        init_parts(ji);
     }
     mm_group g = {j, n};
     npl_pool_prefetch(pool, NULL, 0); /* these weights are read now */
@@ -295,20 +300,6 @@ int npl_matmul_kernel(npl_isa isa, npl_pool *pool, const npl_matmul_kernel_args 
     j.dot4 = npl_vec_dot4_get(isa, a->wtype);
     npl_pool_run(pool, dot_rows, &j);
     return 0;
-}
-
-/* The decode GEMV's job for a, as far as which rows each thread reads
- * first: 0 when a does not take that path. */
-static int gemv_job(npl_isa isa, npl_pool *pool, const npl_matmul_kernel_args *a, mm_job *j) {
-    const npl_kernels *kt = npl_kernels_get(isa);
-    *j = (mm_job){.kt = kt, .a = a, .k = a->k, .n = a->n, .m = a->m, .nth = npl_pool_size(pool)};
-    const npl_type_traits *t = npl_type_get(a->wtype);
-    if (!t || !kt->vec_dot[a->wtype] || npl_row_size(a->wtype, j->k, &j->w_row)) return 0;
-    j->gemv = gemv_for(kt->isa, !a->no_gfni, a->wtype, j->m, j->k);
-    if (!j->gemv) return 0;
-    use_packed(j, kt->isa);
-    init_parts(j);
-    return 1;
 }
 
 void npl_matmul_kernel_prefetch(npl_isa isa, npl_pool *pool, const npl_matmul_kernel_args *a, int n, size_t bytes) {

@@ -2,9 +2,9 @@
  * Decode reads each weight once per token, so the lines are not worth a
  * place in L2 and L3: non-temporal prefetches keep them out and leave the
  * caches to what is read again (activations, the KV cache, the weights
- * other prefetches bring in). Gemma 3 270M tg512, AMD EPYC Zen 5, 8
- * interleaved pairs: +4.6 % with the q8_0 output matrix so, +5.7 % with
- * every decode GEMV so. Measured on Zen 5 only; the prefetch distances
+ * other prefetches bring in). Gemma 3 270M tg512, AMD EPYC Zen 5
+ * (bench/decode_ab.sh 8 against T0 builds): +4.6 % with the q8_0 output
+ * matrix so, +5.7 % with every decode GEMV so. Measured on Zen 5 only; the prefetch distances
  * (within 8-16 KiB of the reads for q8_0 and q5_0) keep the lines in L1
  * until they are read. */
 #ifndef NPL_GEMV_HINT_H
