@@ -24,6 +24,27 @@ fi
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
+# one line per run: round|label|name=value ... ; a name ending in _ms is a
+# time (its ratio is the first's over this one's, so > 1 is faster too)
+summarize() {
+    python3 - "$out" "$@" <<'PY'
+import statistics as st, sys
+d = {}
+for l in open(sys.argv[1]):
+    i, label, *fields = l.strip().split("|")
+    d.setdefault(label, {})[i] = {k: float(v) for k, v in (f.split("=") for f in fields)}
+base = d[sys.argv[2]]
+for label in sys.argv[2:]:
+    runs = d[label]
+    parts = []
+    for k in next(iter(runs.values())):
+        v = sorted(r[k] for r in runs.values())
+        q = sorted((base[i][k] / r[k]) if k.endswith("_ms") else (r[k] / base[i][k]) for i, r in runs.items())
+        parts.append("%s %.3f (%.3f-%.3f), ratio %.3f (%.3f-%.3f)" % (k, st.median(v), v[0], v[-1], st.median(q), q[0], q[-1]))
+    print("%-36s %s; %d rounds" % (label, "; ".join(parts), len(runs)))
+PY
+}
+
 if [ "${1:-}" = "--gemv" ]; then
     rounds=$2 exe=$3
     shift 3
@@ -32,24 +53,11 @@ if [ "${1:-}" = "--gemv" ]; then
             r=$(env NPL_BENCH_PACK=1 $e "$exe" token 3 2 2>&1)
             t=$(echo "$r" | awk '/^token /{print $2}')
             o=$(echo "$r" | awk '/\(output\)/{print $5}')
-            echo "$i|$e|$t|$o" >>"$out"
+            [ -n "$t" ] && [ -n "$o" ] || { echo "decode_ab: $exe token printed no token / output rows" >&2; exit 1; }
+            echo "$i|$e|layers_ms=$(awk -v t="$t" -v o="$o" 'BEGIN{print t - o}')|output_ms=$o" >>"$out"
         done
     done
-    python3 - "$out" "$@" <<'PY'
-import statistics as st, sys
-d = {}
-for l in open(sys.argv[1]):
-    i, e, t, o = l.strip().split("|")
-    d.setdefault(e, {})[i] = (float(t) - float(o), float(o))
-base = d[sys.argv[2]]
-for e in sys.argv[2:]:
-    x = d[e]
-    rl = sorted(base[i][0] / x[i][0] for i in x)
-    ro = sorted(base[i][1] / x[i][1] for i in x)
-    print("%-32s layers %.3f ms, speed ratio %.3f (%.3f-%.3f); output %.3f ms, ratio %.3f (%.3f-%.3f)" %
-          (e, st.median(v[0] for v in x.values()), st.median(rl), rl[0], rl[-1],
-           st.median(v[1] for v in x.values()), st.median(ro), ro[0], ro[-1]))
-PY
+    summarize "$@"
     exit 0
 fi
 
@@ -63,19 +71,7 @@ for i in $(seq "$rounds"); do
     for c in "$@"; do
         v=$($c bench -m "$model" -p 0 -n "$ntok" -r 1 -t 2 2>&1 | awk -F'|' '/\| tg/{print $7}' | awk '{print $1}')
         [ -n "$v" ] || { echo "decode_ab: $c bench printed no tg row" >&2; exit 1; }
-        echo "$i|$c|$v" >>"$out"
+        echo "$i|$c|tok_s=$v" >>"$out"
     done
 done
-python3 - "$out" "$@" <<'PY'
-import statistics as st, sys
-d = {}
-for l in open(sys.argv[1]):
-    i, c, v = l.strip().split("|")
-    d.setdefault(c, {})[i] = float(v)
-base = d[sys.argv[2]]
-for c in sys.argv[2:]:
-    v = sorted(d[c].values())
-    r = sorted(d[c][i] / base[i] for i in d[c])
-    print("%-40s median %.1f tok/s (%.1f-%.1f); ratio to the first %.3f (%.3f-%.3f), %d rounds" %
-          (c, st.median(v), v[0], v[-1], st.median(r), r[0], r[-1], len(v)))
-PY
+summarize "$@"
