@@ -82,7 +82,7 @@ const npl_gemm_kernels *npl_gemm_get_packed(npl_isa isa, npl_type t);
 /* Internal: the AVX2 ones (x86/avx2/gemv_avx2_packed.c, gemm_avx2.c). */
 const npl_gemv_kernels *npl_gemv_get_avx2_packed(npl_type t);
 const npl_gemm_kernels *npl_gemm_get_avx2_packed(npl_type t);
-/* Internal: AVX-512 VNNI's q5_0 GEMM and GEMV in AVX2's order
+/* Internal: AVX-512 VNNI's q5_0 GEMM, q5_0 and q4_K GEMVs in AVX2's order
  * (x86/avx512/gemm_avx512_q5_0.c, gemv_avx512_packed.c), or NULL. */
 const npl_gemm_kernels *npl_gemm_get_avx512_packed(npl_type t);
 const npl_gemv_kernels *npl_gemv_get_avx512_packed(npl_type t);
