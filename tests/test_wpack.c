@@ -6,7 +6,8 @@
  * without one. Then models (a tiny q5_0 llama; Gemma 3 270M, NPL_TEST_MODEL:
  * its q / k / gate / up are q5_0) opened with and without packing: the same
  * logits bit for bit in prefill and decode, and the table holds every q5_0
- * matrix of the file. */
+ * matrix of the file. The same for q4_1 (a tiny q4_1 llama; SmolLM2 Q4_1 by
+ * NPL_TEST_MODEL), packed in every x86 family from AVX2 up. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,7 @@ static void check_round_trip(const prob *p) {
     int bad = 0;
     for (int r = 0; r < p->n; r++) {
         if (p->t == NPL_TYPE_Q5_0) npl_wpack_q5_0_row(p->wp, p->k, r, row);
+        else if (p->t == NPL_TYPE_Q4_1) npl_wpack_q4_1_row(p->wp, p->k, r, row);
         else if (p->t == NPL_TYPE_Q4_K) npl_wpack_q4_K_row(p->wp, p->k, r, row);
         else npl_wpack_q6_K_row(p->wp, p->k, r, row);
         bad += memcmp(row, (const char *)p->wq + r * p->w_row, p->w_row) != 0;
@@ -72,9 +74,9 @@ static void check_round_trip(const prob *p) {
 }
 
 /* y[c * n + r] against the reference vec_dot of row r and activation row c0 + c, bit for bit:
- * q5_0 plain C's (the AVX2 q5_0 kernels' steps), q4_K / q6_K the AVX2 family's own */
+ * q5_0 and q4_1 plain C's (the AVX2 kernels' steps), q4_K / q6_K the AVX2 family's own */
 static int diff_ref(const prob *p, const float *y, int c0, int m) {
-    const npl_kernels *gen = npl_kernels_get(p->t == NPL_TYPE_Q5_0 ? NPL_ISA_GENERIC : NPL_ISA_AVX2);
+    const npl_kernels *gen = npl_kernels_get(p->t == NPL_TYPE_Q5_0 || p->t == NPL_TYPE_Q4_1 ? NPL_ISA_GENERIC : NPL_ISA_AVX2);
     int diff = 0;
     for (int c = 0; c < m; c++)
         for (int r = 0; r < p->n; r++) {
@@ -170,7 +172,8 @@ static void check_model(const char *path) {
             const int tied = !npl_gguf_find_tensor(g, "output.weight");
             for (int64_t i = 0; i < npl_gguf_n_tensors(g); i++) {
                 const npl_gguf_tensor *t = npl_gguf_tensor_at(g, i);
-                if ((t->type == NPL_TYPE_Q5_0 || t->type == NPL_TYPE_Q4_K || t->type == NPL_TYPE_Q6_K) && t->n_dims == 2 &&
+                if ((t->type == NPL_TYPE_Q5_0 || t->type == NPL_TYPE_Q4_1 || t->type == NPL_TYPE_Q4_K || t->type == NPL_TYPE_Q6_K) &&
+                    t->n_dims == 2 &&
                     (tied || strcmp(t->name, "token_embd.weight"))) {
                     n_cand++;
                     if (npl_gemv_get_packed(npl_cpu_best_isa(), (npl_type)t->type))
@@ -235,15 +238,17 @@ int main(void) {
     CHECK(!npl_wpack_wanted(best, NPL_TYPE_Q4_K, 640, 16)); /* not whole super-blocks */
     CHECK(!npl_wpack_wanted(best, NPL_TYPE_Q5_0, 16384, 16));
     CHECK(!npl_wpack_wanted(NPL_ISA_GENERIC, NPL_TYPE_Q5_0, 640, 16));
-    static const npl_type types[] = {NPL_TYPE_Q5_0, NPL_TYPE_Q4_K, NPL_TYPE_Q6_K};
-    for (size_t ti = 0; ti < 3; ti++)
+    static const npl_type types[] = {NPL_TYPE_Q5_0, NPL_TYPE_Q4_1, NPL_TYPE_Q4_K, NPL_TYPE_Q6_K};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
     for (int isa = NPL_ISA_GENERIC; isa <= (int)best; isa++) {
         const npl_type t = types[ti];
         const npl_gemv_kernels *gv = npl_gemv_get_packed((npl_isa)isa, t);
         const npl_gemm_kernels *gm = npl_gemm_get_packed((npl_isa)isa, t);
 #if defined(__x86_64__)
-        /* the AVX2 kernels, and the AVX-512 family's for the types it takes from AVX2 but q6_K (wpack.c) */
-        CHECK((gv != NULL) == (isa == NPL_ISA_AVX2 || (isa == NPL_ISA_AVX512 && npl_avx512_takes_avx2(t) && t != NPL_TYPE_Q6_K)));
+        /* the AVX2 kernels, and the AVX-512 family's for the types it takes from AVX2 but q6_K;
+         * q4_1 in every family from AVX2 up, AMX's too (wpack.c) */
+        CHECK((gv != NULL) == (isa == NPL_ISA_AVX2 || (isa == NPL_ISA_AVX512 && npl_avx512_takes_avx2(t) && t != NPL_TYPE_Q6_K) ||
+                               (t == NPL_TYPE_Q4_1 && isa >= NPL_ISA_AVX2)));
 #endif
         CHECK((gv != NULL) == (gm != NULL));
         CHECK(npl_wpack_wanted((npl_isa)isa, t, 1024, 16) == (gv != NULL));
@@ -268,12 +273,13 @@ int main(void) {
             }
         printf("%-7s packed %s: %s\n", npl_isa_name((npl_isa)isa), npl_type_name(t),
                !gv ? "no packed kernels (the original rows)"
-               : t == NPL_TYPE_Q5_0 ? "GEMV (1-15 rows) and GEMM (16-40) == plain C vec_dot bit for bit"
+               : t == NPL_TYPE_Q5_0 || t == NPL_TYPE_Q4_1 ? "GEMV (1-15 rows) and GEMM (16-40) == plain C vec_dot bit for bit"
                                     : "GEMV (1-15 rows) and GEMM (16-40) == AVX2 vec_dot bit for bit");
     }
     npl_pool_free(pool);
-    /* a tiny llama with every matrix q5_0 (tests/tools/make_random_gguf.py --type q5_0), then Gemma */
+    /* tiny llamas with every matrix q5_0, then q4_1 (tests/tools/make_random_gguf.py --type q5_0), then Gemma */
     check_model("data/models/rand-llama-q5_0.gguf");
+    check_model("data/models/rand-llama-q4_1.gguf"); /* tests/tools/make_random_gguf.py --type q4_1 */
     const char *model = getenv("NPL_TEST_MODEL"), *skip = getenv("NPL_TEST_SKIP_REAL_MODEL");
     if (model && *model && !(skip && *skip == '1')) check_model(model);
     else printf("NPL_TEST_MODEL not set: the Gemma check is skipped\n");

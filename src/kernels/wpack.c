@@ -58,6 +58,44 @@ void npl_wpack_q5_0_row(const void *packed, int64_t k, int64_t r, void *row) {
     }
 }
 
+/* element e (0..31) of a q4_1 block: its 4 bits */
+static unsigned q4_1_elem(const block_q4_1 *b, int e) { return e < 16 ? b->qs[e] & 0x0F : b->qs[e - 16] >> 4; }
+
+void npl_wpack_q4_1(const void *src, void *dst, int64_t k, int64_t n) {
+    const int64_t nb = k / QK4_1;
+    const block_q4_1 *w = src;
+    uint8_t *o = dst;
+    for (int64_t p = 0; p < n / NPL_WPACK_ROWS; p++)
+        for (int64_t b = 0; b < nb; b++, o += NPL_WPACK_Q4_1_BLOCK) {
+            memset(o, 0, NPL_WPACK_Q4_1_BLOCK);
+            for (int j = 0; j < NPL_WPACK_ROWS; j++) {
+                const block_q4_1 *x = &w[(p * NPL_WPACK_ROWS + j) * nb + b];
+                memcpy(o + 2 * j, &x->d, 2);
+                memcpy(o + 16 + 2 * j, &x->m, 2);
+                for (int g = 0; g < 8; g++)
+                    for (int e = 0; e < 4; e++)
+                        o[32 + 32 * (g & 3) + 4 * j + e] |= (uint8_t)(q4_1_elem(x, 4 * g + e) << (g < 4 ? 0 : 4));
+            }
+        }
+}
+
+void npl_wpack_q4_1_row(const void *packed, int64_t k, int64_t r, void *row) {
+    const int64_t nb = k / QK4_1, j = r % NPL_WPACK_ROWS;
+    const uint8_t *pb = (const uint8_t *)packed + (r / NPL_WPACK_ROWS) * nb * NPL_WPACK_Q4_1_BLOCK;
+    block_q4_1 *x = row;
+    for (int64_t b = 0; b < nb; b++, pb += NPL_WPACK_Q4_1_BLOCK) {
+        memcpy(&x[b].d, pb + 2 * j, 2);
+        memcpy(&x[b].m, pb + 16 + 2 * j, 2);
+        memset(x[b].qs, 0, sizeof x[b].qs);
+        for (int g = 0; g < 8; g++)
+            for (int e = 0; e < 4; e++) {
+                const int el = 4 * g + e;
+                const unsigned nib = (pb[32 + 32 * (g & 3) + 4 * j + e] >> (g < 4 ? 0 : 4)) & 0x0F;
+                x[b].qs[el & 15] |= (uint8_t)(nib << (el < 16 ? 0 : 4));
+            }
+    }
+}
+
 /* element e (0..31) of sub-block s (0..7) of a q4_K super-block: its 4 bits */
 static unsigned q4k_elem(const block_q4_K *b, int s, int e) {
     const uint8_t v = b->qs[32 * (s / 2) + e];
@@ -166,6 +204,7 @@ void npl_wpack_q6_K_row(const void *packed, int64_t k, int64_t r, void *row) {
 
 void npl_wpack_pack(npl_type t, const void *src, void *dst, int64_t k, int64_t n) {
     if (t == NPL_TYPE_Q5_0) npl_wpack_q5_0(src, dst, k, n);
+    else if (t == NPL_TYPE_Q4_1) npl_wpack_q4_1(src, dst, k, n);
     else if (t == NPL_TYPE_Q4_K) npl_wpack_q4_K(src, dst, k, n);
     else if (t == NPL_TYPE_Q6_K) npl_wpack_q6_K(src, dst, k, n);
 }
@@ -191,6 +230,8 @@ static npl_isa clamp_isa(npl_isa isa) {
  * ones (36), so the budget goes to q5_0 and q4_K. */
 static int avx2_order(npl_isa isa, npl_type t) {
     const npl_isa c = clamp_isa(isa);
+    /* q4_1: AVX2's kernels in every x86 family (gemm.h), AMX's too */
+    if (t == NPL_TYPE_Q4_1) return (int)c >= (int)NPL_ISA_AVX2;
     return c == NPL_ISA_AVX2 || (c == NPL_ISA_AVX512 && npl_avx512_takes_avx2(t) && t != NPL_TYPE_Q6_K);
 }
 #endif
@@ -198,7 +239,7 @@ static int avx2_order(npl_isa isa, npl_type t) {
 const npl_gemv_kernels *npl_gemv_get_packed(npl_isa isa, npl_type t) {
 #if defined(__x86_64__)
     if (!avx2_order(isa, t)) return NULL;
-    const npl_gemv_kernels *v = clamp_isa(isa) == NPL_ISA_AVX512 ? npl_gemv_get_avx512_packed(t) : NULL;
+    const npl_gemv_kernels *v = (int)clamp_isa(isa) >= (int)NPL_ISA_AVX512 ? npl_gemv_get_avx512_packed(t) : NULL;
     return v ? v : npl_gemv_get_avx2_packed(t);
 #else
     (void)isa, (void)t;
@@ -209,6 +250,7 @@ const npl_gemv_kernels *npl_gemv_get_packed(npl_isa isa, npl_type t) {
 const npl_gemm_kernels *npl_gemm_get_packed(npl_isa isa, npl_type t) {
 #if defined(__x86_64__)
     if (!avx2_order(isa, t)) return NULL;
+    if (t == NPL_TYPE_Q4_1) return npl_gemm_get_avx2_q4_1_packed();
     /* AVX-512's VNNI GEMMs keep AVX2's order (gemm.h) */
     if (clamp_isa(isa) == NPL_ISA_AVX512) {
         const npl_gemm_kernels *v = t == NPL_TYPE_Q5_0 ? npl_gemm_get_avx512_packed(t) : npl_gemm_get_avx512_k(t, 1);
@@ -222,7 +264,7 @@ const npl_gemm_kernels *npl_gemm_get_packed(npl_isa isa, npl_type t) {
 }
 
 int npl_wpack_wanted(npl_isa isa, npl_type t, int64_t k, int64_t n) {
-    const int blk = t == NPL_TYPE_Q5_0 ? QK5_0 : t == NPL_TYPE_Q4_K || t == NPL_TYPE_Q6_K ? QK_K : 0;
+    const int blk = t == NPL_TYPE_Q5_0 ? QK5_0 : t == NPL_TYPE_Q4_1 ? QK4_1 : t == NPL_TYPE_Q4_K || t == NPL_TYPE_Q6_K ? QK_K : 0;
     return blk && k > 0 && k % blk == 0 && k <= NPL_GEMM_MAX_K && n > 0 && n % NPL_WPACK_ROWS == 0 &&
            npl_gemv_get_packed(isa, t) && npl_gemm_get_packed(isa, t);
 }
@@ -248,7 +290,7 @@ int npl_wpack_add(npl_wpack_table *tab, npl_type t, const void *src, int64_t k, 
     const int i = lower_bound(tab, src);
     if (i < tab->n && tab->e[i].src == src) return 0;
     const size_t bytes = npl_wpack_bytes(t, k, n);
-    if (!bytes || (t != NPL_TYPE_Q5_0 && t != NPL_TYPE_Q4_K && t != NPL_TYPE_Q6_K)) return -1;
+    if (!bytes || (t != NPL_TYPE_Q5_0 && t != NPL_TYPE_Q4_1 && t != NPL_TYPE_Q4_K && t != NPL_TYPE_Q6_K)) return -1;
     if (tab->n == tab->cap) {
         const int cap = tab->cap ? 2 * tab->cap : 64;
         npl_wpack_entry *e = realloc(tab->e, (size_t)cap * sizeof *e);

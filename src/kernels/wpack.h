@@ -35,6 +35,12 @@
  * lane (lane l of row j's: elements 4l..4l+3 of every sub-block), so a
  * packed matrix gives that family's bits.
  *
+ * Q4_1 x 8 (npl_wpack_q4_1): block b of panel p (160 bytes, the 8 rows'
+ * own) is [0, 16) the 8 rows' f16 d; [16, 32) their f16 m; [32, 160) the
+ * nibbles as q5_0's. The panel the q4_1 GEMM decodes rows into (gemm_avx2_q4_1.c)
+ * with no transpose, so its kernels give that GEMM's bits, plain C's. Every
+ * x86 family reads q4_1 with AVX2's arithmetic, so every one packs it.
+ *
  * Q6_K x 8 (npl_wpack_q6_K): super-block i of a panel is 1680 bytes, the 8
  * rows' own size: [0, 16) f16 d; [16, 144) scales, byte 8c + j = group c's
  * (16 elements) of row j; [144, 1168) the low 4 bits of u = w + 32 as
@@ -56,21 +62,23 @@
 #include "kernels/gemv.h"
 #include "kernels/vec_dot.h"
 
-enum { NPL_WPACK_ROWS = 8, NPL_WPACK_Q4_K_BLOCK = 1184, NPL_WPACK_Q6_K_BLOCK = 1680 };
+enum { NPL_WPACK_ROWS = 8, NPL_WPACK_Q4_1_BLOCK = 160, NPL_WPACK_Q4_K_BLOCK = 1184, NPL_WPACK_Q6_K_BLOCK = 1680 };
 
 /* 1 when the family `isa` (clamped to this CPU) reads weights of type t,
  * k x n, packed: a layout and both packed kernels exist, n is a multiple of
  * NPL_WPACK_ROWS and k fits the GEMM. */
 int npl_wpack_wanted(npl_isa isa, npl_type t, int64_t k, int64_t n);
-/* Bytes of the packed matrix (q5_0, q6_K: the original's; q4_K: 1184 / 1152 of it). */
+/* Bytes of the packed matrix (q5_0, q4_1, q6_K: the original's; q4_K: 1184 / 1152 of it). */
 size_t npl_wpack_bytes(npl_type t, int64_t k, int64_t n);
-/* Write the packed form of n rows of k weights of type t (q5_0, q4_K, q6_K; n a multiple of 8). */
+/* Write the packed form of n rows of k weights of type t (q5_0, q4_1, q4_K, q6_K; n a multiple of 8). */
 void npl_wpack_pack(npl_type t, const void *src, void *dst, int64_t k, int64_t n);
 void npl_wpack_q5_0(const void *src, void *dst, int64_t k, int64_t n);
+void npl_wpack_q4_1(const void *src, void *dst, int64_t k, int64_t n);
 void npl_wpack_q4_K(const void *src, void *dst, int64_t k, int64_t n);
 void npl_wpack_q6_K(const void *src, void *dst, int64_t k, int64_t n);
 /* Row r of a packed matrix back in the type's own layout (tests). */
 void npl_wpack_q5_0_row(const void *packed, int64_t k, int64_t r, void *row);
+void npl_wpack_q4_1_row(const void *packed, int64_t k, int64_t r, void *row);
 void npl_wpack_q4_K_row(const void *packed, int64_t k, int64_t r, void *row);
 void npl_wpack_q6_K_row(const void *packed, int64_t k, int64_t r, void *row);
 
@@ -86,6 +94,10 @@ const npl_gemm_kernels *npl_gemm_get_avx2_packed(npl_type t);
  * (x86/avx512/gemm_avx512_q5_0.c, gemv_avx512_packed.c), or NULL. */
 const npl_gemm_kernels *npl_gemm_get_avx512_packed(npl_type t);
 const npl_gemv_kernels *npl_gemv_get_avx512_packed(npl_type t);
+/* Internal: packed q4_1's AVX2 GEMM (x86/avx2/gemm_avx2_q4_1.c) and GEMV
+ * (x86/avx2/gemv_avx2_q4_1.c); the AVX-512 GEMV is in gemv_avx512_packed.c. */
+const npl_gemm_kernels *npl_gemm_get_avx2_q4_1_packed(void);
+const npl_gemv_kernels *npl_gemv_get_avx2_q4_1_packed(void);
 
 /* A model's packed copies, sorted by the original's address. */
 typedef struct {

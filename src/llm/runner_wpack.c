@@ -42,9 +42,9 @@ int npl_runner_wpack_build(npl_wpack_table *tab, const npl_gguf *f, const npl_hp
                 other[i] = 1;
     }
     /* within the budget, types by what packing gains them (q5_0's 5th bit
-     * costs the most to unpack), each in the graph's order, whole tensors
-     * while they fit */
-    static const npl_type order[] = {NPL_TYPE_Q5_0, NPL_TYPE_Q4_K, NPL_TYPE_Q6_K};
+     * costs the most to unpack; the q4_1 GEMV's horizontal sums next), each
+     * in the graph's order, whole tensors while they fit */
+    static const npl_type order[] = {NPL_TYPE_Q5_0, NPL_TYPE_Q4_1, NPL_TYPE_Q4_K, NPL_TYPE_Q6_K};
     int rc = 0;
     for (int ti = 0; ti < (int)(sizeof order / sizeof order[0]); ti++)
     for (int i = 0; i < n && !rc; i++) {

@@ -89,6 +89,7 @@ TYPES = {
     "q8_0": (QT.Q8_0, LlamaFileType.MOSTLY_Q8_0),
     "q4_0": (QT.Q4_0, LlamaFileType.MOSTLY_Q4_0),
     "q5_0": (QT.Q5_0, LlamaFileType.MOSTLY_Q5_0),
+    "q4_1": (QT.Q4_1, LlamaFileType.MOSTLY_Q4_1),
     "iq4_nl": (QT.IQ4_NL, LlamaFileType.MOSTLY_IQ4_NL),
     "iq4_xs": (QT.IQ4_XS, LlamaFileType.MOSTLY_IQ4_XS),
     # gguf-py's mxfp4 quantizer writes llama.cpp's bytes (make_iq4_fixture.py checks)

@@ -16,6 +16,7 @@
  * the float steps are one per block for 8 rows. QX activation rows per pass
  * share each weight load. */
 #include "kernels/gemm.h"
+#include "kernels/wpack.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include "kernels/quant_blocks.h"
@@ -138,10 +139,50 @@ static void rows_q4_1(const void *w, size_t w_row, int64_t r0, int64_t r1, const
     }
 }
 
-static const npl_gemm_kernels gemm_q4_1 = {pack_q8_1, rows_q4_1};
+/* A packed panel (kernels/wpack.h's Q4_1 x 8) into the decoded one: its
+ * nibble vectors are the panel's vectors g and g + 4 already, row j in
+ * lane j, so no transpose; the scales as floats. */
+static void decode_packed(const uint8_t *pp, int64_t nb, const panel *p) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    for (int64_t b = 0; b < nb; b++, pp += NPL_WPACK_Q4_1_BLOCK) {
+        __m256i *v = (__m256i *)(p->u + b * R * 32);
+        for (int h = 0; h < 4; h++) {
+            const __m256i n = _mm256_loadu_si256((const __m256i *)(pp + 32 + 32 * h));
+            _mm256_store_si256(v + h, _mm256_and_si256(n, m4));
+            _mm256_store_si256(v + h + 4, _mm256_and_si256(_mm256_srli_epi16(n, 4), m4));
+        }
+        _mm256_store_ps(p->dw + b * R, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pp)));
+        _mm256_store_ps(p->mw + b * R, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(pp + 16))));
+    }
+}
+
+/* rows_q4_1 on a packed matrix: r0, r1 multiples of 8 (r1 may be n) */
+static void rows_q4_1_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y,
+                             int64_t ldy) {
+    const int64_t nb = xp->k / QK4_1, m = xp->m;
+    uint8_t raw[R * nb * (32 + 2 * sizeof(float)) + 32];
+    uint8_t *u = (uint8_t *)(((uintptr_t)raw + 31) & ~(uintptr_t)31);
+    const panel p = {u, (float *)(u + R * nb * 32), (float *)(u + R * nb * 32) + R * nb};
+    for (int64_t rb = r0; rb < r1; rb += R) {
+        const int nrow = r1 - rb < R ? (int)(r1 - rb) : R;
+        decode_packed((const uint8_t *)w + (size_t)rb * w_row, nb, &p);
+        int64_t c = 0;
+        for (; c + QX <= m; c += QX) tile(&p, nrow, nb, xp, c, QX, y + rb, ldy);
+        switch (m - c) {
+        case 3: tile(&p, nrow, nb, xp, c, 3 < QX ? 3 : QX, y + rb, ldy); break;
+        case 2: tile(&p, nrow, nb, xp, c, 2 < QX ? 2 : QX, y + rb, ldy); break;
+        case 1: tile(&p, nrow, nb, xp, c, 1, y + rb, ldy); break;
+        default: break;
+        }
+    }
+}
+
+static const npl_gemm_kernels gemm_q4_1 = {pack_q8_1, rows_q4_1}, gemm_q4_1_packed = {pack_q8_1, rows_q4_1_packed};
 
 const npl_gemm_kernels *npl_gemm_get_avx2_q4_1(void) { return &gemm_q4_1; }
+const npl_gemm_kernels *npl_gemm_get_avx2_q4_1_packed(void) { return &gemm_q4_1_packed; }
 
 #else
 const npl_gemm_kernels *npl_gemm_get_avx2_q4_1(void) { return NULL; }
+const npl_gemm_kernels *npl_gemm_get_avx2_q4_1_packed(void) { return NULL; }
 #endif

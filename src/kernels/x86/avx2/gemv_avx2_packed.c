@@ -234,6 +234,7 @@ static const npl_gemv_kernels g_q5_0_packed = {prep_q5_0_packed, rows_q5_0_packe
                               g_q6_K_packed = {prep_q4_K_packed, rows_q6_K_packed}; /* the q8_K row as it is */
 
 const npl_gemv_kernels *npl_gemv_get_avx2_packed(npl_type t) {
+    if (t == NPL_TYPE_Q4_1) return npl_gemv_get_avx2_q4_1_packed();
     return t == NPL_TYPE_Q5_0 ? &g_q5_0_packed : t == NPL_TYPE_Q4_K ? &g_q4_K_packed : t == NPL_TYPE_Q6_K ? &g_q6_K_packed : NULL;
 }
 

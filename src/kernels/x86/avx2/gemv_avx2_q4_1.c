@@ -14,6 +14,7 @@
  * Prepared row: qs points at the q8_1 row itself; d holds each block's d as
  * f32, xs its s (d * sum(qs), rounded to f16 by the quantizer). */
 #include "kernels/gemv.h"
+#include "kernels/wpack.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include "kernels/quant_blocks.h"
@@ -85,10 +86,64 @@ static void rows_q4_1(const void *w, size_t w_row, int64_t r0, int64_t r1, const
     }
 }
 
-static const npl_gemv_kernels gemv_q4_1 = {prep_q8_1, rows_q4_1};
+/* ---- packed q4_1 (kernels/wpack.h's Q4_1 x 8): a panel's block as 8
+ * vectors u (vector g: elements 4g..4g+3, row j in int32 lane j) against
+ * each activation's 4 bytes broadcast, maddubs summed in int16 over the
+ * block (16 products of at most 15 x 128 a lane), one madd the 8 rows'
+ * totals; then the same float step as above, 8 rows in the lanes: the
+ * GEMM's (gemm_avx2_q4_1.c) and plain C's bits with no horizontal sums. ---- */
+
+#ifndef PACKED_PF
+#define PACKED_PF 4096 /* bytes ahead of the block being read */
+#endif
+
+INLINE void panel_q4_1(const uint8_t *pp, int64_t nb, const npl_gemv_x *gx, int m, float *y, int64_t ldy) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    __m256 acc[16];
+    for (int c = 0; c < m; c++) acc[c] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, pp += NPL_WPACK_Q4_1_BLOCK) {
+        for (int o = 0; o < NPL_WPACK_Q4_1_BLOCK; o += 64) _mm_prefetch((const char *)pp + PACKED_PF + o, _MM_HINT_T0);
+        __m256i u[8];
+        for (int h = 0; h < 4; h++) {
+            const __m256i n = _mm256_loadu_si256((const __m256i *)(pp + 32 + 32 * h));
+            u[h] = _mm256_and_si256(n, m4);
+            u[h + 4] = _mm256_and_si256(_mm256_srli_epi16(n, 4), m4);
+        }
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)pp));
+        const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(pp + 16)));
+        for (int c = 0; c < m; c++) {
+            const int8_t *xq = ((const block_q8_1 *)gx[c].qs)[b].qs;
+            __m256i s = _mm256_setzero_si256();
+            for (int g = 0; g < 8; g++) {
+                int32_t x4;
+                memcpy(&x4, xq + 4 * g, sizeof x4);
+                s = _mm256_add_epi16(s, _mm256_maddubs_epi16(u[g], _mm256_set1_epi32(x4)));
+            }
+            const __m256 t = _mm256_cvtepi32_ps(_mm256_madd_epi16(s, ones));
+            const __m256 pd = avx2_opaque_ps(_mm256_mul_ps(_mm256_mul_ps(dw, _mm256_set1_ps(gx[c].d[b])), t));
+            const __m256 pm = avx2_opaque_ps(_mm256_mul_ps(mw, _mm256_set1_ps(gx[c].xs[b])));
+            acc[c] = _mm256_add_ps(acc[c], _mm256_add_ps(pd, pm));
+        }
+    }
+    for (int c = 0; c < m; c++) _mm256_storeu_ps(y + (int64_t)c * ldy, acc[c]);
+}
+
+static void rows_q4_1_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m, float *y,
+                             int64_t ldy) {
+    const int64_t nb = gx[0].k / QK4_1;
+    for (int64_t r = r0; r < r1; r += NPL_WPACK_ROWS) {
+        const uint8_t *pp = (const uint8_t *)w + (size_t)r * w_row;
+        if (m == 1) panel_q4_1(pp, nb, gx, 1, y + r, ldy);
+        else panel_q4_1(pp, nb, gx, m, y + r, ldy);
+    }
+}
+
+static const npl_gemv_kernels gemv_q4_1 = {prep_q8_1, rows_q4_1}, gemv_q4_1_packed = {prep_q8_1, rows_q4_1_packed};
 
 const npl_gemv_kernels *npl_gemv_get_avx2_q4_1(void) { return &gemv_q4_1; }
+const npl_gemv_kernels *npl_gemv_get_avx2_q4_1_packed(void) { return &gemv_q4_1_packed; }
 
 #else
 const npl_gemv_kernels *npl_gemv_get_avx2_q4_1(void) { return NULL; }
+const npl_gemv_kernels *npl_gemv_get_avx2_q4_1_packed(void) { return NULL; }
 #endif

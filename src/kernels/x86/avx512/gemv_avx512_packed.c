@@ -167,11 +167,66 @@ static void prep_q4_K_packed(npl_gemv_x *gx, void *mem, const void *xq, int64_t 
     npl_gemv_get_avx2_packed(NPL_TYPE_Q4_K)->prep(gx, mem, xq, k);
 }
 
+/* ---- q4_1 x 8 (wpack.h) two panels per zmm: the AVX2 packed kernel's
+ * steps (gemv_avx2_q4_1.c panel_q4_1) 16 rows wide, the block's exact
+ * totals by dpbusd instead of maddubs + madd: plain C's bits. ---- */
+
+/* panels p0, p1 (p1 may repeat p0: lanes 8-15 then not stored) against M activation rows */
+INLINE void pair_q4_1(const uint8_t *p0, const uint8_t *p1, int64_t nb, const npl_gemv_x *gx, const int M, int m,
+                      float *y, int64_t ldy, __mmask16 keep) {
+    if (M) m = M;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512 acc[MAXM];
+    for (int c = 0; c < m; c++) acc[c] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, p0 += NPL_WPACK_Q4_1_BLOCK, p1 += NPL_WPACK_Q4_1_BLOCK) {
+        for (int o = 0; o < NPL_WPACK_Q4_1_BLOCK; o += 64) {
+            _mm_prefetch((const char *)p0 + PACKED_PF + o, NPL_GEMV_WEIGHT_HINT);
+            _mm_prefetch((const char *)p1 + PACKED_PF + o, NPL_GEMV_WEIGHT_HINT);
+        }
+        __m512i u[8];
+        for (int h = 0; h < 4; h++) {
+            const __m512i n = load2(p0 + 32 + 32 * h, p1 + 32 + 32 * h);
+            u[h] = _mm512_and_si512(n, m4);
+            u[h + 4] = _mm512_and_si512(_mm512_srli_epi16(n, 4), m4);
+        }
+        const __m512 dw = _mm512_cvtph_ps(load2x128(p0, p1)), mw = _mm512_cvtph_ps(load2x128(p0 + 16, p1 + 16));
+        for (int c = 0; c < m; c++) {
+            const int8_t *xq = ((const block_q8_1 *)gx[c].qs)[b].qs;
+            __m512i s = _mm512_setzero_si512();
+            for (int g = 0; g < 8; g++) dpbusd_bcast(&s, u[g], xq + 4 * g);
+            __m512 pd = _mm512_mul_ps(_mm512_mul_ps(dw, _mm512_set1_ps(gx[c].d[b])), _mm512_cvtepi32_ps(s));
+            __m512 pm = _mm512_mul_ps(mw, _mm512_set1_ps(gx[c].xs[b]));
+            __asm__("" : "+v"(pd), "+v"(pm)); /* no fma: plain C rounds each product */
+            acc[c] = _mm512_add_ps(acc[c], _mm512_add_ps(pd, pm));
+        }
+    }
+    for (int c = 0; c < m; c++) _mm512_mask_storeu_ps(y + (int64_t)c * ldy, keep, acc[c]);
+}
+
+static void rows_q4_1_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
+                             float *y, int64_t ldy) {
+    const int64_t nb = gx[0].k / QK4_1;
+    for (int64_t r = r0; r < r1; r += 2 * PANEL) {
+        const uint8_t *p0 = (const uint8_t *)w + (size_t)r * w_row;
+        const int two = r1 - r > PANEL;
+        const uint8_t *p1 = two ? p0 + PANEL * w_row : p0;
+        const __mmask16 keep = two ? 0xFFFF : 0x00FF;
+        if (m == 1) pair_q4_1(p0, p1, nb, gx, 1, 1, y + r, ldy, keep);
+        else pair_q4_1(p0, p1, nb, gx, 0, m, y + r, ldy, keep);
+    }
+}
+
+/* the AVX2 kernel's activation row (gemv_avx2_q4_1.c): the q8_1 row, d and s as floats */
+static void prep_q4_1_packed(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) {
+    npl_gemv_get_avx2_q4_1_packed()->prep(gx, mem, xq, k);
+}
+
 static const npl_gemv_kernels k_q5_0_packed = {prep_q5_0_packed, rows_q5_0_packed},
+                              k_q4_1_packed = {prep_q4_1_packed, rows_q4_1_packed},
                               k_q4_K_packed = {prep_q4_K_packed, rows_q4_K_packed};
 
 const npl_gemv_kernels *npl_gemv_get_avx512_packed(npl_type t) {
-    return t == NPL_TYPE_Q5_0 ? &k_q5_0_packed : t == NPL_TYPE_Q4_K ? &k_q4_K_packed : NULL;
+    return t == NPL_TYPE_Q5_0 ? &k_q5_0_packed : t == NPL_TYPE_Q4_1 ? &k_q4_1_packed : t == NPL_TYPE_Q4_K ? &k_q4_K_packed : NULL;
 }
 
 #else
