@@ -170,12 +170,20 @@ INLINE __m512i step_w(wtype t, const uint8_t *row, int64_t s, int64_t k, __m512 
     return _mm512_mask_add_epi8(u, (__mmask64)ha | ((__mmask64)hb << 32), u, _mm512_set1_epi8(16));
 }
 
-/* Step s of S prefetches the s-th of S slices of the next rows' lines. */
-INLINE void ahead(const uint8_t *next, size_t bytes, int64_t s, int64_t S) {
-    const uintptr_t first = (uintptr_t)next & ~(uintptr_t)63;
-    const size_t lines = ((uintptr_t)next + bytes - first + 63) / 64, per = (lines + (size_t)S - 1) / (size_t)S;
-    const size_t from = (size_t)s * per, to = from + per < lines ? from + per : lines;
-    for (size_t i = from; i < to; i++) _mm_prefetch((const char *)(first + 64 * i), NPL_GEMV_WEIGHT_HINT);
+/* The next rows' lines, prefetched a slice per step: S slices of `per`
+ * lines from `first` (the division once per pass, not per step). */
+typedef struct {
+    uintptr_t first;
+    size_t lines, per;
+} ahead_plan;
+INLINE ahead_plan ahead_of(const uint8_t *next, size_t bytes, int64_t S) {
+    ahead_plan a = {(uintptr_t)next & ~(uintptr_t)63, 0, 0};
+    if (bytes) a.lines = ((uintptr_t)next + bytes - a.first + 63) / 64, a.per = (a.lines + (size_t)S - 1) / (size_t)S;
+    return a;
+}
+INLINE void ahead(const ahead_plan *a, int64_t s) {
+    const size_t from = (size_t)s * a->per, to = from + a->per < a->lines ? from + a->per : a->lines;
+    for (size_t i = from; i < to; i++) _mm_prefetch((const char *)(a->first + 64 * i), NPL_GEMV_WEIGHT_HINT);
 }
 
 /* the GEMM tile's add tree over a (weight row, activation row) pair's lanes,
@@ -201,6 +209,7 @@ INLINE void rows_as(wtype t, const void *w, size_t w_row, int64_t r0, int64_t r1
         for (int i = 0; i < R; i++) p[i] = (const uint8_t *)w + (rb + (i < nr ? i : nr - 1)) * (int64_t)w_row;
         const uint8_t *next = p[0] + (size_t)(t == T_Q8_0 ? Q8_AHEAD : 1) * R * w_row;
         const size_t nbytes = next < end ? (size_t)(end - next) < R * w_row ? (size_t)(end - next) : R * w_row : 0;
+        const ahead_plan pa = ahead_of(next, nbytes, S);
         for (int c = 0; c < m; c++) {
             const npl_gemv_x *x = gx + c;
             __m512 acc[R], sb[R];
@@ -211,7 +220,7 @@ INLINE void rows_as(wtype t, const void *w, size_t w_row, int64_t r0, int64_t r1
                 /* q8_0: the lanes' exact sums, as the GEMM (gemm_avx512.c) */
                 const __m512i z = _mm512_setzero_si512(),
                               x0 = t == T_Q8_0 ? _mm512_sub_epi32(z, _mm512_dpbusd_epi32(z, _mm512_set1_epi8((char)0x80), xq)) : z;
-                if (c == 0 && nbytes) ahead(next, nbytes, s, S);
+                if (c == 0) ahead(&pa, s);
 #pragma GCC unroll 4
                 for (int i = 0; i < R; i++) {
                     __m512 wd, wm;
