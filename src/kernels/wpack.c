@@ -11,195 +11,161 @@
 
 enum { PANEL_BLOCK = 176 }; /* one block of 8 q5_0 rows */
 
-/* element e (0..31) of a q5_0 block: its 5 bits */
-static unsigned q5_elem(const block_q5_0 *b, int e) {
+/* The 128 nibble bytes every layout here shares (wpack.h): element el
+ * (0..31) of row j in vector el / 4 mod 4, byte 4j + el mod 4, the low
+ * nibble for el < 16. */
+static void nib_put(uint8_t *v, int j, int el, unsigned u) {
+    v[32 * (el / 4 % 4) + 4 * j + el % 4] |= (uint8_t)((u & 0x0F) << (el < 16 ? 0 : 4));
+}
+static unsigned nib_get(const uint8_t *v, int j, int el) {
+    return (v[32 * (el / 4 % 4) + 4 * j + el % 4] >> (el < 16 ? 0 : 4)) & 0x0F;
+}
+
+/* Every layout: panel p (rows 8p..8p+7) holds the rows' blocks in order,
+ * block b of the panel (out bytes) made of block b of each row (in bytes). */
+typedef void (*put_fn)(const void *blk, uint8_t *o, int j);    /* row j's block into the panel block o */
+typedef void (*get_fn)(const uint8_t *pb, int j, void *blk);   /* ... and back */
+static void pack_panels(const void *src, void *dst, int64_t nb, int64_t n, size_t in, size_t out, put_fn put) {
+    const uint8_t *w = src;
+    uint8_t *o = dst;
+    for (int64_t p = 0; p < n / NPL_WPACK_ROWS; p++)
+        for (int64_t b = 0; b < nb; b++, o += out) {
+            memset(o, 0, out);
+            for (int j = 0; j < NPL_WPACK_ROWS; j++) put(w + (size_t)((p * NPL_WPACK_ROWS + j) * nb + b) * in, o, j);
+        }
+}
+static void unpack_row(const void *packed, int64_t nb, int64_t r, size_t in, size_t out, void *row, get_fn get) {
+    const uint8_t *pb = (const uint8_t *)packed + (size_t)(r / NPL_WPACK_ROWS * nb) * out;
+    for (int64_t b = 0; b < nb; b++, pb += out) get(pb, (int)(r % NPL_WPACK_ROWS), (uint8_t *)row + (size_t)b * in);
+}
+
+/* ---- q5_0: [0, 16) d; [16, 48) high bits; [48, 176) nibbles ---- */
+static void put_q5_0(const void *blk, uint8_t *o, int j) {
+    const block_q5_0 *x = blk;
     uint32_t qh;
-    memcpy(&qh, b->qh, sizeof qh);
-    const unsigned nib = e < 16 ? b->qs[e] & 0x0F : b->qs[e - 16] >> 4;
-    return nib | ((qh >> e) & 1) << 4;
+    memcpy(&qh, x->qh, sizeof qh);
+    memcpy(o + 2 * j, &x->d, 2);
+    for (int el = 0; el < 32; el++) {
+        const unsigned u = (el < 16 ? x->qs[el] & 0x0F : x->qs[el - 16] >> 4) | ((qh >> el) & 1) << 4;
+        o[16 + 4 * j + el % 4] |= (uint8_t)((u >> 4) << (el / 4));
+        nib_put(o + 48, j, el, u);
+    }
+}
+static void get_q5_0(const uint8_t *pb, int j, void *blk) {
+    block_q5_0 *x = blk;
+    uint32_t qh = 0;
+    memcpy(&x->d, pb + 2 * j, 2);
+    memset(x->qs, 0, sizeof x->qs);
+    for (int el = 0; el < 32; el++) {
+        qh |= (uint32_t)((pb[16 + 4 * j + el % 4] >> (el / 4)) & 1) << el;
+        x->qs[el & 15] |= (uint8_t)(nib_get(pb + 48, j, el) << (el < 16 ? 0 : 4));
+    }
+    memcpy(x->qh, &qh, sizeof qh);
+}
+
+/* ---- q4_1: [0, 16) d; [16, 32) m; [32, 160) nibbles ---- */
+static void put_q4_1(const void *blk, uint8_t *o, int j) {
+    const block_q4_1 *x = blk;
+    memcpy(o + 2 * j, &x->d, 2);
+    memcpy(o + 16 + 2 * j, &x->m, 2);
+    for (int el = 0; el < 32; el++) nib_put(o + 32, j, el, el < 16 ? x->qs[el] & 0x0F : x->qs[el - 16] >> 4);
+}
+static void get_q4_1(const uint8_t *pb, int j, void *blk) {
+    block_q4_1 *x = blk;
+    memcpy(&x->d, pb + 2 * j, 2);
+    memcpy(&x->m, pb + 16 + 2 * j, 2);
+    memset(x->qs, 0, sizeof x->qs);
+    for (int el = 0; el < 32; el++) x->qs[el & 15] |= (uint8_t)(nib_get(pb + 32, j, el) << (el < 16 ? 0 : 4));
+}
+
+/* ---- q4_K: [0, 16) d; [16, 32) dmin; [32, 96) scales; [96, 160) mins; [160, 1184) nibbles ---- */
+static void put_q4_K(const void *blk, uint8_t *o, int j) {
+    const block_q4_K *x = blk;
+    memcpy(o + 2 * j, &x->d, 2);
+    memcpy(o + 16 + 2 * j, &x->dmin, 2);
+    for (int sb = 0; sb < 8; sb++) {
+        uint8_t sc, m;
+        npl_get_scale_min_k4(sb, x->scales, &sc, &m);
+        o[32 + 8 * sb + j] = sc;
+        o[96 + 16 * (sb / 2) + 2 * j + sb % 2] = m;
+        for (int el = 0; el < 32; el++) {
+            const uint8_t v = x->qs[32 * (sb / 2) + el];
+            nib_put(o + 160 + 128 * sb, j, el, sb % 2 ? v >> 4 : v & 0x0F);
+        }
+    }
+}
+static void get_q4_K(const uint8_t *pb, int j, void *blk) {
+    block_q4_K *x = blk;
+    memcpy(&x->d, pb + 2 * j, 2);
+    memcpy(&x->dmin, pb + 16 + 2 * j, 2);
+    uint8_t sc[8], m[8];
+    for (int sb = 0; sb < 8; sb++) sc[sb] = pb[32 + 8 * sb + j], m[sb] = pb[96 + 16 * (sb / 2) + 2 * j + sb % 2];
+    /* the 12-byte 6-bit layout npl_get_scale_min_k4 reads */
+    for (int q = 0; q < 4; q++) {
+        x->scales[q] = (uint8_t)((sc[q] & 63) | (sc[q + 4] >> 4) << 6);
+        x->scales[q + 4] = (uint8_t)((m[q] & 63) | (m[q + 4] >> 4) << 6);
+        x->scales[q + 8] = (uint8_t)((sc[q + 4] & 15) | (m[q + 4] & 15) << 4);
+    }
+    memset(x->qs, 0, sizeof x->qs);
+    for (int sb = 0; sb < 8; sb++)
+        for (int el = 0; el < 32; el++)
+            x->qs[32 * (sb / 2) + el] |= (uint8_t)(nib_get(pb + 160 + 128 * sb, j, el) << (sb % 2 ? 4 : 0));
+}
+
+/* ---- q6_K: [0, 16) d; [16, 144) scales; [144, 1168) low 4 bits of u = w + 32;
+ * [1168, 1680) high 2 bits. Element el of 32-group G: ql / qh as the type has them ---- */
+static void put_q6_K(const void *blk, uint8_t *o, int j) {
+    const block_q6_K *x = blk;
+    memcpy(o + 2 * j, &x->d, 2);
+    for (int c = 0; c < 16; c++) o[16 + 8 * c + j] = (uint8_t)x->scales[c];
+    for (int G = 0; G < 8; G++)
+        for (int el = 0; el < 32; el++) {
+            const int h = G / 4, kk = G % 4;
+            const uint8_t lo = x->ql[64 * h + 32 * (kk & 1) + el], hi = x->qh[32 * h + el];
+            const unsigned u = (unsigned)((kk < 2 ? lo & 0x0F : lo >> 4) | ((hi >> (2 * kk)) & 3) << 4);
+            nib_put(o + 144 + 128 * G, j, el, u);
+            o[1168 + 64 * G + 32 * (el / 16) + 4 * j + el % 4] |= (uint8_t)((u >> 4) << (2 * (el / 4 % 4)));
+        }
+}
+static void get_q6_K(const uint8_t *pb, int j, void *blk) {
+    block_q6_K *x = blk;
+    memcpy(&x->d, pb + 2 * j, 2);
+    for (int c = 0; c < 16; c++) x->scales[c] = (int8_t)pb[16 + 8 * c + j];
+    memset(x->ql, 0, sizeof x->ql);
+    memset(x->qh, 0, sizeof x->qh);
+    for (int G = 0; G < 8; G++)
+        for (int el = 0; el < 32; el++) {
+            const int h = G / 4, kk = G % 4;
+            const unsigned lo = nib_get(pb + 144 + 128 * G, j, el);
+            const unsigned hi = (pb[1168 + 64 * G + 32 * (el / 16) + 4 * j + el % 4] >> (2 * (el / 4 % 4))) & 3;
+            x->ql[64 * h + 32 * (kk & 1) + el] |= (uint8_t)(lo << (kk < 2 ? 0 : 4));
+            x->qh[32 * h + el] |= (uint8_t)(hi << (2 * kk));
+        }
 }
 
 void npl_wpack_q5_0(const void *src, void *dst, int64_t k, int64_t n) {
-    const int64_t nb = k / QK5_0;
-    const block_q5_0 *w = src;
-    uint8_t *o = dst;
-    for (int64_t p = 0; p < n / NPL_WPACK_ROWS; p++)
-        for (int64_t b = 0; b < nb; b++, o += PANEL_BLOCK) {
-            memset(o, 0, PANEL_BLOCK);
-            for (int j = 0; j < NPL_WPACK_ROWS; j++) {
-                const block_q5_0 *x = &w[(p * NPL_WPACK_ROWS + j) * nb + b];
-                memcpy(o + 2 * j, &x->d, 2);
-                for (int g = 0; g < 8; g++)
-                    for (int e = 0; e < 4; e++) {
-                        const unsigned u = q5_elem(x, 4 * g + e), i = 4 * (unsigned)j + (unsigned)e;
-                        o[16 + i] |= (uint8_t)((u >> 4) << g);
-                        o[48 + 32 * (g & 3) + i] |= (uint8_t)((u & 0x0F) << (g < 4 ? 0 : 4));
-                    }
-            }
-        }
+    pack_panels(src, dst, k / QK5_0, n, sizeof(block_q5_0), PANEL_BLOCK, put_q5_0);
 }
-
-void npl_wpack_q5_0_row(const void *packed, int64_t k, int64_t r, void *row) {
-    const int64_t nb = k / QK5_0, j = r % NPL_WPACK_ROWS;
-    const uint8_t *pb = (const uint8_t *)packed + (r / NPL_WPACK_ROWS) * nb * PANEL_BLOCK;
-    block_q5_0 *x = row;
-    for (int64_t b = 0; b < nb; b++, pb += PANEL_BLOCK) {
-        memcpy(&x[b].d, pb + 2 * j, 2);
-        uint32_t qh = 0;
-        memset(x[b].qs, 0, sizeof x[b].qs);
-        for (int g = 0; g < 8; g++)
-            for (int e = 0; e < 4; e++) {
-                const int el = 4 * g + e, i = 4 * (int)j + e;
-                const unsigned nib = (pb[48 + 32 * (g & 3) + i] >> (g < 4 ? 0 : 4)) & 0x0F;
-                qh |= (uint32_t)((pb[16 + i] >> g) & 1) << el;
-                x[b].qs[el & 15] |= (uint8_t)(nib << (el < 16 ? 0 : 4));
-            }
-        memcpy(x[b].qh, &qh, sizeof qh);
-    }
-}
-
-/* element e (0..31) of a q4_1 block: its 4 bits */
-static unsigned q4_1_elem(const block_q4_1 *b, int e) { return e < 16 ? b->qs[e] & 0x0F : b->qs[e - 16] >> 4; }
-
 void npl_wpack_q4_1(const void *src, void *dst, int64_t k, int64_t n) {
-    const int64_t nb = k / QK4_1;
-    const block_q4_1 *w = src;
-    uint8_t *o = dst;
-    for (int64_t p = 0; p < n / NPL_WPACK_ROWS; p++)
-        for (int64_t b = 0; b < nb; b++, o += NPL_WPACK_Q4_1_BLOCK) {
-            memset(o, 0, NPL_WPACK_Q4_1_BLOCK);
-            for (int j = 0; j < NPL_WPACK_ROWS; j++) {
-                const block_q4_1 *x = &w[(p * NPL_WPACK_ROWS + j) * nb + b];
-                memcpy(o + 2 * j, &x->d, 2);
-                memcpy(o + 16 + 2 * j, &x->m, 2);
-                for (int g = 0; g < 8; g++)
-                    for (int e = 0; e < 4; e++)
-                        o[32 + 32 * (g & 3) + 4 * j + e] |= (uint8_t)(q4_1_elem(x, 4 * g + e) << (g < 4 ? 0 : 4));
-            }
-        }
+    pack_panels(src, dst, k / QK4_1, n, sizeof(block_q4_1), NPL_WPACK_Q4_1_BLOCK, put_q4_1);
 }
-
-void npl_wpack_q4_1_row(const void *packed, int64_t k, int64_t r, void *row) {
-    const int64_t nb = k / QK4_1, j = r % NPL_WPACK_ROWS;
-    const uint8_t *pb = (const uint8_t *)packed + (r / NPL_WPACK_ROWS) * nb * NPL_WPACK_Q4_1_BLOCK;
-    block_q4_1 *x = row;
-    for (int64_t b = 0; b < nb; b++, pb += NPL_WPACK_Q4_1_BLOCK) {
-        memcpy(&x[b].d, pb + 2 * j, 2);
-        memcpy(&x[b].m, pb + 16 + 2 * j, 2);
-        memset(x[b].qs, 0, sizeof x[b].qs);
-        for (int g = 0; g < 8; g++)
-            for (int e = 0; e < 4; e++) {
-                const int el = 4 * g + e;
-                const unsigned nib = (pb[32 + 32 * (g & 3) + 4 * j + e] >> (g < 4 ? 0 : 4)) & 0x0F;
-                x[b].qs[el & 15] |= (uint8_t)(nib << (el < 16 ? 0 : 4));
-            }
-    }
-}
-
-/* element e (0..31) of sub-block s (0..7) of a q4_K super-block: its 4 bits */
-static unsigned q4k_elem(const block_q4_K *b, int s, int e) {
-    const uint8_t v = b->qs[32 * (s / 2) + e];
-    return s % 2 ? v >> 4 : v & 0x0F;
-}
-
 void npl_wpack_q4_K(const void *src, void *dst, int64_t k, int64_t n) {
-    const int64_t nb = k / QK_K;
-    const block_q4_K *w = src;
-    uint8_t *o = dst;
-    for (int64_t p = 0; p < n / NPL_WPACK_ROWS; p++)
-        for (int64_t i = 0; i < nb; i++, o += NPL_WPACK_Q4_K_BLOCK) {
-            memset(o, 0, NPL_WPACK_Q4_K_BLOCK);
-            for (int j = 0; j < NPL_WPACK_ROWS; j++) {
-                const block_q4_K *x = &w[(p * NPL_WPACK_ROWS + j) * nb + i];
-                memcpy(o + 2 * j, &x->d, 2);
-                memcpy(o + 16 + 2 * j, &x->dmin, 2);
-                for (int sb = 0; sb < 8; sb++) {
-                    uint8_t sc, m;
-                    npl_get_scale_min_k4(sb, x->scales, &sc, &m);
-                    o[32 + 8 * sb + j] = sc;
-                    o[96 + 16 * (sb / 2) + 2 * j + sb % 2] = m;
-                    for (int g = 0; g < 8; g++)
-                        for (int e = 0; e < 4; e++)
-                            o[160 + 128 * sb + 32 * (g & 3) + 4 * j + e] |=
-                                (uint8_t)(q4k_elem(x, sb, 4 * g + e) << (g < 4 ? 0 : 4));
-                }
-            }
-        }
+    pack_panels(src, dst, k / QK_K, n, sizeof(block_q4_K), NPL_WPACK_Q4_K_BLOCK, put_q4_K);
 }
-
-void npl_wpack_q4_K_row(const void *packed, int64_t k, int64_t r, void *row) {
-    const int64_t nb = k / QK_K, j = r % NPL_WPACK_ROWS;
-    const uint8_t *pb = (const uint8_t *)packed + (r / NPL_WPACK_ROWS) * nb * NPL_WPACK_Q4_K_BLOCK;
-    block_q4_K *x = row;
-    for (int64_t i = 0; i < nb; i++, pb += NPL_WPACK_Q4_K_BLOCK) {
-        memcpy(&x[i].d, pb + 2 * j, 2);
-        memcpy(&x[i].dmin, pb + 16 + 2 * j, 2);
-        uint8_t sc[8], m[8];
-        for (int sb = 0; sb < 8; sb++) sc[sb] = pb[32 + 8 * sb + j], m[sb] = pb[96 + 16 * (sb / 2) + 2 * j + sb % 2];
-        /* the 12-byte 6-bit layout npl_get_scale_min_k4 reads */
-        for (int q = 0; q < 4; q++) {
-            x[i].scales[q] = (uint8_t)((sc[q] & 63) | (sc[q + 4] >> 4) << 6);
-            x[i].scales[q + 4] = (uint8_t)((m[q] & 63) | (m[q + 4] >> 4) << 6);
-            x[i].scales[q + 8] = (uint8_t)((sc[q + 4] & 15) | (m[q + 4] & 15) << 4);
-        }
-        memset(x[i].qs, 0, sizeof x[i].qs);
-        for (int sb = 0; sb < 8; sb++)
-            for (int g = 0; g < 8; g++)
-                for (int e = 0; e < 4; e++) {
-                    const unsigned v = (pb[160 + 128 * sb + 32 * (g & 3) + 4 * j + e] >> (g < 4 ? 0 : 4)) & 0x0F;
-                    x[i].qs[32 * (sb / 2) + 4 * g + e] |= (uint8_t)(v << (sb % 2 ? 4 : 0));
-                }
-    }
-}
-
-/* element e (0..31) of 32-group G (0..7) of a q6_K super-block: its 6 bits u = w + 32 */
-static unsigned q6k_elem(const block_q6_K *b, int G, int e) {
-    const int h = G / 4, k = G % 4;
-    const uint8_t lo = b->ql[64 * h + 32 * (k & 1) + e], hi = b->qh[32 * h + e];
-    return (unsigned)((k < 2 ? lo & 0x0F : lo >> 4) | ((hi >> (2 * k)) & 3) << 4);
-}
-
 void npl_wpack_q6_K(const void *src, void *dst, int64_t k, int64_t n) {
-    const int64_t nb = k / QK_K;
-    const block_q6_K *w = src;
-    uint8_t *o = dst;
-    for (int64_t p = 0; p < n / NPL_WPACK_ROWS; p++)
-        for (int64_t i = 0; i < nb; i++, o += NPL_WPACK_Q6_K_BLOCK) {
-            memset(o, 0, NPL_WPACK_Q6_K_BLOCK);
-            for (int j = 0; j < NPL_WPACK_ROWS; j++) {
-                const block_q6_K *x = &w[(p * NPL_WPACK_ROWS + j) * nb + i];
-                memcpy(o + 2 * j, &x->d, 2);
-                for (int c = 0; c < 16; c++) o[16 + 8 * c + j] = (uint8_t)x->scales[c];
-                for (int G = 0; G < 8; G++)
-                    for (int g = 0; g < 8; g++)
-                        for (int e = 0; e < 4; e++) {
-                            const unsigned u = q6k_elem(x, G, 4 * g + e), bi = 4 * (unsigned)j + (unsigned)e;
-                            o[144 + 128 * G + 32 * (g & 3) + bi] |= (uint8_t)((u & 0x0F) << (g < 4 ? 0 : 4));
-                            o[1168 + 64 * G + 32 * (g / 4) + bi] |= (uint8_t)((u >> 4) << (2 * (g & 3)));
-                        }
-            }
-        }
+    pack_panels(src, dst, k / QK_K, n, sizeof(block_q6_K), NPL_WPACK_Q6_K_BLOCK, put_q6_K);
 }
-
+void npl_wpack_q5_0_row(const void *packed, int64_t k, int64_t r, void *row) {
+    unpack_row(packed, k / QK5_0, r, sizeof(block_q5_0), PANEL_BLOCK, row, get_q5_0);
+}
+void npl_wpack_q4_1_row(const void *packed, int64_t k, int64_t r, void *row) {
+    unpack_row(packed, k / QK4_1, r, sizeof(block_q4_1), NPL_WPACK_Q4_1_BLOCK, row, get_q4_1);
+}
+void npl_wpack_q4_K_row(const void *packed, int64_t k, int64_t r, void *row) {
+    unpack_row(packed, k / QK_K, r, sizeof(block_q4_K), NPL_WPACK_Q4_K_BLOCK, row, get_q4_K);
+}
 void npl_wpack_q6_K_row(const void *packed, int64_t k, int64_t r, void *row) {
-    const int64_t nb = k / QK_K, j = r % NPL_WPACK_ROWS;
-    const uint8_t *pb = (const uint8_t *)packed + (r / NPL_WPACK_ROWS) * nb * NPL_WPACK_Q6_K_BLOCK;
-    block_q6_K *x = row;
-    for (int64_t i = 0; i < nb; i++, pb += NPL_WPACK_Q6_K_BLOCK) {
-        memcpy(&x[i].d, pb + 2 * j, 2);
-        for (int c = 0; c < 16; c++) x[i].scales[c] = (int8_t)pb[16 + 8 * c + j];
-        memset(x[i].ql, 0, sizeof x[i].ql);
-        memset(x[i].qh, 0, sizeof x[i].qh);
-        for (int G = 0; G < 8; G++)
-            for (int g = 0; g < 8; g++)
-                for (int e = 0; e < 4; e++) {
-                    const int bi = 4 * (int)j + e, el = 4 * g + e, h = G / 4, kk = G % 4;
-                    const unsigned lo = (pb[144 + 128 * G + 32 * (g & 3) + bi] >> (g < 4 ? 0 : 4)) & 0x0F;
-                    const unsigned hi = (pb[1168 + 64 * G + 32 * (g / 4) + bi] >> (2 * (g & 3))) & 3;
-                    x[i].ql[64 * h + 32 * (kk & 1) + el] |= (uint8_t)(lo << (kk < 2 ? 0 : 4));
-                    x[i].qh[32 * h + el] |= (uint8_t)(hi << (2 * kk));
-                }
-    }
+    unpack_row(packed, k / QK_K, r, sizeof(block_q6_K), NPL_WPACK_Q6_K_BLOCK, row, get_q6_K);
 }
 
 void npl_wpack_pack(npl_type t, const void *src, void *dst, int64_t k, int64_t n) {

@@ -116,26 +116,15 @@ INLINE void tile(const panel *p, int nrow, int64_t nb, const npl_gemm_x *xp, int
     }
 }
 
-/* Weight rows [r0, r1) against every packed activation row. */
-static void rows_q4_1(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y,
-                      int64_t ldy) {
-    const int64_t nb = xp->k / QK4_1, m = xp->m;
-    uint8_t raw[R * nb * (32 + 2 * sizeof(float)) + 32];
-    uint8_t *u = (uint8_t *)(((uintptr_t)raw + 31) & ~(uintptr_t)31);
-    const panel p = {u, (float *)(u + R * nb * 32), (float *)(u + R * nb * 32) + R * nb};
-    for (int64_t rb = r0; rb < r1; rb += R) {
-        const int nrow = r1 - rb < R ? (int)(r1 - rb) : R;
-        for (int j = 0; j < nrow; j++) decode_row((const block_q4_1 *)((const uint8_t *)w + (rb + j) * (int64_t)w_row), nb, &p, j);
-        for (int j = nrow; j < R; j++) zero_row(nb, &p, j);
-        interleave(&p, nb);
-        int64_t c = 0;
-        for (; c + QX <= m; c += QX) tile(&p, nrow, nb, xp, c, QX, y + rb, ldy);
-        switch (m - c) { /* a constant count each, so the accumulators stay in registers */
-        case 3: tile(&p, nrow, nb, xp, c, 3 < QX ? 3 : QX, y + rb, ldy); break;
-        case 2: tile(&p, nrow, nb, xp, c, 2 < QX ? 2 : QX, y + rb, ldy); break;
-        case 1: tile(&p, nrow, nb, xp, c, 1, y + rb, ldy); break;
-        default: break;
-        }
+/* The panel's rows against every activation row, QX at a time. */
+static void tiles(const panel *p, int nrow, int64_t nb, const npl_gemm_x *xp, float *y, int64_t ldy) {
+    int64_t c = 0;
+    for (; c + QX <= xp->m; c += QX) tile(p, nrow, nb, xp, c, QX, y, ldy);
+    switch (xp->m - c) { /* a constant count each, so the accumulators stay in registers */
+    case 3: tile(p, nrow, nb, xp, c, 3 < QX ? 3 : QX, y, ldy); break;
+    case 2: tile(p, nrow, nb, xp, c, 2 < QX ? 2 : QX, y, ldy); break;
+    case 1: tile(p, nrow, nb, xp, c, 1, y, ldy); break;
+    default: break;
     }
 }
 
@@ -156,25 +145,32 @@ static void decode_packed(const uint8_t *pp, int64_t nb, const panel *p) {
     }
 }
 
-/* rows_q4_1 on a packed matrix: r0, r1 multiples of 8 (r1 may be n) */
-static void rows_q4_1_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y,
-                             int64_t ldy) {
-    const int64_t nb = xp->k / QK4_1, m = xp->m;
+/* Weight rows [r0, r1) against every packed activation row: from the
+ * file's rows, or (PACKED) from a packed matrix, r0 and r1 multiples of 8
+ * (r1 may be n) */
+INLINE void rows_with(const int PACKED, const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y,
+                      int64_t ldy) {
+    const int64_t nb = xp->k / QK4_1;
     uint8_t raw[R * nb * (32 + 2 * sizeof(float)) + 32];
     uint8_t *u = (uint8_t *)(((uintptr_t)raw + 31) & ~(uintptr_t)31);
     const panel p = {u, (float *)(u + R * nb * 32), (float *)(u + R * nb * 32) + R * nb};
     for (int64_t rb = r0; rb < r1; rb += R) {
         const int nrow = r1 - rb < R ? (int)(r1 - rb) : R;
-        decode_packed((const uint8_t *)w + (size_t)rb * w_row, nb, &p);
-        int64_t c = 0;
-        for (; c + QX <= m; c += QX) tile(&p, nrow, nb, xp, c, QX, y + rb, ldy);
-        switch (m - c) {
-        case 3: tile(&p, nrow, nb, xp, c, 3 < QX ? 3 : QX, y + rb, ldy); break;
-        case 2: tile(&p, nrow, nb, xp, c, 2 < QX ? 2 : QX, y + rb, ldy); break;
-        case 1: tile(&p, nrow, nb, xp, c, 1, y + rb, ldy); break;
-        default: break;
+        if (PACKED) decode_packed((const uint8_t *)w + (size_t)rb * w_row, nb, &p);
+        else {
+            for (int j = 0; j < nrow; j++) decode_row((const block_q4_1 *)((const uint8_t *)w + (rb + j) * (int64_t)w_row), nb, &p, j);
+            for (int j = nrow; j < R; j++) zero_row(nb, &p, j);
+            interleave(&p, nb);
         }
+        tiles(&p, nrow, nb, xp, y + rb, ldy);
     }
+}
+static void rows_q4_1(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y, int64_t ldy) {
+    rows_with(0, w, w_row, r0, r1, xp, y, ldy);
+}
+static void rows_q4_1_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y,
+                             int64_t ldy) {
+    rows_with(1, w, w_row, r0, r1, xp, y, ldy);
 }
 
 static const npl_gemm_kernels gemm_q4_1 = {pack_q8_1, rows_q4_1}, gemm_q4_1_packed = {pack_q8_1, rows_q4_1_packed};

@@ -57,18 +57,6 @@ INLINE void pair(const uint8_t *p0, const uint8_t *p1, int64_t nb, const npl_gem
     for (int c = 0; c < m; c++) _mm512_mask_storeu_ps(y + (int64_t)c * ldy, keep, acc[c]);
 }
 
-static void rows_q5_0_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
-                             float *y, int64_t ldy) {
-    const int64_t nb = gx[0].k / QK5_0;
-    for (int64_t r = r0; r < r1; r += 2 * PANEL) {
-        const uint8_t *p0 = (const uint8_t *)w + (size_t)r * w_row;
-        const int two = r1 - r > PANEL;
-        const uint8_t *p1 = two ? p0 + PANEL * w_row : p0;
-        const __mmask16 keep = two ? 0xFFFF : 0x00FF;
-        if (m == 1) pair(p0, p1, nb, gx, 1, 1, y + r, ldy, keep);
-        else pair(p0, p1, nb, gx, 0, m, y + r, ldy, keep);
-    }
-}
 
 static void prep_q5_0_packed(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) {
     npl_gemv_get_avx2_packed(NPL_TYPE_Q5_0)->prep(gx, mem, xq, k);
@@ -203,17 +191,28 @@ INLINE void pair_q4_1(const uint8_t *p0, const uint8_t *p1, int64_t nb, const np
     for (int c = 0; c < m; c++) _mm512_mask_storeu_ps(y + (int64_t)c * ldy, keep, acc[c]);
 }
 
-static void rows_q4_1_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
-                             float *y, int64_t ldy) {
-    const int64_t nb = gx[0].k / QK4_1;
+/* Rows [r0, r1) of packed q5_0 (Q41 = 0) or q4_1 as pairs of panels (blocks of 32 for both) */
+INLINE void rows_pairs(const int Q41, const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
+                       float *y, int64_t ldy) {
+    const int64_t nb = gx[0].k / 32;
     for (int64_t r = r0; r < r1; r += 2 * PANEL) {
         const uint8_t *p0 = (const uint8_t *)w + (size_t)r * w_row;
         const int two = r1 - r > PANEL;
         const uint8_t *p1 = two ? p0 + PANEL * w_row : p0;
         const __mmask16 keep = two ? 0xFFFF : 0x00FF;
-        if (m == 1) pair_q4_1(p0, p1, nb, gx, 1, 1, y + r, ldy, keep);
-        else pair_q4_1(p0, p1, nb, gx, 0, m, y + r, ldy, keep);
+        if (Q41 && m == 1) pair_q4_1(p0, p1, nb, gx, 1, 1, y + r, ldy, keep);
+        else if (Q41) pair_q4_1(p0, p1, nb, gx, 0, m, y + r, ldy, keep);
+        else if (m == 1) pair(p0, p1, nb, gx, 1, 1, y + r, ldy, keep);
+        else pair(p0, p1, nb, gx, 0, m, y + r, ldy, keep);
     }
+}
+static void rows_q5_0_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
+                             float *y, int64_t ldy) {
+    rows_pairs(0, w, w_row, r0, r1, gx, m, y, ldy);
+}
+static void rows_q4_1_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
+                             float *y, int64_t ldy) {
+    rows_pairs(1, w, w_row, r0, r1, gx, m, y, ldy);
 }
 
 /* the AVX2 kernel's activation row (gemv_avx2_q4_1.c): the q8_1 row, d and s as floats */
