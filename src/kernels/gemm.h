@@ -81,14 +81,18 @@ const npl_gemm_kernels *npl_gemm_get_avx2(npl_type t);
  * EPYC Zen 5 AVX2's q4_0 / q5_0 GEMM ran 145 GMAC/s against AVX-512's 118
  * and its packed q5_0 GEMV twice as fast, its q4_K / q6_K GEMV 20 % faster
  * (bench/gemm_bench.c, gemv_bench.c). AVX-512 VNNI GEMMs in that order
- * (x86/avx512/gemm_avx512_q5_0.c, gemm_avx512_k.c) serve q5_0 (packed),
- * q4_K and q6_K: 327 / 200+ GMAC/s against the AVX-512 tile's 118-140. */
+ * (x86/avx512/gemm_avx512_q5_0.c, gemm_avx512_k.c) serve q5_0 and q4_0
+ * (packed, or the file's rows decoded per 16-row pass), q4_K and q6_K:
+ * 327 / 200+ GMAC/s against the AVX-512 tile's 118-140. */
 static inline int npl_avx512_takes_avx2(npl_type t) {
     return t == NPL_TYPE_Q4_0 || t == NPL_TYPE_Q5_0 || t == NPL_TYPE_Q4_K || t == NPL_TYPE_Q6_K;
 }
 /* Internal: the AVX-512 VNNI q4_K / q6_K GEMM in AVX2's order, over the
  * file's rows or (packed) wpack.h's copy, or NULL. */
 const npl_gemm_kernels *npl_gemm_get_avx512_k(npl_type t, int packed);
+/* Internal: the AVX-512 VNNI q5_0 / q4_0 GEMM in AVX2's order over the
+ * file's rows (x86/avx512/gemm_avx512_q5_0.c), or NULL. */
+const npl_gemm_kernels *npl_gemm_get_avx512_q5_0(npl_type t);
 /* Internal: its q4_1 kernels (x86/avx2/gemm_avx2_q4_1.c). */
 const npl_gemm_kernels *npl_gemm_get_avx2_q4_1(void);
 /* Internal: aarch64's i8mm kernels (arm/i8mm/gemm_i8mm.c: the dotprod

@@ -128,6 +128,7 @@ const npl_gemm_kernels *npl_gemm_get(npl_isa want, npl_type t) {
         if (a) return a;
     } else if (npl_avx512_takes_avx2(t)) {
         const npl_gemm_kernels *v = npl_gemm_get_avx512_k(t, 0);
+        if (!v) v = npl_gemm_get_avx512_q5_0(t);
         return v ? v : npl_gemm_get_avx2(t);
     }
     switch (t) {

@@ -26,6 +26,7 @@
 
 #include "kernels/quant.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/x86/avx2/avx2_util.h"
 #include "kernels/x86/avx512/q5_0_packed512.h"
 
 #define INLINE static inline __attribute__((always_inline))
@@ -100,37 +101,110 @@ INLINE void tile(const int nc, const __m512i *u, const float *dw, int64_t nb, co
     for (int c = 0; c < nc; c++) _mm512_mask_storeu_ps(y + (c0 + c) * ldy, keep, acc[c]);
 }
 
+/* the tiles of one 16-row pass against every activation row */
+INLINE void pass(const __m512i *u, const float *dw, int64_t nb, const npl_gemm_x *xp, float *yb, int64_t ldy, __mmask16 keep) {
+    const int64_t m = xp->m;
+    int64_t c0 = 0;
+    for (; c0 + NC <= m; c0 += NC) tile(NC, u, dw, nb, xp, c0, yb, ldy, keep);
+    switch (m - c0) { /* a constant count each, so the accumulators stay in registers */
+    case 7: tile(7, u, dw, nb, xp, c0, yb, ldy, keep); break;
+    case 6: tile(6, u, dw, nb, xp, c0, yb, ldy, keep); break;
+    case 5: tile(5, u, dw, nb, xp, c0, yb, ldy, keep); break;
+    case 4: tile(4, u, dw, nb, xp, c0, yb, ldy, keep); break;
+    case 3: tile(3, u, dw, nb, xp, c0, yb, ldy, keep); break;
+    case 2: tile(2, u, dw, nb, xp, c0, yb, ldy, keep); break;
+    case 1: tile(1, u, dw, nb, xp, c0, yb, ldy, keep); break;
+    default: break;
+    }
+}
+
 static void gemm_rows(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y, int64_t ldy) {
-    const int64_t nb = xp->k / QK5_0, m = xp->m;
+    const int64_t nb = xp->k / QK5_0;
     __m512i u[8 * nb];
     _Alignas(64) float dw[16 * nb];
     for (int64_t rb = r0; rb < r1; rb += ROWS) {
         const int two = r1 - rb > PANEL;
         const uint8_t *p0 = (const uint8_t *)w + rb * (int64_t)w_row;
         unpack_rows(p0, two ? p0 + PANEL * (int64_t)w_row : NULL, nb, u, dw);
-        const __mmask16 keep = two ? 0xFFFF : 0x00FF;
-        float *yb = y + rb;
-        int64_t c0 = 0;
-        for (; c0 + NC <= m; c0 += NC) tile(NC, u, dw, nb, xp, c0, yb, ldy, keep);
-        switch (m - c0) { /* a constant count each, so the accumulators stay in registers */
-        case 7: tile(7, u, dw, nb, xp, c0, yb, ldy, keep); break;
-        case 6: tile(6, u, dw, nb, xp, c0, yb, ldy, keep); break;
-        case 5: tile(5, u, dw, nb, xp, c0, yb, ldy, keep); break;
-        case 4: tile(4, u, dw, nb, xp, c0, yb, ldy, keep); break;
-        case 3: tile(3, u, dw, nb, xp, c0, yb, ldy, keep); break;
-        case 2: tile(2, u, dw, nb, xp, c0, yb, ldy, keep); break;
-        case 1: tile(1, u, dw, nb, xp, c0, yb, ldy, keep); break;
-        default: break;
+        pass(u, dw, nb, xp, y + rb, ldy, two ? 0xFFFF : 0x00FF);
+    }
+}
+
+/* ---- the file's q5_0 / q4_0 rows: each 16-row pass decodes its rows into
+ * the same u vectors and scales (u = w + 16, q4_0's w + 8: its nibble),
+ * 8 rows at a time through an 8 x 8 transpose, then the same tiles. The
+ * decoding is a small part of a pass against 16 or more activation rows
+ * (prefill), so the AVX-512 family's prefill needs no packed copy. ---- */
+
+/* Activation row r of a q4_0 GEMM: as pack_x, the offset -8 x the block's sum */
+static void pack_x8(const npl_gemm_x *xp, int64_t r, const void *row) {
+    pack_x(xp, r, row);
+    int32_t *off = x_off(xp, r);
+    for (int64_t b = 0; b < xp->kp / 32; b++) off[b * NC] /= 2; /* -16 s -> -8 s, exact */
+}
+
+/* block b of a q5_0 (Q4 = 0) or q4_0 row as 32 bytes of u in element order */
+INLINE __m256i u32_of(const int Q4, const uint8_t *row, int64_t b) {
+    const uint8_t *blk = row + (size_t)b * (Q4 ? sizeof(block_q4_0) : sizeof(block_q5_0));
+    const __m128i q = _mm_loadu_si128((const __m128i *)(blk + (Q4 ? 2 : 6)));
+    const __m256i u = _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1),
+                                       _mm256_set1_epi8(0x0F));
+    if (Q4) return u;
+    uint32_t qh;
+    memcpy(&qh, blk + 2, sizeof qh); /* bit e: the 5th bit of element e */
+    return _mm256_mask_add_epi8(u, (__mmask32)qh, u, _mm256_set1_epi8(16));
+}
+
+/* rows [rb, rb + nr) (nr <= 16; the rest zero) as nb x 8 vectors of u and nb x 16 scales */
+INLINE void decode_file_rows(const int Q4, const uint8_t *w, size_t w_row, int nr, int64_t nb, __m512i *u, float *dw) {
+    const size_t bs = Q4 ? sizeof(block_q4_0) : sizeof(block_q5_0);
+    for (int64_t b = 0; b < nb; b++) {
+        for (int half = 0; half < 2; half++) {
+            __m256i r[8];
+            for (int j = 0; j < 8; j++) {
+                const int row = 8 * half + j;
+                r[j] = row < nr ? u32_of(Q4, w + (size_t)row * w_row, b) : _mm256_setzero_si256();
+                uint16_t h = 0;
+                if (row < nr) memcpy(&h, w + (size_t)row * w_row + (size_t)b * bs, sizeof h);
+                dw[16 * b + row] = h2f(h);
+            }
+            avx2_transpose8_epi32(r); /* r[g] lane j: elements 4g..4g+3 of row j */
+            for (int g = 0; g < 8; g++) _mm256_store_si256((__m256i *)(u + 8 * b + g) + half, r[g]);
         }
     }
 }
 
-static const npl_gemm_kernels k_q5_0_packed = {pack_x, gemm_rows};
+INLINE void file_rows(const int Q4, const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y,
+                      int64_t ldy) {
+    const int64_t nb = xp->k / 32;
+    __m512i u[8 * nb];
+    _Alignas(64) float dw[16 * nb];
+    for (int64_t rb = r0; rb < r1; rb += ROWS) {
+        const int nr = r1 - rb < ROWS ? (int)(r1 - rb) : ROWS;
+        decode_file_rows(Q4, (const uint8_t *)w + (size_t)rb * w_row, w_row, nr, nb, u, dw);
+        pass(u, dw, nb, xp, y + rb, ldy, (__mmask16)((1u << nr) - 1));
+    }
+}
+static void rows_q5_0(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y, int64_t ldy) {
+    file_rows(0, w, w_row, r0, r1, xp, y, ldy);
+}
+static void rows_q4_0(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y, int64_t ldy) {
+    file_rows(1, w, w_row, r0, r1, xp, y, ldy);
+}
+
+static const npl_gemm_kernels k_q5_0_packed = {pack_x, gemm_rows}, k_q5_0 = {pack_x, rows_q5_0}, k_q4_0 = {pack_x8, rows_q4_0};
 
 const npl_gemm_kernels *npl_gemm_get_avx512_packed(npl_type t) { return t == NPL_TYPE_Q5_0 ? &k_q5_0_packed : NULL; }
+const npl_gemm_kernels *npl_gemm_get_avx512_q5_0(npl_type t) {
+    return t == NPL_TYPE_Q5_0 ? &k_q5_0 : t == NPL_TYPE_Q4_0 ? &k_q4_0 : NULL;
+}
 
 #else
 const npl_gemm_kernels *npl_gemm_get_avx512_packed(npl_type t) {
+    (void)t;
+    return NULL;
+}
+const npl_gemm_kernels *npl_gemm_get_avx512_q5_0(npl_type t) {
     (void)t;
     return NULL;
 }
