@@ -90,9 +90,10 @@ static inline int npl_avx512_takes_avx2(npl_type t) {
 /* Internal: the AVX-512 VNNI q4_K / q6_K GEMM in AVX2's order, over the
  * file's rows or (packed) wpack.h's copy, or NULL. */
 const npl_gemm_kernels *npl_gemm_get_avx512_k(npl_type t, int packed);
-/* Internal: the AVX-512 VNNI q5_0 / q4_0 GEMM in AVX2's order over the
- * file's rows (x86/avx512/gemm_avx512_q5_0.c), or NULL. */
-const npl_gemm_kernels *npl_gemm_get_avx512_q5_0(npl_type t);
+/* Internal: the AVX-512 VNNI q5_0 / q4_0 / q4_1 GEMM in AVX2's order
+ * (plain C's bits) over the file's rows (x86/avx512/gemm_avx512_q5_0.c),
+ * or NULL. */
+const npl_gemm_kernels *npl_gemm_get_avx512_b32(npl_type t);
 /* Internal: its q4_1 kernels (x86/avx2/gemm_avx2_q4_1.c). */
 const npl_gemm_kernels *npl_gemm_get_avx2_q4_1(void);
 /* Internal: aarch64's i8mm kernels (arm/i8mm/gemm_i8mm.c: the dotprod

@@ -216,7 +216,8 @@ const npl_gemv_kernels *npl_gemv_get_packed(npl_isa isa, npl_type t) {
 const npl_gemm_kernels *npl_gemm_get_packed(npl_isa isa, npl_type t) {
 #if defined(__x86_64__)
     if (!avx2_order(isa, t)) return NULL;
-    if (t == NPL_TYPE_Q4_1) return npl_gemm_get_avx2_q4_1_packed();
+    if (t == NPL_TYPE_Q4_1)
+        return (int)clamp_isa(isa) >= (int)NPL_ISA_AVX512 ? npl_gemm_get_avx512_packed(t) : npl_gemm_get_avx2_q4_1_packed();
     /* AVX-512's VNNI GEMMs keep AVX2's order (gemm.h) */
     if (clamp_isa(isa) == NPL_ISA_AVX512) {
         const npl_gemm_kernels *v = t == NPL_TYPE_Q5_0 ? npl_gemm_get_avx512_packed(t) : npl_gemm_get_avx512_k(t, 1);

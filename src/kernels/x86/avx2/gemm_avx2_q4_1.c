@@ -1,6 +1,6 @@
-/* AVX2 GEMM for q4_1 weights against q8_1 activations (prefill), for x86
- * without a q4_1 GEMM of its own (the AVX-512 and AMX families take it too:
- * their q4_1 vec_dot is this family's dot_q4_1_q8_1).
+/* AVX2 GEMM for q4_1 weights against q8_1 activations (prefill). The
+ * AVX-512 and AMX families' q4_1 vec_dot is this family's dot_q4_1_q8_1;
+ * their GEMM (x86/avx512/gemm_avx512_q5_0.c) keeps these bits 16 rows wide.
  *
  * Per (weight row, activation row) it computes what dot_q4_1_q8_1
  * (vec_dot_avx2.c) and the plain C kernel compute, bit for bit, so a row

@@ -128,7 +128,7 @@ const npl_gemm_kernels *npl_gemm_get(npl_isa want, npl_type t) {
         if (a) return a;
     } else if (npl_avx512_takes_avx2(t)) {
         const npl_gemm_kernels *v = npl_gemm_get_avx512_k(t, 0);
-        if (!v) v = npl_gemm_get_avx512_q5_0(t);
+        if (!v) v = npl_gemm_get_avx512_b32(t);
         return v ? v : npl_gemm_get_avx2(t);
     }
     switch (t) {
@@ -137,7 +137,7 @@ const npl_gemm_kernels *npl_gemm_get(npl_isa want, npl_type t) {
     case NPL_TYPE_Q8_0: return &k_q8_0;
     case NPL_TYPE_Q4_K: return &k_q4_K;
     case NPL_TYPE_Q6_K: return &k_q6_K;
-    case NPL_TYPE_Q4_1: return npl_gemm_get_avx2_q4_1(); /* its q4_1 vec_dot is AVX2's */
+    case NPL_TYPE_Q4_1: return npl_gemm_get_avx512_b32(t); /* its q4_1 vec_dot is AVX2's: that order, plain C's bits */
     default: return NULL;
     }
 }
