@@ -74,5 +74,8 @@ const npl_gemv_kernels *npl_gemv_get_avx512_gemm(npl_type t);
  * (x86/avx512/gemv_avx512_k.c: the AVX2 GEMV's arithmetic, two rows per
  * zmm), or NULL. */
 const npl_gemv_kernels *npl_gemv_get_avx512_k(npl_type t);
+/* Internal: the AVX-512 q4_0 / q5_0 GEMV over the file's rows in AVX2's order
+ * (x86/avx512/gemv_avx512_b32.c), or NULL. */
+const npl_gemv_kernels *npl_gemv_get_avx512_b32(npl_type t);
 
 #endif

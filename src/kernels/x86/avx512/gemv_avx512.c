@@ -438,7 +438,9 @@ const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t, int gfni) {
     /* without AMX the prefill GEMM is the AVX-512 one: its order */
     if ((int)want < (int)NPL_ISA_AMX || (int)best < (int)NPL_ISA_AMX)
         return !npl_avx512_takes_avx2(t) ? npl_gemv_get_avx512_gemm(t)
-             : npl_gemv_get_avx512_k(t) ? npl_gemv_get_avx512_k(t) : npl_gemv_get_avx2(t);
+             : npl_gemv_get_avx512_k(t)   ? npl_gemv_get_avx512_k(t)
+             : npl_gemv_get_avx512_b32(t) ? npl_gemv_get_avx512_b32(t)
+                                          : npl_gemv_get_avx2(t);
     if (!npl_gemm_get_amx(t)) return npl_gemv_get_avx512_gemm(t);
     const int gf = gfni && npl_cpu_has_gfni();
     switch (t) {

@@ -118,42 +118,20 @@ INLINE void pair_q6_K(const uint8_t *xa, const uint8_t *xb, const npl_gemv_x *g,
     out[1] = hsum8(a + 8);
 }
 
-/* rows x[0..nr) against the m activation rows (an odd last row pairs with itself) */
-INLINE void group(const int K6, int nr, const uint8_t *const *x, const int64_t *rj, const npl_gemv_x *gx, int m,
-                  float *y, int64_t ldy, size_t pf) {
-    for (int c = 0; c < m; c++)
-        for (int j = 0; j < nr; j += 2) {
-            float out[2];
-            const uint8_t *xb = j + 1 < nr ? x[j + 1] : x[j];
-            if (K6) pair_q6_K(x[j], xb, &gx[c], out, c ? 0 : pf);
-            else pair_q4_K(x[j], xb, &gx[c], out, c ? 0 : pf);
-            y[(int64_t)c * ldy + rj[j]] = out[0];
-            if (j + 1 < nr) y[(int64_t)c * ldy + rj[j + 1]] = out[1];
-        }
+/* rows x[0..nr) against one activation row (an odd last row pairs with itself) */
+INLINE void rows_nr(const int K6, const int nr, const uint8_t *const *x, const npl_gemv_x *g, float *out, size_t pf) {
+    for (int j = 0; j < nr; j += 2) {
+        float o[2];
+        const uint8_t *xb = j + 1 < nr ? x[j + 1] : x[j];
+        if (K6) pair_q6_K(x[j], xb, g, o, pf);
+        else pair_q4_K(x[j], xb, g, o, pf);
+        out[j] = o[0];
+        if (j + 1 < nr) out[j + 1] = o[1];
+    }
 }
 
-/* Rows [r0, r1) as NR streams (gemv_avx2.c's rows_with): the range splits
- * into NR contiguous parts and a group takes the next row of each. */
-INLINE void rows_with(const int K6, const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
-                      float *y, int64_t ldy) {
-    const int64_t q = (r1 - r0) / NR;
-    const size_t pf = (size_t)(PF_ROWS / NR) * w_row;
-    const uint8_t *x[NR];
-    int64_t rj[NR];
-    for (int64_t i = 0; i < q; i++) {
-        for (int j = 0; j < NR; j++) {
-            rj[j] = r0 + j * q + i;
-            x[j] = (const uint8_t *)w + (size_t)rj[j] * w_row;
-        }
-        group(K6, NR, x, rj, gx, m, y, ldy, pf);
-    }
-    const int left = (int)(r1 - r0 - NR * q);
-    for (int j = 0; j < left; j++) {
-        rj[j] = r0 + NR * q + j;
-        x[j] = (const uint8_t *)w + (size_t)rj[j] * w_row;
-    }
-    if (left) group(K6, left, x, rj, gx, m, y, ldy, 0);
-}
+/* Rows [r0, r1) as NR streams, as the AVX2 GEMV takes them */
+#include "kernels/x86/avx2/gemv_rows.h"
 
 static void rows_q4_K(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m, float *y,
                       int64_t ldy) {
