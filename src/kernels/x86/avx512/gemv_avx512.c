@@ -433,8 +433,8 @@ const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t, int gfni) {
     const npl_isa best = npl_cpu_best_isa();
     if ((int)want < (int)NPL_ISA_AVX512 || (int)best < (int)NPL_ISA_AVX512)
         return (int)want >= (int)NPL_ISA_AVX2 && (int)best >= (int)NPL_ISA_AVX2 ? npl_gemv_get_avx2(t) : NULL;
-    /* q4_1: the GEMM, and vec_dot, are AVX2's at every ISA */
-    if (t == NPL_TYPE_Q4_1) return npl_gemv_get_avx2_q4_1();
+    /* q4_1: AVX2's order (its vec_dot) at every ISA, which the AVX-512 GEMV and GEMM keep */
+    if (t == NPL_TYPE_Q4_1) return npl_gemv_get_avx512_b32(t);
     /* without AMX the prefill GEMM is the AVX-512 one: its order */
     if ((int)want < (int)NPL_ISA_AMX || (int)best < (int)NPL_ISA_AMX)
         return !npl_avx512_takes_avx2(t) ? npl_gemv_get_avx512_gemm(t)
