@@ -42,11 +42,9 @@ INLINE __m512i u64_of(const int F, const int ONE, const uint8_t *row, int64_t b)
     const size_t bs = F == F5_0 ? sizeof(block_q5_0) : F == F4_0 ? sizeof(block_q4_0) : sizeof(block_q4_1);
     const size_t qo = F == F5_0 ? 6 : F == F4_0 ? 2 : 4;
     const uint8_t *a = row + (size_t)b * bs, *c = ONE ? a : a + bs;
-    const __m128i qa = _mm_loadu_si128((const __m128i *)(a + qo)), qc = _mm_loadu_si128((const __m128i *)(c + qo));
-    __m512i v = _mm512_castsi128_si512(qa);
-    v = _mm512_inserti32x4(v, qa, 1);
-    v = _mm512_inserti32x4(v, qc, 2);
-    v = _mm512_inserti32x4(v, qc, 3);
+    /* [qa qa qc qc]: two broadcasts from memory, the second masked */
+    __m512i v = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(a + qo)));
+    v = _mm512_mask_broadcast_i32x4(v, 0xFF00, _mm_loadu_si128((const __m128i *)(c + qo)));
     v = _mm512_and_si512(_mm512_srlv_epi64(v, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0)), _mm512_set1_epi8(0x0F));
     if (!Q5) return v;
     uint32_t ha, hc; /* bit e: the 5th bit of element e */
