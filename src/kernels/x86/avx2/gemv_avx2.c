@@ -207,16 +207,11 @@ INLINE void rows_nr(const int K, const int nr, const uint8_t *const *x, const np
 
 #include "kernels/x86/avx2/gemv_rows.h"
 
-#define ROWS(name, K)                                                                                         \
-    static void rows_##name(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m, \
-                            float *y, int64_t ldy) {                                                         \
-        rows_with(K, w, w_row, r0, r1, gx, m, y, ldy);                                                        \
-    }
-ROWS(q4_0, K_Q4_0)
-ROWS(q5_0, K_Q5_0)
-ROWS(q8_0, K_Q8_0)
-ROWS(q4_K, K_Q4_K)
-ROWS(q6_K, K_Q6_K)
+NPL_GEMV_ROWS_FN(q4_0, K_Q4_0)
+NPL_GEMV_ROWS_FN(q5_0, K_Q5_0)
+NPL_GEMV_ROWS_FN(q8_0, K_Q8_0)
+NPL_GEMV_ROWS_FN(q4_K, K_Q4_K)
+NPL_GEMV_ROWS_FN(q6_K, K_Q6_K)
 
 static const npl_gemv_kernels g_q4_0 = {prep_q4_0, rows_q4_0}, g_q5_0 = {prep_q5_0, rows_q5_0},
                               g_q8_0 = {prep_q8_0, rows_q8_0}, g_q4_K = {prep_q8_K, rows_q4_K},

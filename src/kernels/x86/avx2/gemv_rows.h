@@ -46,4 +46,11 @@ INLINE void rows_with(const int K, const void *w, size_t w_row, int64_t r0, int6
     else if (left == 1) group(K, 1, x, rj, gx, m, y, ldy, 0);
 }
 
+/* rows_NAME: the kernel table's rows function for kind K */
+#define NPL_GEMV_ROWS_FN(name, K)                                                                              \
+    static void rows_##name(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m, \
+                            float *y, int64_t ldy) {                                                          \
+        rows_with(K, w, w_row, r0, r1, gx, m, y, ldy);                                                         \
+    }
+
 #endif

@@ -49,8 +49,8 @@ static inline int32_t *x_off(const npl_gemm_x *xp, int64_t r) {
     return (int32_t *)xp->sum + (r / NC) * NC * (xp->kp / 16) + r % NC;
 }
 
-/* Activation row r from its q8_0 row. */
-static void pack_x(const npl_gemm_x *xp, int64_t r, const void *row) {
+/* Activation row r from its q8_0 row, the offset -o x each block's sum (o: u = w + o) */
+INLINE void pack_as(const npl_gemm_x *xp, int64_t r, const void *row, int o) {
     const block_q8_0 *x = row;
     const int64_t nb = xp->k / QK8_0, nbp = xp->kp / 32;
     int8_t *qs = x_qs(xp, r);
@@ -66,10 +66,13 @@ static void pack_x(const npl_gemm_x *xp, int64_t r, const void *row) {
         memcpy(qs + b * NC * 32, x[b].qs, 32);
         int32_t s = 0;
         for (int i = 0; i < 32; i++) s += x[b].qs[i];
-        off[b * NC] = -16 * s;
+        off[b * NC] = -o * s;
         d[b * NC] = h2f(x[b].d);
     }
 }
+
+static void pack_x(const npl_gemm_x *xp, int64_t r, const void *row) { pack_as(xp, r, row, 16); }  /* q5_0 */
+static void pack_x8(const npl_gemm_x *xp, int64_t r, const void *row) { pack_as(xp, r, row, 8); } /* q4_0 */
 
 /* Panels p0 and p1 (NULL: none, zeros) of the packed matrix as nb x 8
  * vectors of u and nb x 16 scales. */
@@ -143,13 +146,6 @@ static void gemm_rows(const void *w, size_t w_row, int64_t r0, int64_t r1, const
 
 enum { F_Q5_0, F_Q4_0, F_Q4_1 };
 
-/* Activation row r of a q4_0 GEMM: as pack_x, the offset -8 x the block's sum */
-static void pack_x8(const npl_gemm_x *xp, int64_t r, const void *row) {
-    pack_x(xp, r, row);
-    int32_t *off = x_off(xp, r);
-    for (int64_t b = 0; b < xp->kp / 32; b++) off[b * NC] /= 2; /* -16 s -> -8 s, exact */
-}
-
 /* Activation row r of a q4_1 GEMM, a q8_1 row: quants, d, and q8_1's s
  * (d * sum, rounded to f16 by the quantizer) as a float in the offset's place */
 static void pack_x1(const npl_gemm_x *xp, int64_t r, const void *row) {
@@ -192,9 +188,8 @@ INLINE void decode_file_rows(const int F, const uint8_t *w, size_t w_row, int nr
             __m256i r[8];
             for (int j = 0; j < 8; j++) {
                 const int row = 8 * half + j;
-                const uint8_t *blk = w + (size_t)row * w_row + (size_t)b * fsize(F);
                 uint16_t h[2] = {0, 0}; /* d, and q4_1's m */
-                if (row < nr) memcpy(h, blk, F == F_Q4_1 ? 4 : 2);
+                if (row < nr) memcpy(h, w + (size_t)row * w_row + (size_t)b * fsize(F), F == F_Q4_1 ? 4 : 2);
                 r[j] = row < nr ? u32_of(F, w + (size_t)row * w_row, b) : _mm256_setzero_si256();
                 dw[16 * b + row] = h2f(h[0]);
                 if (F == F_Q4_1) mw[16 * b + row] = h2f(h[1]);

@@ -106,7 +106,7 @@ INLINE void rows4_q4_1(const int nr, const uint8_t *const *x, const npl_gemv_x *
             D[j] = j >= nr ? z : one ? _mm512_dpbusd_epi32(z, u64_of(F4_1, 1, x[j], b), X) : _mm512_dpbusd_epi32(z, u64_of(F4_1, 0, x[j], b), X);
         const __m256 t = _mm256_cvtepi32_ps(reduce4(D));
         __m256 dw, mw;
-        if (one) { /* (d, m) of block b only */
+        if (one) { /* (d, m) of block b only (folding this into dm8 as a run-time case cost SmolLM2 decode 35 %) */
             uint32_t v[4] = {0};
             for (int j = 0; j < nr; j++) memcpy(&v[j], x[j] + (size_t)b * sizeof(block_q4_1), 4);
             const __m256 f = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)v));
@@ -134,23 +134,14 @@ INLINE void rows_nr(const int K, const int nr, const uint8_t *const *x, const np
 }
 #include "kernels/x86/avx2/gemv_rows.h"
 
-static void rows_q4_0(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m, float *y,
-                      int64_t ldy) {
-    rows_with(T_Q4_0, w, w_row, r0, r1, gx, m, y, ldy);
-}
-static void rows_q5_0(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m, float *y,
-                      int64_t ldy) {
-    rows_with(T_Q5_0, w, w_row, r0, r1, gx, m, y, ldy);
-}
+NPL_GEMV_ROWS_FN(q4_0, T_Q4_0)
+NPL_GEMV_ROWS_FN(q5_0, T_Q5_0)
+NPL_GEMV_ROWS_FN(q4_1, K_Q4_1)
 
 /* the AVX2 kernels' activation rows (d and offsets four times over) */
 static void prep_q4_0(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) { npl_gemv_get_avx2(NPL_TYPE_Q4_0)->prep(gx, mem, xq, k); }
 static void prep_q5_0(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) { npl_gemv_get_avx2(NPL_TYPE_Q5_0)->prep(gx, mem, xq, k); }
 
-static void rows_q4_1(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m, float *y,
-                      int64_t ldy) {
-    rows_with(K_Q4_1, w, w_row, r0, r1, gx, m, y, ldy);
-}
 static void prep_q4_1(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) { npl_gemv_get_avx2_q4_1()->prep(gx, mem, xq, k); }
 
 static const npl_gemv_kernels k_q4_0 = {prep_q4_0, rows_q4_0}, k_q5_0 = {prep_q5_0, rows_q5_0}, k_q4_1 = {prep_q4_1, rows_q4_1};

@@ -133,14 +133,8 @@ INLINE void rows_nr(const int K6, const int nr, const uint8_t *const *x, const n
 /* Rows [r0, r1) as NR streams, as the AVX2 GEMV takes them */
 #include "kernels/x86/avx2/gemv_rows.h"
 
-static void rows_q4_K(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m, float *y,
-                      int64_t ldy) {
-    rows_with(0, w, w_row, r0, r1, gx, m, y, ldy);
-}
-static void rows_q6_K(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m, float *y,
-                      int64_t ldy) {
-    rows_with(1, w, w_row, r0, r1, gx, m, y, ldy);
-}
+NPL_GEMV_ROWS_FN(q4_K, 0)
+NPL_GEMV_ROWS_FN(q6_K, 1)
 
 static void prep_q4_K(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) { npl_gemv_get_avx2(NPL_TYPE_Q4_K)->prep(gx, mem, xq, k); }
 static void prep_q6_K(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) { npl_gemv_get_avx2(NPL_TYPE_Q6_K)->prep(gx, mem, xq, k); }
