@@ -23,7 +23,7 @@
 #include "kernels/x86/avx512/gemv_hint.h"
 
 /* R: weight rows per pass. Q8_AHEAD: passes ahead that q8_0 prefetches
- * with several activation rows (one: rows_q8_0_one below).
+ * with several activation rows (one: rows_as below).
  * The k-quants' unpacking keeps them at ~20 GB/s a core, in cache or not, so
  * their next pass is far enough; q8_0 takes 55 GB/s hot, and one pass (Gemma's
  * output rows: 2.7 KB) ahead is less than the memory's latency: 4 passes read
@@ -196,25 +196,28 @@ INLINE float tree(__m512 v) {
     return _mm_cvtss_f32(_mm_add_ss(r, _mm_shuffle_ps(r, r, 1)));
 }
 
-INLINE void rows_as(wtype t, const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
-                    float *y, int64_t ldy) {
+/* nR (1 or R, a constant) rows a pass; the pass after `ahead` passes (or
+ * `lead` bytes ahead, if not 0) is prefetched during the steps. */
+INLINE void rows_n(wtype t, int nR, size_t lead, int64_t ahead_passes, const void *w, size_t w_row, int64_t r0,
+                   int64_t r1, const npl_gemv_x *gx, int m, float *y, int64_t ldy) {
     const int64_t k = gx->k, S = gx->kp / 64, ng = npl_gemm_ng(k);
     /* lane p of 16 groups from their 4 steps' mins: step p % 4, group p / 4 (lane 4 (p / 4)) */
     const __m512i pick = _mm512_setr_epi32(0, 16, 0, 16, 4, 20, 4, 20, 8, 24, 8, 24, 12, 28, 12, 28);
     _Alignas(64) float mins[R][ng / 4][16]; /* per row and step as the lanes; zero past kp / 64 as the GEMM's */
     memset(mins, 0, sizeof mins);
     const uint8_t *end = (const uint8_t *)w + r1 * (int64_t)w_row;
-    for (int64_t rb = r0; rb < r1; rb += R) {
-        const int nr = r1 - rb < R ? (int)(r1 - rb) : R;
+    for (int64_t rb = r0; rb < r1; rb += nR) {
+        const int nr = r1 - rb < nR ? (int)(r1 - rb) : nR;
         const uint8_t *p[R];
-        for (int i = 0; i < R; i++) p[i] = (const uint8_t *)w + (rb + (i < nr ? i : nr - 1)) * (int64_t)w_row;
-        const uint8_t *next = p[0] + (size_t)(t == T_Q8_0 ? Q8_AHEAD : 1) * R * w_row;
-        const size_t nbytes = next < end ? (size_t)(end - next) < R * w_row ? (size_t)(end - next) : R * w_row : 0;
+        for (int i = 0; i < nR; i++) p[i] = (const uint8_t *)w + (rb + (i < nr ? i : nr - 1)) * (int64_t)w_row;
+        const size_t pass = (size_t)nR * w_row;
+        const uint8_t *next = p[0] + (lead ? lead : (size_t)ahead_passes * pass);
+        const size_t nbytes = next < end ? (size_t)(end - next) < pass ? (size_t)(end - next) : pass : 0;
         const ahead_plan pa = ahead_of(next, nbytes, S);
         for (int c = 0; c < m; c++) {
             const npl_gemv_x *x = gx + c;
             __m512 acc[R], sb[R];
-            for (int i = 0; i < R; i++) acc[i] = sb[i] = _mm512_setzero_ps();
+            for (int i = 0; i < nR; i++) acc[i] = sb[i] = _mm512_setzero_ps();
             for (int64_t s = 0; s < S; s++) {
                 const __m512i xq = _mm512_load_si512(x->qs + 64 * s);
                 const __m512 sx = _mm512_load_ps(x->d + 16 * s);
@@ -223,7 +226,7 @@ INLINE void rows_as(wtype t, const void *w, size_t w_row, int64_t r0, int64_t r1
                               x0 = t == T_Q8_0 ? _mm512_sub_epi32(z, _mm512_dpbusd_epi32(z, _mm512_set1_epi8((char)0x80), xq)) : z;
                 if (c == 0) ahead(&pa, s);
 #pragma GCC unroll 4
-                for (int i = 0; i < R; i++) {
+                for (int i = 0; i < nR; i++) {
                     __m512 wd, wm;
                     if ((t == T_Q4_K || t == T_Q6_K) && s % 4 == 0) sb[i] = sb_scales(t, p[i], s / 4);
                     const __m512i u = step_w(t, p[i], s, k, sb[i], &wd, &wm);
@@ -234,7 +237,7 @@ INLINE void rows_as(wtype t, const void *w, size_t w_row, int64_t r0, int64_t r1
             }
             for (int64_t g = 0; g < ng && t != T_Q8_0; g += 16) {
                 const __m512 xs = _mm512_load_ps(x->xs + g);
-                for (int i = 0; i < R; i++) {
+                for (int i = 0; i < nR; i++) {
                     const float *st = mins[i][g / 4];
                     const __m512 lo = _mm512_permutex2var_ps(_mm512_load_ps(st), pick, _mm512_load_ps(st + 16));
                     const __m512 hi = _mm512_permutex2var_ps(_mm512_load_ps(st + 32), pick, _mm512_load_ps(st + 48));
@@ -246,36 +249,24 @@ INLINE void rows_as(wtype t, const void *w, size_t w_row, int64_t r0, int64_t r1
     }
 }
 
-/* q8_0 with one activation row (decode) takes its rows one after another:
+/* With one activation row (decode) the weight rows go one after another:
  * one linear stream, which the hardware prefetchers follow, where R rows
  * side by side are R short streams (Gemma's output rows: 680 bytes) they do
- * not. Each row prefetches the row Q8_LEAD bytes ahead. One core cold (AMD
- * EPYC Zen 5, bench/gemv_bench.c cold, alternated): 33 -> 40-41 GB/s at 16
- * of Gemma's rows ahead, 32-36 at 4-8; hot 55 -> 51 GB/s. A row's sum takes
- * the steps rows_as gives it: the same bits. */
-#ifndef Q8_LEAD
-#define Q8_LEAD (16 * 680)
+ * not; each row prefetches the row LEAD bytes ahead. A row's sum takes the
+ * same steps either way: the same bits. One core cold (AMD EPYC Zen 5,
+ * bench/gemv_bench.c cold, alternated): q8_0 33 -> 40-41 GB/s at 16 of
+ * Gemma's output rows ahead (32-36 at 4-8), hot 55 -> 51 GB/s. */
+/* q6_K's 1680-byte rows gained 5-10 % (noise on this machine): q8_0 only */
+#ifndef ONE_ROW
+#define ONE_ROW(t) ((t) == T_Q8_0)
 #endif
-static void rows_q8_0_one(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *x, float *y) {
-    const int64_t k = x->k, S = x->kp / 64;
-    const uintptr_t end = (uintptr_t)w + (uintptr_t)(r1 * (int64_t)w_row);
-    const __m512i z = _mm512_setzero_si512();
-    for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *p = (const uint8_t *)w + r * (int64_t)w_row;
-        const uintptr_t lead = (uintptr_t)p + Q8_LEAD, lead_end = lead + w_row < end ? lead + w_row : end;
-        for (uintptr_t q = lead & ~(uintptr_t)63; q < lead_end; q += 64)
-            _mm_prefetch((const char *)q, NPL_GEMV_WEIGHT_HINT);
-        __m512 acc = _mm512_setzero_ps();
-        for (int64_t s = 0; s < S; s++) {
-            const __m512i xq = _mm512_load_si512(x->qs + 64 * s);
-            const __m512 sx = _mm512_load_ps(x->d + 16 * s);
-            const __m512i x0 = _mm512_sub_epi32(z, _mm512_dpbusd_epi32(z, _mm512_set1_epi8((char)0x80), xq));
-            __m512 wd, wm;
-            const __m512i u = step_w(T_Q8_0, p, s, k, _mm512_setzero_ps(), &wd, &wm);
-            acc = _mm512_fmadd_ps(_mm512_mul_ps(wd, sx), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(x0, u, xq)), acc);
-        }
-        y[r] = tree(acc);
-    }
+#ifndef LEAD
+#define LEAD (16 * 680)
+#endif
+INLINE void rows_as(wtype t, const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
+                    float *y, int64_t ldy) {
+    if (m == 1 && ONE_ROW(t)) rows_n(t, 1, LEAD, 0, w, w_row, r0, r1, gx, m, y, ldy);
+    else rows_n(t, R, 0, t == T_Q8_0 ? Q8_AHEAD : 1, w, w_row, r0, r1, gx, m, y, ldy);
 }
 
 #define ROWS_FN(name, t)                                                                                       \
@@ -285,11 +276,7 @@ static void rows_q8_0_one(const void *w, size_t w_row, int64_t r0, int64_t r1, c
     }
 ROWS_FN(rows_q4_0, T_Q4_0)
 ROWS_FN(rows_q5_0, T_Q5_0)
-static void rows_q8_0(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m, float *y,
-                      int64_t ldy) {
-    if (m == 1) rows_q8_0_one(w, w_row, r0, r1, gx, y);
-    else rows_as(T_Q8_0, w, w_row, r0, r1, gx, m, y, ldy);
-}
+ROWS_FN(rows_q8_0, T_Q8_0)
 ROWS_FN(rows_q4_K, T_Q4_K)
 ROWS_FN(rows_q6_K, T_Q6_K)
 
