@@ -15,7 +15,8 @@
  *          reads a packed layout (kernels/wpack.h: AVX2 q5_0, q4_K, q6_K), that too.
  *   cold   one thread, the GEMV kernel over 256 MB of rows of one class taken
  *          in chunks of CHUNK rows, as a thread takes them in a matmul: CPU
- *          time, so memory stalls count and preemption does not.
+ *          time, so memory stalls count and preemption does not; and the
+ *          packed layout where the family reads one.
  *   token  npl_cpu_matmul over the whole sequence with a pool of THREADS,
  *          activation quantization included, as decode runs it: wall time
  *          per token and per class, GB/s over the bytes read. With one thread
@@ -199,14 +200,28 @@ static void cold(int reps, int chunk) {
         kt->quantize_row[vdt](x, xq, m->k);
         npl_gemv_x gx;
         gv->prep(&gx, mem, xq, m->k);
-        double *gbs = malloc(sizeof(double) * (size_t)reps);
-        for (int r = -1; r < reps; r++) {
-            const double t0 = now_s(CLOCK_THREAD_CPUTIME_ID);
-            for (int64_t r0 = 0; r0 < n; r0 += chunk) gv->rows(w, rb, r0, r0 + chunk < n ? r0 + chunk : n, &gx, 1, y, n);
-            if (r >= 0) gbs[r] = (double)rb * n / (now_s(CLOCK_THREAD_CPUTIME_ID) - t0) * 1e-9;
+        /* and the packed layout (kernels/wpack.h) where this family reads one */
+        const npl_gemv_kernels *gp = npl_wpack_wanted(ISA, m->t, m->k, n) ? npl_gemv_get_packed(ISA, m->t) : NULL;
+        void *wp = NULL;
+        if (gp) {
+            wp = alloc_w(npl_wpack_bytes(m->t, m->k, n));
+            npl_wpack_pack(m->t, w, wp, m->k, n);
         }
-        qsort(gbs, (size_t)reps, sizeof(double), cmp_d);
-        printf("%-26s %6.2f GB/s (%.2f-%.2f)\n", npl_type_name(m->t), gbs[reps / 2], gbs[0], gbs[reps - 1]);
+        double *gbs = malloc(sizeof(double) * (size_t)reps);
+        for (int v = 0; v < (gp ? 2 : 1); v++) {
+            const npl_gemv_kernels *k = v ? gp : gv;
+            const void *wv = v ? wp : w;
+            k->prep(&gx, mem, xq, m->k);
+            for (int r = -1; r < reps; r++) {
+                const double t0 = now_s(CLOCK_THREAD_CPUTIME_ID);
+                for (int64_t r0 = 0; r0 < n; r0 += chunk)
+                    k->rows(wv, rb, r0, r0 + chunk < n ? r0 + chunk : n, &gx, 1, y, n);
+                if (r >= 0) gbs[r] = (double)rb * n / (now_s(CLOCK_THREAD_CPUTIME_ID) - t0) * 1e-9;
+            }
+            qsort(gbs, (size_t)reps, sizeof(double), cmp_d);
+            printf("%-10s %-15s %6.2f GB/s (%.2f-%.2f)\n", npl_type_name(m->t), v ? "packed" : "", gbs[reps / 2], gbs[0],
+                   gbs[reps - 1]);
+        }
         free(x), free(y), free(xq), free(mem), free(gbs);
     }
 }
