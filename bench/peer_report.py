@@ -27,6 +27,20 @@ def paired_ratios(runs, engine, test, bpt):
     return out
 
 
+SHARED_L3_NS = 250  # core_latency round trips below this: both CPUs on one L3 (Zen 5 VM: 80-160 against ~420 ns)
+
+
+def paired_by_l3(runs, engine, test, bpt):
+    """paired ratios split by where the two CPUs sat: (shared L3, apart or contended) lists."""
+    one, two = [], []
+    for r in runs:
+        rt = r.get("core_rt_around_ns")
+        if r["engine"] == engine and r["test"] == test and r.get("tps") and r.get("bw_around_gbs") and rt:
+            x = r["tps"] / (max(r["bw_around_gbs"]) * 1e9 / bpt)
+            (one if max(rt) < SHARED_L3_NS else two).append(x)
+    return one, two
+
+
 def med(v):
     return statistics.median(v) if v else None
 
@@ -148,6 +162,12 @@ def report(meta, runs, out_dir):
                          "as its bound), %s %s: **%.0f%%** of its bound, median of %d runs (%.0f–%.0f%%); bounds "
                          "%.1f–%.1f GB/s" % (e, dec, 100 * med([x for x, _ in pr]), len(pr), 100 * min(x for x, _ in pr),
                                              100 * max(x for x, _ in pr), min(g for _, g in pr), max(g for _, g in pr)))
+                one, two = paired_by_l3(runs, e, dec, bpt)
+                for name, v in (("both CPUs on one L3 (round trip < %d ns before and after)" % SHARED_L3_NS, one),
+                                ("CPUs on two L3s or contended (a round trip >= %d ns)" % SHARED_L3_NS, two)):
+                    if v:
+                        L.append("  - %s: %.0f%%, median of %d (%.0f–%.0f%%)" %
+                                 (name, 100 * med(v), len(v), 100 * min(v), 100 * max(v)))
     L.append("")
 
     # memory
