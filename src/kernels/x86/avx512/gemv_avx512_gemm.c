@@ -196,10 +196,10 @@ INLINE float tree(__m512 v) {
     return _mm_cvtss_f32(_mm_add_ss(r, _mm_shuffle_ps(r, r, 1)));
 }
 
-/* nR (1 or R, a constant) rows a pass; the pass after `ahead` passes (or
- * `lead` bytes ahead, if not 0) is prefetched during the steps. */
-INLINE void rows_n(wtype t, int nR, size_t lead, int64_t ahead_passes, const void *w, size_t w_row, int64_t r0,
-                   int64_t r1, const npl_gemv_x *gx, int m, float *y, int64_t ldy) {
+/* nR (1 or R, a constant) rows a pass; the pass `lead` bytes ahead is
+ * prefetched during the steps. */
+INLINE void rows_n(wtype t, int nR, size_t lead, const void *w, size_t w_row, int64_t r0, int64_t r1,
+                   const npl_gemv_x *gx, int m, float *y, int64_t ldy) {
     const int64_t k = gx->k, S = gx->kp / 64, ng = npl_gemm_ng(k);
     /* lane p of 16 groups from their 4 steps' mins: step p % 4, group p / 4 (lane 4 (p / 4)) */
     const __m512i pick = _mm512_setr_epi32(0, 16, 0, 16, 4, 20, 4, 20, 8, 24, 8, 24, 12, 28, 12, 28);
@@ -211,7 +211,7 @@ INLINE void rows_n(wtype t, int nR, size_t lead, int64_t ahead_passes, const voi
         const uint8_t *p[R];
         for (int i = 0; i < nR; i++) p[i] = (const uint8_t *)w + (rb + (i < nr ? i : nr - 1)) * (int64_t)w_row;
         const size_t pass = (size_t)nR * w_row;
-        const uint8_t *next = p[0] + (lead ? lead : (size_t)ahead_passes * pass);
+        const uint8_t *next = p[0] + lead;
         const size_t nbytes = next < end ? (size_t)(end - next) < pass ? (size_t)(end - next) : pass : 0;
         const ahead_plan pa = ahead_of(next, nbytes, S);
         for (int c = 0; c < m; c++) {
@@ -255,18 +255,15 @@ INLINE void rows_n(wtype t, int nR, size_t lead, int64_t ahead_passes, const voi
  * not; each row prefetches the row LEAD bytes ahead. A row's sum takes the
  * same steps either way: the same bits. One core cold (AMD EPYC Zen 5,
  * bench/gemv_bench.c cold, alternated): q8_0 33 -> 40-41 GB/s at 16 of
- * Gemma's output rows ahead (32-36 at 4-8), hot 55 -> 51 GB/s. */
-/* q6_K's 1680-byte rows gained 5-10 % (noise on this machine): q8_0 only */
-#ifndef ONE_ROW
-#define ONE_ROW(t) ((t) == T_Q8_0)
-#endif
+ * Gemma's output rows ahead (32-36 at 4-8), hot 55 -> 51 GB/s. q6_K's
+ * 1680-byte rows gained 5-10 %, within this machine's noise: q8_0 only. */
 #ifndef LEAD
 #define LEAD (16 * 680)
 #endif
 INLINE void rows_as(wtype t, const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
                     float *y, int64_t ldy) {
-    if (m == 1 && ONE_ROW(t)) rows_n(t, 1, LEAD, 0, w, w_row, r0, r1, gx, m, y, ldy);
-    else rows_n(t, R, 0, t == T_Q8_0 ? Q8_AHEAD : 1, w, w_row, r0, r1, gx, m, y, ldy);
+    if (m == 1 && t == T_Q8_0) rows_n(t, 1, LEAD, w, w_row, r0, r1, gx, m, y, ldy);
+    else rows_n(t, R, (size_t)(t == T_Q8_0 ? Q8_AHEAD : 1) * R * w_row, w, w_row, r0, r1, gx, m, y, ldy);
 }
 
 #define ROWS_FN(name, t)                                                                                       \
