@@ -255,8 +255,9 @@ INLINE void rows_n(wtype t, int nR, size_t lead, const void *w, size_t w_row, in
  * not; each row prefetches the row LEAD bytes ahead. A row's sum takes the
  * same steps either way: the same bits. One core cold (AMD EPYC Zen 5,
  * bench/gemv_bench.c cold, alternated): q8_0 33 -> 40-41 GB/s at 16 of
- * Gemma's output rows ahead (32-36 at 4-8), hot 55 -> 51 GB/s. q6_K's
- * 1680-byte rows gained 5-10 %, within this machine's noise: q8_0 only. */
+ * Gemma's output rows ahead (32-36 at 4-8), hot 55 -> 51 GB/s. q8_0 only:
+ * it is the type that reaches this file on AVX-512 without AMX (the others
+ * take AVX2's order there, gemm.h npl_avx512_takes_avx2). */
 #ifndef LEAD
 #define LEAD (16 * 680)
 #endif
