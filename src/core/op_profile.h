@@ -1,6 +1,7 @@
 /* A measurement build's profile of decode steps (cc -DNPL_OP_PROFILE, or
  * -DNPL_OP_PROFILE=2 for the calling thread's CPU time, which leaves out
- * preemption when there is one thread): wall time per op class (a matmul
+ * preemption when there is one thread; with -DNPL_OP_PROFILE_PREFILL too,
+ * the prefill runs instead): wall time per op class (a matmul
  * by weight type and shape, a matmul group by its size), per graph run with
  * every input one row, printed to stderr at exit. Not in normal builds: a
  * clock read per node is noise the engine does not need. Only

@@ -493,8 +493,11 @@ int npl_graph_session_run(npl_graph_session *s) {
         return -1;
     const npl_graph *g = s->g;
 #ifdef NPL_OP_PROFILE
-    int prof_on = 1; /* decode steps only: every input one row */
+    int prof_on = 1; /* decode steps only (every input one row), or with NPL_OP_PROFILE_PREFILL only the others */
     for (int i = 0; i < s->n_inputs; i++) prof_on &= s->bound_shape[s->inputs[i]].ne[0] == 1;
+#ifdef NPL_OP_PROFILE_PREFILL
+    prof_on = !prof_on;
+#endif
     const double t_run = prof_start();
 #endif
     int prefetched = 0; /* order index up to which prefetch_next has asked */

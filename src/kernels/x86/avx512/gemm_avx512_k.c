@@ -12,8 +12,12 @@
  * Weights come as the AVX2 GEMM's panel of 8 rows (gemm_kpanel.h), decoded
  * from the file's rows or from the packed copy. A zmm takes two rows' 32
  * bytes of a sub-block side by side against the activation's 32 bytes in
- * both halves: maddubs gives the int16 pair sums, dpwssd multiplies them by
- * the sub-block scales and adds them in (AVX2: maddubs, madd, add). A pass
+ * both halves. AVX2 gets lane l's sums with maddubs, madd by the scale, add;
+ * here dpbusd gives lane l's 4-element sums of two sub-blocks (each fits
+ * int16), a shift and a word blend put the two side by side in each int32
+ * lane and one dpwssd multiplies them by their two scales and adds them
+ * in: the same integers with 3 multiplies per 2 sub-blocks instead of 4
+ * (gemv_avx512_k.c's sum_pair, the same step). A pass
  * keeps 4 row pairs x 4 activation rows of integer sums in registers; the
  * float accumulators change once per super-block and live in memory. */
 #include "kernels/gemm.h"
@@ -33,10 +37,16 @@ typedef struct {
     __m512 *dw;     /* [nsb][RP] [d(2p) x 8 | d(2p + 1) x 8] */
     __m512 *dmin;   /* q4_K: [nsb][2] [dmin(4q + t) x 4 for t = 0..3] */
     __m512i *mins;  /* q4_K: [nsb][2] the 8 mins (int16) of rows 4q..4q+3 */
+    __m512i *sc2;   /* [nsb][4][RP] sub-blocks 2t, 2t + 1's scales of lane l in its words 2l, 2l + 1 */
 } kscale;
 
 static void scales_of(const panel *p, int64_t nsb, int has_min, const kscale *ks) {
     for (int64_t i = 0; i < nsb; i++) {
+        /* the panel's pair scales have equal words: lane l's is word 2l of each */
+        for (int t = 0; t < 4; t++)
+            for (int q = 0; q < RP; q++)
+                ks->sc2[(i * 4 + t) * RP + q] = _mm512_mask_blend_epi16(
+                    0xAAAAAAAA, _mm512_load_si512(sc_at(p, 2 * q, 8 * i + 2 * t)), _mm512_load_si512(sc_at(p, 2 * q, 8 * i + 2 * t + 1)));
         for (int q = 0; q < RP; q++)
             ks->dw[i * RP + q] = _mm512_insertf32x8(_mm512_set1_ps(p->dw[i * R + 2 * q]), _mm256_set1_ps(p->dw[i * R + 2 * q + 1]), 1);
         if (!has_min) continue;
@@ -108,14 +118,22 @@ INLINE void pass(const int nc, const int has_min, const panel *p, const kscale *
             }
         }
         const uint8_t *ub = u_at(p, 0, 8 * i);
-        const int16_t *sb = sc_at(p, 0, 8 * i);
+        const __m512i *sb = ks->sc2 + i * 4 * RP;
         _Pragma("GCC unroll 1") /* unrolled, the sums spill */
-        for (int b = 0; b < 8; b++, ub += R * 32, sb += R * 16) {
-            __m512i xv[NCK];
-            for (int c = 0; c < nc; c++) xv[c] = dup256(xq[c] + QK_K * i + 32 * b);
+        for (int b = 0; b < 8; b += 2, ub += 2 * R * 32, sb += RP) {
+            __m512i xa[NCK], xb[NCK];
+            for (int c = 0; c < nc; c++) {
+                xa[c] = dup256(xq[c] + QK_K * i + 32 * b);
+                xb[c] = dup256(xq[c] + QK_K * i + 32 * b + 32);
+            }
             for (int q = 0; q < RP; q++) {
-                const __m512i w = _mm512_load_si512(ub + 64 * q), s = _mm512_load_si512(sb + 32 * q);
-                for (int c = 0; c < nc; c++) dpwssd_to(&sumi[c][q], _mm512_maddubs_epi16(w, xv[c]), s);
+                const __m512i wa = _mm512_load_si512(ub + 64 * q), wb = _mm512_load_si512(ub + R * 32 + 64 * q);
+                const __m512i s = _mm512_load_si512(sb + q);
+                for (int c = 0; c < nc; c++) {
+                    const __m512i ta = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wa, xa[c]);
+                    const __m512i tb = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wb, xb[c]);
+                    dpwssd_to(&sumi[c][q], _mm512_mask_blend_epi16(0xAAAAAAAA, ta, _mm512_slli_epi32(tb, 16)), s);
+                }
             }
         }
         for (int c = 0; c < nc; c++) {
@@ -161,8 +179,8 @@ INLINE void rows_k(const int has_min, row_dec_fn row_dec, panel_dec_fn panel_dec
                      (int16_t *)(((uintptr_t)scr + 63) & ~(uintptr_t)63), (int16_t *)(((uintptr_t)auxr + 63) & ~(uintptr_t)63),
                      NULL};
     __m512 kdw[nsb * RP], kdm[has_min ? nsb * 2 : 1];
-    __m512i kmn[has_min ? nsb * 2 : 1];
-    const kscale ks = {kdw, kdm, kmn};
+    __m512i kmn[has_min ? nsb * 2 : 1], ksc[nsb * 4 * RP];
+    const kscale ks = {kdw, kdm, kmn, ksc};
     for (int64_t rb = r0; rb < r1; rb += R) {
         const int nrow = r1 - rb < R ? (int)(r1 - rb) : R;
         if (panel_dec) {

@@ -4,8 +4,8 @@
  *
  * Rows a and b of a pair sit in the two halves of a zmm, each half what the
  * AVX2 kernel keeps for its row: 8 int32 lanes of scaled sums per
- * super-block (maddubs, then dpwssd by the sub-block scales: the same
- * integers as AVX2's madd and add), the same fma into 8 float lanes, q4_K's
+ * super-block (the same integers as AVX2's maddubs, madd and add, two
+ * sub-blocks at a time: sum_pair), the same fma into 8 float lanes, q4_K's
  * mins in 4 lanes of a ymm half, the same horizontal sums at the end. So
  * the AVX2 vec_dot's bits, one unpacking instruction for two rows. Rows go
  * as NR streams, as the AVX2 GEMV takes them. */
@@ -33,6 +33,32 @@ INLINE __m512i dup256(const void *p) { return _mm512_broadcast_i64x4(_mm256_load
 INLINE __m512i ctl512(const uint8_t c[32]) { return dup256(c); }
 INLINE __m512 pair_ps(float a, float b) { return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1); }
 INLINE void dpwssd_to(__m512i *acc, __m512i a, __m512i b) { __asm__("vpdpwssd %2, %1, %0" : "+v"(*acc) : "v"(a), "v"(b)); }
+
+/* Two sub-blocks a, b at once, AVX2's integers: dpbusd gives each int32
+ * lane l the 4-element sum of a (and of b), which fits int16 (|sum| <=
+ * 4 x 63 x 128); a shift and a word blend put a's and b's side by side in
+ * lane l and one dpwssd adds scale_a x sum_a + scale_b x sum_b, sc holding
+ * the two scales of lane l as its words 2l, 2l + 1. AVX2 spends a maddubs
+ * and a madd per sub-block: 4 multiplies per 2 sub-blocks, here 3 (on an
+ * AMD EPYC Zen 4 the multiplies share one zmm per cycle; shifts and blends
+ * do not take from it, a word permute would). */
+INLINE void sum_pair(__m512i *acc, __m512i ua, __m512i xa, __m512i ub, __m512i xb, __m512i sc) {
+    const __m512i ta = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ua, xa);
+    const __m512i tb = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ub, xb);
+    dpwssd_to(acc, _mm512_mask_blend_epi16(0xAAAAAAAA, ta, _mm512_slli_epi32(tb, 16)), sc);
+}
+/* shuffle_epi8 controls for sum_pair's scales. q4_K (scales 0-7 as words
+ * of each 128 bits): sub-blocks 2q, 2q + 1, in every lane. q6_K (a half's
+ * 16-element group scales 0-7, each 128 bits): 32-element sub-blocks 2k,
+ * 2k + 1, whose lanes 0-3 (low 128 bits) take groups 4k, 4k + 2 and lanes
+ * 4-7 groups 4k + 1, 4k + 3. */
+#define W4(a, b) 2 * (a), 2 * (a) + 1, 2 * (b), 2 * (b) + 1
+#define L16(a, b) W4(a, b), W4(a, b), W4(a, b), W4(a, b)
+static const uint8_t k4_pair_ctl[4][32] __attribute__((aligned(32))) = {
+    {L16(0, 1), L16(0, 1)}, {L16(2, 3), L16(2, 3)}, {L16(4, 5), L16(4, 5)}, {L16(6, 7), L16(6, 7)}};
+static const uint8_t k6_pair_ctl[2][32] __attribute__((aligned(32))) = {{L16(0, 2), L16(1, 3)}, {L16(4, 6), L16(5, 7)}};
+#undef L16
+#undef W4
 
 /* the AVX2 family's horizontal sums (avx2_hsum_f32; its mins' 4 lanes) */
 INLINE float hsum8(const float *v) {
@@ -67,12 +93,11 @@ INLINE void pair_q4_K(const uint8_t *xa, const uint8_t *xb, const npl_gemv_x *g,
         const __m128i sa = _mm256_castsi256_si128(msa), sb = _mm256_castsi256_si128(msb);
         const __m512i sc = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set_m128i(sa, sa)), _mm256_set_m128i(sb, sb), 1);
         __m512i sumi = _mm512_setzero_si512();
-        for (int q = 0; q < 4; q++) {
+        for (int q = 0; q < 4; q++) { /* sub-blocks 2q, 2q + 1: the low and the high nibbles */
             const __m512i y0 = dup256(y[i].qs + 64 * q), y1 = dup256(y[i].qs + 64 * q + 32);
             const __m512i bits = load2x256(A->qs + 32 * q, B->qs + 32 * q);
             const __m512i ql = _mm512_and_si512(bits, m4), qh = _mm512_and_si512(_mm512_srli_epi16(bits, 4), m4);
-            dpwssd_to(&sumi, _mm512_maddubs_epi16(ql, y0), _mm512_shuffle_epi8(sc, ctl512(bcast_same_ctl[2 * q])));
-            dpwssd_to(&sumi, _mm512_maddubs_epi16(qh, y1), _mm512_shuffle_epi8(sc, ctl512(bcast_same_ctl[2 * q + 1])));
+            sum_pair(&sumi, ql, y0, qh, y1, _mm512_shuffle_epi8(sc, ctl512(k4_pair_ctl[q])));
         }
         acc = _mm512_fmadd_ps(pair_ps(y[i].d * h2f(A->d), y[i].d * h2f(B->d)), _mm512_cvtepi32_ps(sumi), acc);
     }
@@ -105,10 +130,8 @@ INLINE void pair_q6_K(const uint8_t *xa, const uint8_t *xb, const npl_gemv_x *g,
             const __m512i q2 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), _mm512_and_si512(hb, _mm512_set1_epi8(0x30)));
             const __m512i q3 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
                                                _mm512_srli_epi16(_mm512_and_si512(hb, _mm512_set1_epi8((char)0xC0)), 2));
-            dpwssd_to(&sumi, _mm512_maddubs_epi16(q0, dup256(q8)), _mm512_shuffle_epi8(sch, ctl512(bcast_pair_ctl[0])));
-            dpwssd_to(&sumi, _mm512_maddubs_epi16(q1, dup256(q8 + 32)), _mm512_shuffle_epi8(sch, ctl512(bcast_pair_ctl[1])));
-            dpwssd_to(&sumi, _mm512_maddubs_epi16(q2, dup256(q8 + 64)), _mm512_shuffle_epi8(sch, ctl512(bcast_pair_ctl[2])));
-            dpwssd_to(&sumi, _mm512_maddubs_epi16(q3, dup256(q8 + 96)), _mm512_shuffle_epi8(sch, ctl512(bcast_pair_ctl[3])));
+            sum_pair(&sumi, q0, dup256(q8), q1, dup256(q8 + 32), _mm512_shuffle_epi8(sch, ctl512(k6_pair_ctl[0])));
+            sum_pair(&sumi, q2, dup256(q8 + 64), q3, dup256(q8 + 96), _mm512_shuffle_epi8(sch, ctl512(k6_pair_ctl[1])));
         }
         acc = _mm512_fmadd_ps(pair_ps(y[i].d * h2f(A->d), y[i].d * h2f(B->d)), _mm512_cvtepi32_ps(sumi), acc);
     }
