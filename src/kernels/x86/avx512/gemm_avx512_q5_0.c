@@ -1,8 +1,8 @@
 /* AVX-512 VNNI GEMMs for the 32-block types the x86 families read in
  * AVX2's order, for prefill: q5_0 (packed, kernels/wpack.h, or the file's
- * rows), q4_0 (the file's rows) and q4_1 (both; every x86 family reads
- * q4_1 so, AMX's too). Below, q5_0's arithmetic; q4_0 differs in the
- * offset (8), q4_1 in its float step (tile1).
+ * rows), q4_0 and q8_0 (the file's rows) and q4_1 (both; every x86 family
+ * reads q4_1 so, AMX's too). Below, q5_0's arithmetic; q4_0 and q8_0 differ
+ * in the offset (8; 128, u = w ^ 0x80), q4_1 in its float step (tile1).
  *
  * The AVX-512 family reads q5_0 in the AVX2 kernels' order (gemm.h): per
  * (weight row, activation row, 32-block) the exact int32 total, then plain
@@ -73,6 +73,7 @@ INLINE void pack_as(const npl_gemm_x *xp, int64_t r, const void *row, int o) {
 
 static void pack_x(const npl_gemm_x *xp, int64_t r, const void *row) { pack_as(xp, r, row, 16); }  /* q5_0 */
 static void pack_x8(const npl_gemm_x *xp, int64_t r, const void *row) { pack_as(xp, r, row, 8); } /* q4_0 */
+static void pack_x128(const npl_gemm_x *xp, int64_t r, const void *row) { pack_as(xp, r, row, 128); } /* q8_0 */
 
 /* Panels p0 and p1 (NULL: none, zeros) of the packed matrix as nb x 8
  * vectors of u and nb x 16 scales. */
@@ -144,7 +145,7 @@ static void gemm_rows(const void *w, size_t w_row, int64_t r0, int64_t r1, const
  * then the tiles. The decoding is a small part of a pass against 16 or
  * more activation rows (prefill), so prefill needs no packed copy. ---- */
 
-enum { F_Q5_0, F_Q4_0, F_Q4_1 };
+enum { F_Q5_0, F_Q4_0, F_Q4_1, F_Q8_0 };
 
 /* Activation row r of a q4_1 GEMM, a q8_1 row: quants, d, and q8_1's s
  * (d * sum, rounded to f16 by the quantizer) as a float in the offset's place */
@@ -165,11 +166,15 @@ static void pack_x1(const npl_gemm_x *xp, int64_t r, const void *row) {
     }
 }
 
-INLINE size_t fsize(const int F) { return F == F_Q5_0 ? sizeof(block_q5_0) : F == F_Q4_0 ? sizeof(block_q4_0) : sizeof(block_q4_1); }
+INLINE size_t fsize(const int F) {
+    return F == F_Q5_0 ? sizeof(block_q5_0) : F == F_Q4_0 ? sizeof(block_q4_0) : F == F_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_1);
+}
 
 /* block b of a row as 32 bytes of u in element order */
 INLINE __m256i u32_of(const int F, const uint8_t *row, int64_t b) {
     const uint8_t *blk = row + (size_t)b * fsize(F);
+    if (F == F_Q8_0) /* u = w + 128 */
+        return _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(blk + 2)), _mm256_set1_epi8((char)0x80));
     const __m128i q = _mm_loadu_si128((const __m128i *)(blk + (F == F_Q5_0 ? 6 : F == F_Q4_0 ? 2 : 4)));
     const __m256i u = _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1),
                                        _mm256_set1_epi8(0x0F));
@@ -280,19 +285,23 @@ static void rows_q4_0(const void *w, size_t w_row, int64_t r0, int64_t r1, const
 static void rows_q4_1(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y, int64_t ldy) {
     rows_of(F_Q4_1, 0, w, w_row, r0, r1, xp, y, ldy);
 }
+static void rows_q8_0(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y, int64_t ldy) {
+    rows_of(F_Q8_0, 0, w, w_row, r0, r1, xp, y, ldy);
+}
 static void rows_q4_1_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemm_x *xp, float *y,
                              int64_t ldy) {
     rows_of(F_Q4_1, 1, w, w_row, r0, r1, xp, y, ldy);
 }
 
 static const npl_gemm_kernels k_q5_0_packed = {pack_x, gemm_rows}, k_q5_0 = {pack_x, rows_q5_0}, k_q4_0 = {pack_x8, rows_q4_0},
-                              k_q4_1 = {pack_x1, rows_q4_1}, k_q4_1_packed = {pack_x1, rows_q4_1_packed};
+                              k_q4_1 = {pack_x1, rows_q4_1}, k_q4_1_packed = {pack_x1, rows_q4_1_packed},
+                              k_q8_0 = {pack_x128, rows_q8_0};
 
 const npl_gemm_kernels *npl_gemm_get_avx512_packed(npl_type t) {
     return t == NPL_TYPE_Q5_0 ? &k_q5_0_packed : t == NPL_TYPE_Q4_1 ? &k_q4_1_packed : NULL;
 }
 const npl_gemm_kernels *npl_gemm_get_avx512_b32(npl_type t) {
-    return t == NPL_TYPE_Q5_0 ? &k_q5_0 : t == NPL_TYPE_Q4_0 ? &k_q4_0 : t == NPL_TYPE_Q4_1 ? &k_q4_1 : NULL;
+    return t == NPL_TYPE_Q5_0 ? &k_q5_0 : t == NPL_TYPE_Q4_0 ? &k_q4_0 : t == NPL_TYPE_Q4_1 ? &k_q4_1 : t == NPL_TYPE_Q8_0 ? &k_q8_0 : NULL;
 }
 
 #else

@@ -1,4 +1,4 @@
-/* AVX-512 GEMV for q4_0 / q5_0 / q4_1 over the file's rows (decode; packed
+/* AVX-512 GEMV for q4_0 / q5_0 / q8_0 / q4_1 over the file's rows (decode; packed
  * matrices take gemv_avx512_packed.c), in the AVX2 family's order (gemm.h;
  * q4_1 in every x86 family, AMX's too): plain C's bits.
  *
@@ -53,11 +53,23 @@ INLINE __m512i u64_of(const int F, const int ONE, const uint8_t *row, int64_t b)
     return _mm512_mask_add_epi8(v, (__mmask64)ha | (__mmask64)hc << 32, v, _mm512_set1_epi8(16));
 }
 
-/* the nr rows' totals of u . x for blocks b and b + 1: [b: rows 0-3 | b + 1: rows 0-3] */
+/* the nr rows' totals of u . x for blocks b and b + 1: [b: rows 0-3 | b + 1: rows 0-3];
+ * q8_0: of w . x, its u = w + 128 starting each lane at -128 x its 4 x */
 INLINE __m256i pair512(const int T, const int nr, const uint8_t *const *x, int64_t b, const block_q8_0 *yb) {
     const __m512i X = load2x256(yb[b].qs, yb[b + 1].qs), z = _mm512_setzero_si512();
+    const __m512i s128 = _mm512_set1_epi8((char)0x80);
+    const __m512i z0 = T == T_Q8_0 ? _mm512_sub_epi32(z, _mm512_dpbusd_epi32(z, s128, X)) : z;
     __m512i D[NR];
-    for (int j = 0; j < NR; j++) D[j] = j < nr ? _mm512_dpbusd_epi32(z, u64_of(T == T_Q5_0 ? F5_0 : F4_0, 0, x[j], b), X) : z;
+    for (int j = 0; j < NR; j++) {
+        __m512i u;
+        if (T == T_Q8_0) {
+            const block_q8_0 *r = (const block_q8_0 *)x[j] + b;
+            u = _mm512_xor_si512(load2x256(r[0].qs, r[1].qs), s128);
+        } else {
+            u = u64_of(T == T_Q5_0 ? F5_0 : F4_0, 0, x[j], b);
+        }
+        D[j] = j < nr ? _mm512_dpbusd_epi32(z0, u, X) : z;
+    }
     return reduce4(D);
 }
 
@@ -137,17 +149,20 @@ INLINE void rows_nr(const int K, const int nr, const uint8_t *const *x, const np
 NPL_GEMV_ROWS_FN(q4_0, T_Q4_0)
 NPL_GEMV_ROWS_FN(q5_0, T_Q5_0)
 NPL_GEMV_ROWS_FN(q4_1, K_Q4_1)
+NPL_GEMV_ROWS_FN(q8_0, T_Q8_0)
 
 /* the AVX2 kernels' activation rows (d and offsets four times over) */
 static void prep_q4_0(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) { npl_gemv_get_avx2(NPL_TYPE_Q4_0)->prep(gx, mem, xq, k); }
 static void prep_q5_0(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) { npl_gemv_get_avx2(NPL_TYPE_Q5_0)->prep(gx, mem, xq, k); }
 
 static void prep_q4_1(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) { npl_gemv_get_avx2_q4_1()->prep(gx, mem, xq, k); }
+static void prep_q8_0(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) { npl_gemv_get_avx2(NPL_TYPE_Q8_0)->prep(gx, mem, xq, k); }
 
-static const npl_gemv_kernels k_q4_0 = {prep_q4_0, rows_q4_0}, k_q5_0 = {prep_q5_0, rows_q5_0}, k_q4_1 = {prep_q4_1, rows_q4_1};
+static const npl_gemv_kernels k_q4_0 = {prep_q4_0, rows_q4_0}, k_q5_0 = {prep_q5_0, rows_q5_0}, k_q4_1 = {prep_q4_1, rows_q4_1},
+                              k_q8_0 = {prep_q8_0, rows_q8_0};
 
 const npl_gemv_kernels *npl_gemv_get_avx512_b32(npl_type t) {
-    return t == NPL_TYPE_Q4_0 ? &k_q4_0 : t == NPL_TYPE_Q5_0 ? &k_q5_0 : t == NPL_TYPE_Q4_1 ? &k_q4_1 : NULL;
+    return t == NPL_TYPE_Q4_0 ? &k_q4_0 : t == NPL_TYPE_Q5_0 ? &k_q5_0 : t == NPL_TYPE_Q4_1 ? &k_q4_1 : t == NPL_TYPE_Q8_0 ? &k_q8_0 : NULL;
 }
 
 #else
