@@ -10,8 +10,8 @@
  * q4_K's mins as acc = fma(x_sum_g, m_g, acc) over groups of 16. So a row
  * decoded alone gives bit for bit what it gives inside a prefill batch, and
  * chunked prefill equals unchunked with the AMX kernels. (Without AMX,
- * the AVX-512 family's GEMV takes the AVX-512 GEMM's steps instead,
- * row by row: x86/avx512/gemv_avx512_gemm.c.)
+ * the AVX-512 family reads each type in AVX2's order: gemm.h
+ * npl_avx512_takes_avx2.)
  *
  * Unsigned quants u stand for w = u - offset (q8_0: 128, q5_0: 16, q4_0: 8,
  * q6_K: 32, q4_K: 0); the offset times the block's activation quant sum is
@@ -66,10 +66,6 @@ const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t, int gfni);
 const npl_gemv_kernels *npl_gemv_get_avx2(npl_type t);
 /* Internal: its q4_1 kernels (x86/avx2/gemv_avx2_q4_1.c). */
 const npl_gemv_kernels *npl_gemv_get_avx2_q4_1(void);
-/* Internal: the AVX-512 family's kernels without AMX
- * (x86/avx512/gemv_avx512_gemm.c: the AVX-512 GEMM's arithmetic, bit for
- * bit, row by row), or NULL. */
-const npl_gemv_kernels *npl_gemv_get_avx512_gemm(npl_type t);
 /* Internal: the AVX-512 q4_K / q6_K kernels in AVX2's order
  * (x86/avx512/gemv_avx512_k.c: the AVX2 GEMV's arithmetic, two rows per
  * zmm), or NULL. */

@@ -437,11 +437,11 @@ const npl_gemv_kernels *npl_gemv_get(npl_isa want, npl_type t, int gfni) {
     if (t == NPL_TYPE_Q4_1) return npl_gemv_get_avx512_b32(t);
     /* without AMX the prefill GEMM is the AVX-512 one: its order */
     if ((int)want < (int)NPL_ISA_AMX || (int)best < (int)NPL_ISA_AMX)
-        return !npl_avx512_takes_avx2(t) ? npl_gemv_get_avx512_gemm(t)
+        return !npl_avx512_takes_avx2(t) ? NULL
              : npl_gemv_get_avx512_k(t)   ? npl_gemv_get_avx512_k(t)
              : npl_gemv_get_avx512_b32(t) ? npl_gemv_get_avx512_b32(t)
                                           : npl_gemv_get_avx2(t);
-    if (!npl_gemm_get_amx(t)) return npl_gemv_get_avx512_gemm(t);
+    if (!npl_gemm_get_amx(t)) return NULL;
     const int gf = gfni && npl_cpu_has_gfni();
     switch (t) {
     case NPL_TYPE_Q4_0: return gf ? &k_q4_0g : &k_q4_0;
