@@ -76,16 +76,14 @@ const npl_gemm_kernels *npl_gemm_get_amx(npl_type t);
 /* Internal: the AVX2 kernels (x86/avx2/gemm_avx2.c: the AVX2 vec_dot
  * kernels' arithmetic, bit for bit), or NULL. */
 const npl_gemm_kernels *npl_gemm_get_avx2(npl_type t);
-/* The AVX-512 family without AMX reads these types in AVX2's order (GEMV,
- * packed weights, vec_dot are AVX2's, so a row keeps one order; q8_0's and
- * q5_0's plain C's, whose GEMM, 16 rows as dpbusd lanes, ran q8_0 at 134
- * GMAC/s a core against the AVX-512 tile's 49-60 on an AMD EPYC Zen 4): on an AMD
- * EPYC Zen 5 AVX2's q4_0 / q5_0 GEMM ran 145 GMAC/s against AVX-512's 118
- * and its packed q5_0 GEMV twice as fast, its q4_K / q6_K GEMV 20 % faster
- * (bench/gemm_bench.c, gemv_bench.c). AVX-512 VNNI GEMMs in that order
- * (x86/avx512/gemm_avx512_q5_0.c, gemm_avx512_k.c) serve q5_0 and q4_0
- * (packed, or the file's rows decoded per 16-row pass), q4_K and q6_K:
- * 327 / 200+ GMAC/s against the AVX-512 tile's 118-140. */
+/* The AVX-512 family without AMX reads these types in AVX2's order: its
+ * vec_dot, GEMV and packed weights are AVX2's or keep AVX2's bits, so a row
+ * keeps one order (for the 32-element blocks, plain C's). Its AVX-512 VNNI
+ * GEMMs in that order (x86/avx512/gemm_avx512_q5_0.c: q5_0, q4_0 and q8_0,
+ * 16 rows as dpbusd lanes; gemm_avx512_k.c: q4_K, q6_K) ran 327 / 200+
+ * GMAC/s a core against the AVX-512 tile's 118-140 on an AMD EPYC Zen 5,
+ * q8_0 134 against 49-60 on a Zen 4 (bench/gemm_bench.c); that tile, which
+ * had an order of its own, is gone. */
 static inline int npl_avx512_takes_avx2(npl_type t) {
     return t == NPL_TYPE_Q4_0 || t == NPL_TYPE_Q5_0 || t == NPL_TYPE_Q8_0 || t == NPL_TYPE_Q4_K || t == NPL_TYPE_Q6_K;
 }

@@ -1,9 +1,9 @@
 /* AVX-512 VNNI GEMM for q4_K and q6_K in the AVX2 family's order.
  *
  * The AVX-512 family reads q4_K and q6_K as the AVX2 vec_dot does (gemm.h:
- * on an AMD EPYC Zen 5 its GEMV is the faster one, and this GEMM outruns
- * the AVX-512 tile, whose float step per group of 16 costs as much as the
- * dot product). Per (weight row, activation row) and super-block, the same
+ * on an AMD EPYC Zen 5 its GEMV is the faster one, and this GEMM outran
+ * the AVX-512 tile, since removed, whose float step per group of 16 cost as
+ * much as the dot product). Per (weight row, activation row) and super-block, the same
  * 8 int32 lanes (lane l: sub-block scale x elements 4l..4l+3, summed over
  * the super-block), the same fma into 8 float lanes, q4_K's mins in the
  * same 4 lanes, and the same final horizontal sums: the AVX2 vec_dot's
