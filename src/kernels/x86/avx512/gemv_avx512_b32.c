@@ -61,14 +61,14 @@ INLINE __m256i pair512(const int T, const int nr, const uint8_t *const *x, int64
     const __m512i z0 = T == T_Q8_0 ? _mm512_sub_epi32(z, _mm512_dpbusd_epi32(z, s128, X)) : z;
     __m512i D[NR];
     for (int j = 0; j < NR; j++) {
-        __m512i u;
-        if (T == T_Q8_0) {
-            const block_q8_0 *r = (const block_q8_0 *)x[j] + b;
-            u = _mm512_xor_si512(load2x256(r[0].qs, r[1].qs), s128);
-        } else {
-            u = u64_of(T == T_Q5_0 ? F5_0 : F4_0, 0, x[j], b);
+        if (j >= nr) { /* x[j] is not a row */
+            D[j] = z;
+            continue;
         }
-        D[j] = j < nr ? _mm512_dpbusd_epi32(z0, u, X) : z;
+        const __m512i u = T == T_Q8_0 ? _mm512_xor_si512(load2x256(x[j] + (size_t)b * sizeof(block_q8_0) + 2,
+                                                                   x[j] + (size_t)(b + 1) * sizeof(block_q8_0) + 2), s128)
+                                      : u64_of(T == T_Q5_0 ? F5_0 : F4_0, 0, x[j], b);
+        D[j] = _mm512_dpbusd_epi32(z0, u, X);
     }
     return reduce4(D);
 }
