@@ -17,13 +17,14 @@
  * int16), a shift and a word blend put the two side by side in each int32
  * lane and one dpwssd multiplies them by their two scales and adds them
  * in: the same integers with 3 multiplies per 2 sub-blocks instead of 4
- * (gemv_avx512_k.c's sum_pair, the same step). A pass
+ * (avx512_util.h's sum_pair, as in the GEMV). A pass
  * keeps 4 row pairs x 4 activation rows of integer sums in registers; the
  * float accumulators change once per super-block and live in memory. */
 #include "kernels/gemm.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include "kernels/x86/avx2/gemm_kpanel.h"
+#include "kernels/x86/avx512/avx512_util.h"
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -73,9 +74,6 @@ static inline float hsum8(const float *v) {
 }
 static inline float hsum4(const float *v) { return (v[0] + v[2]) + (v[1] + v[3]); }
 
-/* *acc += the pairs of a times the pairs of b (dpwssd in place: gcc's
- * intrinsic copies each accumulator in and out, and spills them) */
-INLINE void dpwssd_to(__m512i *acc, __m512i a, __m512i b) { __asm__("vpdpwssd %2, %1, %0" : "+v"(*acc) : "v"(a), "v"(b)); }
 
 /* The panel's rows against activation rows [c0, c0 + nc). */
 INLINE void pass(const int nc, const int has_min, const panel *p, const kscale *ks, const npl_gemm_x *xp, int64_t c0,
@@ -129,11 +127,7 @@ INLINE void pass(const int nc, const int has_min, const panel *p, const kscale *
             for (int q = 0; q < RP; q++) {
                 const __m512i wa = _mm512_load_si512(ub + 64 * q), wb = _mm512_load_si512(ub + R * 32 + 64 * q);
                 const __m512i s = _mm512_load_si512(sb + q);
-                for (int c = 0; c < nc; c++) {
-                    const __m512i ta = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wa, xa[c]);
-                    const __m512i tb = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wb, xb[c]);
-                    dpwssd_to(&sumi[c][q], _mm512_mask_blend_epi16(0xAAAAAAAA, ta, _mm512_slli_epi32(tb, 16)), s);
-                }
+                for (int c = 0; c < nc; c++) sum_pair(&sumi[c][q], wa, xa[c], wb, xb[c], s);
             }
         }
         for (int c = 0; c < nc; c++) {
@@ -156,9 +150,8 @@ INLINE void all_passes(const int has_min, const panel *p, const kscale *ks, cons
                        int nrow) {
     /* q4_K's mins take 2 more accumulators a row: 4 rows a pass spill (AMD
      * EPYC Zen 4, gemm_bench q4_K 7.5 ms at 4, 6.95 at 2; q6_K 6.9 at 4, 9.2 at 2) */
-    const int nck = has_min ? 2 : NCK;
     int64_t c0 = 0;
-    if (nck == 2)
+    if (has_min)
         for (; c0 + 2 <= xp->m; c0 += 2) pass(2, has_min, p, ks, xp, c0, y, ldy, nrow);
     else
         for (; c0 + NCK <= xp->m; c0 += NCK) pass(NCK, has_min, p, ks, xp, c0, y, ldy, nrow);

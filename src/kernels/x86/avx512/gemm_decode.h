@@ -1,5 +1,6 @@
 /* Packing activations and decoding weights for the prefill GEMMs (see
- * kernels/gemm.h), shared by the AVX-512 and AMX kernels. Weights come
+ * kernels/gemm.h) of the AMX kernels (the AVX-512 tile that shared them
+ * is gone). Weights come
  * out as unsigned bytes u per 64-element step in the interleaved order, with
  * a scale d and a min m per group of 16: w = d * u + m (m = -d * offset for
  * the 32-block types). */
@@ -28,30 +29,24 @@ static inline __m512i interleave(__m512i v) {
 
 /* ---- activation packing (once per matmul; cost m * k) ---- */
 
-/* Where group g of row r keeps its scale (stride 1 per group) or, for AMX,
- * the 16 rows of a tile side by side (stride 16). */
-static inline float *scale_at(float *base, int64_t per_row, int64_t r, int plain) {
-    return plain ? base + (r / 16) * per_row * 16 + r % 16 : base + r * per_row;
-}
+/* Where group g of row r keeps its scale: the 16 rows of a tile side by
+ * side (stride 16). */
+static inline float *scale_at(float *base, int64_t per_row, int64_t r) { return base + (r / 16) * per_row * 16 + r % 16; }
 
-/* One 64-element step of row r: interleaved in the row (plain = 0), or for
- * AMX (plain = bk, 32 or 16) each block of bk where a 16 x bk tile of rows
- * r & ~15 .. r | 15 keeps it, tiles of one row group in block order. */
-static inline void store_step(const npl_gemm_x *xp, int64_t r, int64_t s, __m512i q, int plain) {
-    if (!plain) {
-        _mm512_store_si512(xp->qs + r * xp->kp + s * 64, interleave(q));
-        return;
-    }
+/* One 64-element step of row r, each block of bk (32 or 16) where a 16 x bk
+ * tile of rows r & ~15 .. r | 15 keeps it, tiles of one row group in block
+ * order. */
+static inline void store_step(const npl_gemm_x *xp, int64_t r, int64_t s, __m512i q, int bk) {
     _Alignas(64) int8_t b[64];
     _mm512_store_si512(b, q);
-    int8_t *t = xp->qs + (r & ~(int64_t)15) * xp->kp + (r & 15) * plain;
-    for (int i = 0; i < 64 / plain; i++) memcpy(t + (s * 64 / plain + i) * 16 * plain, b + i * plain, (size_t)plain);
+    int8_t *t = xp->qs + (r & ~(int64_t)15) * xp->kp + (r & 15) * bk;
+    for (int i = 0; i < 64 / bk; i++) memcpy(t + (s * 64 / bk + i) * 16 * bk, b + i * bk, (size_t)bk);
 }
 
-static inline void pack_tail(const npl_gemm_x *xp, int64_t r, int64_t done, int plain) {
-    const int64_t st = plain ? 16 : 1;
-    float *d = scale_at(xp->d, xp->kp / 16, r, plain), *sum = scale_at(xp->sum, xp->ng, r, plain);
-    for (int64_t s = done / 64; s < xp->kp / 64; s++) store_step(xp, r, s, _mm512_setzero_si512(), plain);
+static inline void pack_tail(const npl_gemm_x *xp, int64_t r, int64_t done, int bk) {
+    const int64_t st = 16;
+    float *d = scale_at(xp->d, xp->kp / 16, r), *sum = scale_at(xp->sum, xp->ng, r);
+    for (int64_t s = done / 64; s < xp->kp / 64; s++) store_step(xp, r, s, _mm512_setzero_si512(), bk);
     for (int64_t g = done / 16; g < xp->kp / 16; g++) d[g * st] = 0;
     for (int64_t g = done / 16; g < xp->ng; g++) sum[g * st] = 0;
 }
@@ -62,17 +57,17 @@ static inline int group_sum(const int8_t *q) {
     return s;
 }
 
-/* interleaved for the AVX-512 tiles (plain = 0), AMX tile order (plain = block size) */
+/* in AMX tile order (bk: the tile's block size) */
 static inline __attribute__((always_inline)) void pack_q8_0_as(const npl_gemm_x *xp, int64_t r, const void *row,
-                                                               int plain) {
+                                                               int bk) {
     const block_q8_0 *x = row;
     const int64_t nb = xp->k / QK8_0;
-    const int64_t st = plain ? 16 : 1;
-    float *d = scale_at(xp->d, xp->kp / 16, r, plain), *sum = scale_at(xp->sum, xp->ng, r, plain);
+    const int64_t st = 16;
+    float *d = scale_at(xp->d, xp->kp / 16, r), *sum = scale_at(xp->sum, xp->ng, r);
     const block_q8_0 zero = {0};
     for (int64_t i = 0; i < nb; i += 2) {
         const block_q8_0 *a = &x[i], *b = i + 1 < nb ? &x[i + 1] : &zero;
-        store_step(xp, r, i / 2, load2x256(a->qs, b->qs), plain);
+        store_step(xp, r, i / 2, load2x256(a->qs, b->qs), bk);
         const float da = h2f(a->d), db = h2f(b->d);
         d[2 * i * st] = d[(2 * i + 1) * st] = da;
         d[(2 * i + 2) * st] = d[(2 * i + 3) * st] = db;
@@ -81,29 +76,27 @@ static inline __attribute__((always_inline)) void pack_q8_0_as(const npl_gemm_x 
         sum[(2 * i + 2) * st] = db * (float)group_sum(b->qs);
         sum[(2 * i + 3) * st] = db * (float)group_sum(b->qs + 16);
     }
-    pack_tail(xp, r, (nb + 1) / 2 * 64, plain);
+    pack_tail(xp, r, (nb + 1) / 2 * 64, bk);
 }
 
 static inline __attribute__((always_inline)) void pack_q8_K_as(const npl_gemm_x *xp, int64_t r, const void *row,
-                                                               int plain) {
+                                                               int bk) {
     const block_q8_K *x = row;
     const int64_t nb = xp->k / QK_K;
-    const int64_t st = plain ? 16 : 1;
-    float *d = scale_at(xp->d, xp->kp / 16, r, plain), *sum = scale_at(xp->sum, xp->ng, r, plain);
+    const int64_t st = 16;
+    float *d = scale_at(xp->d, xp->kp / 16, r), *sum = scale_at(xp->sum, xp->ng, r);
     for (int64_t i = 0; i < nb; i++)
         for (int j = 0; j < 4; j++) {
             const int64_t s = i * 4 + j;
-            store_step(xp, r, s, _mm512_loadu_si512(x[i].qs + 64 * j), plain);
+            store_step(xp, r, s, _mm512_loadu_si512(x[i].qs + 64 * j), bk);
             for (int g = 0; g < 4; g++) {
                 d[(4 * s + g) * st] = x[i].d;
                 sum[(4 * s + g) * st] = x[i].d * (float)x[i].bsums[4 * j + g];
             }
         }
-    pack_tail(xp, r, nb * QK_K, plain);
+    pack_tail(xp, r, nb * QK_K, bk);
 }
 
-static inline void pack_q8_0(const npl_gemm_x *xp, int64_t r, const void *row) { pack_q8_0_as(xp, r, row, 0); }
-static inline void pack_q8_K(const npl_gemm_x *xp, int64_t r, const void *row) { pack_q8_K_as(xp, r, row, 0); }
 static inline void pack_q8_0_tiles(const npl_gemm_x *xp, int64_t r, const void *row) { pack_q8_0_as(xp, r, row, 32); }
 static inline void pack_q8_K_tiles32(const npl_gemm_x *xp, int64_t r, const void *row) { pack_q8_K_as(xp, r, row, 32); }
 static inline void pack_q8_K_tiles16(const npl_gemm_x *xp, int64_t r, const void *row) { pack_q8_K_as(xp, r, row, 16); }

@@ -5,7 +5,7 @@
  * Rows a and b of a pair sit in the two halves of a zmm, each half what the
  * AVX2 kernel keeps for its row: 8 int32 lanes of scaled sums per
  * super-block (the same integers as AVX2's maddubs, madd and add, two
- * sub-blocks at a time: sum_pair), the same fma into 8 float lanes, q4_K's
+ * sub-blocks at a time: avx512_util.h's sum_pair), the same fma into 8 float lanes, q4_K's
  * mins in 4 lanes of a ymm half, the same horizontal sums at the end. So
  * the AVX2 vec_dot's bits, one unpacking instruction for two rows. Rows go
  * as NR streams, as the AVX2 GEMV takes them. */
@@ -32,21 +32,7 @@ enum { NR = 4 }; /* weight rows (streams) at once: two pairs */
 INLINE __m512i dup256(const void *p) { return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p)); }
 INLINE __m512i ctl512(const uint8_t c[32]) { return dup256(c); }
 INLINE __m512 pair_ps(float a, float b) { return _mm512_insertf32x8(_mm512_set1_ps(a), _mm256_set1_ps(b), 1); }
-INLINE void dpwssd_to(__m512i *acc, __m512i a, __m512i b) { __asm__("vpdpwssd %2, %1, %0" : "+v"(*acc) : "v"(a), "v"(b)); }
 
-/* Two sub-blocks a, b at once, AVX2's integers: dpbusd gives each int32
- * lane l the 4-element sum of a (and of b), which fits int16 (|sum| <=
- * 4 x 63 x 128); a shift and a word blend put a's and b's side by side in
- * lane l and one dpwssd adds scale_a x sum_a + scale_b x sum_b, sc holding
- * the two scales of lane l as its words 2l, 2l + 1. AVX2 spends a maddubs
- * and a madd per sub-block: 4 multiplies per 2 sub-blocks, here 3 (on an
- * AMD EPYC Zen 4 the multiplies share one zmm per cycle; shifts and blends
- * do not take from it, a word permute would). */
-INLINE void sum_pair(__m512i *acc, __m512i ua, __m512i xa, __m512i ub, __m512i xb, __m512i sc) {
-    const __m512i ta = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ua, xa);
-    const __m512i tb = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ub, xb);
-    dpwssd_to(acc, _mm512_mask_blend_epi16(0xAAAAAAAA, ta, _mm512_slli_epi32(tb, 16)), sc);
-}
 /* shuffle_epi8 controls for sum_pair's scales. q4_K (scales 0-7 as words
  * of each 128 bits): sub-blocks 2q, 2q + 1, in every lane. q6_K (a half's
  * 16-element group scales 0-7, each 128 bits): 32-element sub-blocks 2k,

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernels/quant_blocks.h"
+#include "kernels/x86/avx512/avx512_util.h"
 #include "kernels/x86/avx512/gemv_hint.h"
 #include "kernels/x86/avx512/q5_0_packed512.h"
 
@@ -74,7 +75,6 @@ static void prep_q5_0_packed(npl_gemv_x *gx, void *mem, const void *xq, int64_t 
  * cache when several rows are decoded at once. ---- */
 
 
-INLINE void dpwssd_to(__m512i *acc, __m512i a, __m512i b) { __asm__("vpdpwssd %2, %1, %0" : "+v"(*acc) : "v"(a), "v"(b)); }
 INLINE __m256i load2x128(const uint8_t *a, const uint8_t *b) {
     return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)), _mm_loadu_si128((const __m128i *)b), 1);
 }
