@@ -93,7 +93,7 @@ typedef struct {
                                   closes: 0 = off (default), 1 = per graph and op type, 2 = also each
                                   graph's steps, 3 = also the slowest steps */
     int repack_mib;            /* repacked weights, at most this many MiB (npl_model_params.repack_mib):
-                                  0 = the default 48 (none on AMD Zen 4's AVX-512), -1 = none */
+                                  0 = the default 48, -1 = none */
 } npl_engine_params;
 
 typedef struct {
@@ -240,8 +240,7 @@ typedef struct {
     int repack_mib;            /* matmul weights the kernel family reads faster repacked (AVX2: q5_0,
                                   q4_K, q6_K, 8 rows side by side) are copied so at open into anonymous
                                   memory, their file pages dropped: the same results, faster decode;
-                                  at most this many MiB of them (q5_0 first): 0 = the default 48 (none on
-                                  AMD Zen 4's AVX-512, where the file's rows decode faster; a
+                                  at most this many MiB of them (q5_0 first): 0 = the default 48 (a
                                   270M model's RssAnon stays within 64 MiB), -1 = none, every weight
                                   read as the file has it */
 } npl_model_params;

@@ -205,10 +205,8 @@ static void check_model(const char *path) {
         if (r) {
             const size_t b = npl_runner_base_packed_bytes(npl_runner_base_of(r));
             CHECK(b <= ((size_t)NPL_WPACK_DEFAULT_MIB << 20));
-            /* without packed kernels for this CPU nothing is packed at all, nor
-             * by default on Zen 4's AVX-512 (the explicit budget above packs) */
-            const int split = npl_cpu_best_isa() == NPL_ISA_AVX512 && npl_cpu_avx512_split();
-            if (npl_gemv_get_packed(npl_cpu_best_isa(), NPL_TYPE_Q5_0) && !split) {
+            /* without packed kernels for this CPU nothing is packed at all */
+            if (npl_gemv_get_packed(npl_cpu_best_isa(), NPL_TYPE_Q5_0)) {
                 CHECK(b == (want < ((size_t)NPL_WPACK_DEFAULT_MIB << 20) ? want : b));
                 CHECK(b > 0);
             } else {

@@ -22,7 +22,6 @@ typedef struct {
     npl_isa best;
     int avx512_bf16;
     int gfni;
-    int avx512_split; /* AMD family 19h with AVX-512 (Zen 4): 512-bit ops as two 256-bit halves */
 } cpu_caps;
 
 #ifdef NPL_X86
@@ -43,13 +42,9 @@ static int amx_permitted(void) {
 }
 
 static cpu_caps detect(void) {
-    cpu_caps c = {NPL_ISA_GENERIC, 0, 0, 0};
+    cpu_caps c = {NPL_ISA_GENERIC, 0, 0};
     unsigned a, b, cx, d;
     if (!__get_cpuid(1, &a, &b, &cx, &d)) return c;
-    const unsigned family = ((a >> 8) & 0xF) + (((a >> 8) & 0xF) == 0xF ? (a >> 20) & 0xFF : 0);
-    unsigned v0, vb, vc, vd;
-    __cpuid(0, v0, vb, vc, vd);
-    const int amd = vb == 0x68747541 && vd == 0x69746e65 && vc == 0x444d4163; /* "AuthenticAMD" */
     const int osxsave = (cx >> 27) & 1, avx = (cx >> 28) & 1, fma = (cx >> 12) & 1, f16c = (cx >> 29) & 1;
     if (!osxsave || !avx) return c;
     const uint64_t xcr0 = xgetbv0();
@@ -70,7 +65,6 @@ static cpu_caps detect(void) {
     c.best = NPL_ISA_AVX512;
     c.avx512_bf16 = (a1 >> 5) & 1;
     c.gfni = (cx >> 8) & 1; /* only the AVX-512 GEMV kernels use it */
-    c.avx512_split = amd && family == 0x19;
     if ((xcr0 & 0x60000) != 0x60000) return c; /* XTILECFG, XTILEDATA */
     if (amx_tile && amx_int8 && amx_bf16 && amx_permitted()) c.best = NPL_ISA_AMX;
     return c;
@@ -80,7 +74,7 @@ static cpu_caps detect(void) {
  * headers do not decide what is detected. */
 enum { ARM_HWCAP_ASIMD = 1 << 1, ARM_HWCAP_ASIMDDP = 1 << 20, ARM_HWCAP2_I8MM = 1 << 13 };
 static cpu_caps detect(void) {
-    cpu_caps c = {NPL_ISA_GENERIC, 0, 0, 0};
+    cpu_caps c = {NPL_ISA_GENERIC, 0, 0};
     const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
     if (!(hw & ARM_HWCAP_ASIMD)) return c;
     c.best = NPL_ISA_NEON;
@@ -90,7 +84,7 @@ static cpu_caps detect(void) {
     return c;
 }
 #else
-static cpu_caps detect(void) { return (cpu_caps){NPL_ISA_GENERIC, 0, 0, 0}; }
+static cpu_caps detect(void) { return (cpu_caps){NPL_ISA_GENERIC, 0, 0}; }
 #endif
 
 static cpu_caps g_caps;
@@ -146,11 +140,6 @@ npl_isa npl_cpu_best_isa(void) {
 int npl_cpu_has_gfni(void) {
     pthread_once(&g_once, build_tables);
     return g_caps.gfni;
-}
-
-int npl_cpu_avx512_split(void) {
-    pthread_once(&g_once, build_tables);
-    return g_caps.avx512_split;
 }
 
 const char *npl_isa_name(npl_isa isa) {

@@ -30,10 +30,6 @@ typedef struct {
  * permission, requested through arch_prctl; aarch64: getauxval HWCAP/HWCAP2). */
 npl_isa npl_cpu_best_isa(void);
 int npl_cpu_has_gfni(void); /* cpuid leaf 7 ECX bit 8, detected with the ISA */
-/* AVX-512 on an AMD family 19h CPU (Zen 4), whose 512-bit operations are
- * issued as two 256-bit halves: there the file's rows decode faster than
- * the packed copies (llm/runner.c's repack default) */
-int npl_cpu_avx512_split(void);
 const char *npl_isa_name(npl_isa isa);
 /* Kernel table for an ISA no higher than `want` and no higher than the CPU
  * supports; entries an ISA lacks fall back to the next lower one. */

@@ -379,11 +379,7 @@ npl_runner_base *npl_runner_base_open(const char *path, const npl_runner_params 
     b->arith = p->arith;
     if (with_pool && !(b->pool = npl_pool_new(p->n_threads))) goto oom; /* the pool fails only to allocate */
     const size_t mib = (size_t)(p->repack_mib > 0 ? p->repack_mib : NPL_WPACK_DEFAULT_MIB);
-    /* By default none on Zen 4's AVX-512: there the GEMVs on the file's rows
-     * beat the packed ones (Gemma 3 270M decode 1.06x, prefill 1.03x
-     * without; gemv_bench token's matmuls 7.6 against 8.9-9.6 ms) */
-    const int off_by_default = p->repack_mib <= 0 && b->isa == NPL_ISA_AVX512 && npl_cpu_avx512_split();
-    if (with_pool && !b->is_pkg && !p->no_repack && !off_by_default &&
+    if (with_pool && !b->is_pkg && !p->no_repack &&
         npl_runner_wpack_build(&b->wpack, b->f, &b->hp, b->isa, mib << 20, err, errlen))
         goto fail;
     return b;

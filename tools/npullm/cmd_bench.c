@@ -24,7 +24,7 @@ static const char *USAGE =
     "  --profile  a package: print the accelerator's time per graph and op type to stderr at the end\n"
     "  --repack-mib N  at most N MiB of matmul weights repacked at open where the kernel family reads\n"
     "         them faster (AVX2: q5_0, q4_1, q4_K, q6_K; AVX-512: q5_0, q4_1, q4_K; AMX: q4_1; 8 rows side by side in anonymous\n"
-    "         memory; the same results; default 48, none on AMD Zen 4's AVX-512); --no-repack (= --repack-mib 0): every weight as the file has it\n";
+    "         memory; the same results; default 48); --no-repack (= --repack-mib 0): every weight as the file has it\n";
 
 typedef struct { long rss_anon_kb, rss_file_kb, hwm_kb; } mem_info;
 

@@ -14,7 +14,7 @@ static const char *USAGE =
     "                           [--arith ours|llamacpp|llamacpp-nofa]\n"
     "  --isa caps the kernel family: 0 generic C, 1 AVX2, 2 AVX-512, 3 AMX\n"
     "  --repack-mib N  at most N MiB of weights repacked where the family reads them faster (default\n"
-    "         48, none on AMD Zen 4's AVX-512); --no-repack (= --repack-mib 0): every weight as the file has it\n"
+    "         48); --no-repack (= --repack-mib 0): every weight as the file has it\n"
     "  --arith llamacpp: llama.cpp's RoPE (float theta), GEGLU (f16 table) and flash-attention\n"
     "         rounding (f16 accumulator, key by key; slow), for verification runs\n"
     "  --arith llamacpp-nofa: llama.cpp's RoPE, GEGLU and attention without flash\n"

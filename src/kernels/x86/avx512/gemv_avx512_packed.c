@@ -25,16 +25,22 @@
 enum { PB = 176, PANEL = 8, MAXM = 16 }; /* bytes of a panel block; rows of a panel; activation rows at most */
 
 #ifndef PACKED_PF
-/* bytes ahead of the block being read, in each of the two panels
- * (gemv_bench token, 2 threads, AMD EPYC Zen 5: Gemma's gate/up 27-30 GB/s
- * at 1024, 32-33 at 4096, 38-42 at 8192, no better further) */
-#define PACKED_PF 8192
+/* bytes ahead of the block being read, in each of the two streams
+ * (gemv_bench cold, one thread, AMD EPYC Zen 4: q5_0 and q4_K 23-26 GB/s
+ * at 512-1536, 14-15 at 16384; q4_K 15 at 256, inside its super-block) */
+#define PACKED_PF 1024
 #endif
 
-/* panels p0, p1 (p1 may repeat p0: lanes 8-15 then not stored) against M
- * activation rows (M constant for M = 1, the decode case; else m) */
-INLINE void pair(const uint8_t *p0, const uint8_t *p1, int64_t nb, const npl_gemv_x *gx, const int M, int m, float *y,
-                 int64_t ldy, __mmask16 keep) {
+/* Lanes 0-7 of v to y0, 8-15 to y1 (NULL: not stored) */
+INLINE void store_pair(float *y0, float *y1, __m512 v) {
+    _mm256_storeu_ps(y0, _mm512_castps512_ps256(v));
+    if (y1) _mm256_storeu_ps(y1, _mm512_extractf32x8_ps(v, 1));
+}
+
+/* panels p0, p1 (p1 may repeat p0: y1 NULL) against M activation rows (M
+ * constant for M = 1, the decode case; else m), rows to y0 and y1 */
+INLINE void pair(const uint8_t *p0, const uint8_t *p1, int64_t nb, const npl_gemv_x *gx, const int M, int m, float *y0,
+                 float *y1, int64_t ldy) {
     if (M) m = M;
     __m512 acc[MAXM];
     for (int c = 0; c < m; c++) acc[c] = _mm512_setzero_ps();
@@ -55,9 +61,20 @@ INLINE void pair(const uint8_t *p0, const uint8_t *p1, int64_t nb, const npl_gem
             acc[c] = _mm512_add_ps(acc[c], f);
         }
     }
-    for (int c = 0; c < m; c++) _mm512_mask_storeu_ps(y + (int64_t)c * ldy, keep, acc[c]);
+    for (int c = 0; c < m; c++) store_pair(y0 + (int64_t)c * ldy, y1 ? y1 + (int64_t)c * ldy : NULL, acc[c]);
 }
 
+/* Rows [r0, r1) go as pairs of panels: panel i of the range's first half
+ * with panel i + h of its second (h = half the panels, rounded up; the
+ * last of an odd count alone). A zmm holds two panels' block; taking them
+ * from the two halves makes two streams far apart, each front to back,
+ * where two adjacent panels side by side read 2-3 times slower from DRAM
+ * on AMD Zen 4 (one thread, 256 MB: 10-13 against 24 GB/s, the same loads
+ * with no arithmetic). */
+INLINE int64_t half_panels(int64_t r0, int64_t r1, int64_t *np) {
+    *np = (r1 - r0) / PANEL;
+    return (*np + 1) / 2;
+}
 
 static void prep_q5_0_packed(npl_gemv_x *gx, void *mem, const void *xq, int64_t k) {
     npl_gemv_get_avx2_packed(NPL_TYPE_Q5_0)->prep(gx, mem, xq, k);
@@ -83,9 +100,9 @@ INLINE __m512i load2(const uint8_t *a, const uint8_t *b) {
                               _mm256_loadu_si256((const __m256i *)b), 1);
 }
 
-/* panels p0, p1 (p1 may repeat p0: lanes 8-15 then not stored) against one
- * q8_K row, prefetching the super-block pf bytes ahead in each */
-INLINE void pair_q4_K(const uint8_t *p0, const uint8_t *p1, int64_t nsb, const npl_gemv_x *g, float *y, __mmask16 keep,
+/* panels p0, p1 (p1 may repeat p0: y1 NULL) against one q8_K row, rows
+ * to y0 and y1, prefetching the super-block pf bytes ahead in each */
+INLINE void pair_q4_K(const uint8_t *p0, const uint8_t *p1, int64_t nsb, const npl_gemv_x *g, float *y0, float *y1,
                       size_t pf) {
     const block_q8_K *yb = (const block_q8_K *)g->qs;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
@@ -130,7 +147,7 @@ INLINE void pair_q4_K(const uint8_t *p0, const uint8_t *p1, int64_t nsb, const n
     const __m512 h8 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(acc[4], acc[0]), _mm512_add_ps(acc[6], acc[2])),
                                     _mm512_add_ps(_mm512_add_ps(acc[5], acc[1]), _mm512_add_ps(acc[7], acc[3])));
     const __m512 h4 = _mm512_add_ps(_mm512_add_ps(accm[0], accm[2]), _mm512_add_ps(accm[1], accm[3]));
-    _mm512_mask_storeu_ps(y, keep, _mm512_add_ps(h8, h4));
+    store_pair(y0, y1, _mm512_add_ps(h8, h4));
 }
 
 static void rows_q4_K_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
@@ -138,15 +155,15 @@ static void rows_q4_K_packed(const void *w, size_t w_row, int64_t r0, int64_t r1
     (void)w_row;
     const int64_t nsb = gx[0].k / QK_K;
     const size_t panel = (size_t)nsb * NPL_WPACK_Q4_K_BLOCK;
-    for (int64_t r = r0; r < r1; r += 2 * PANEL) {
-        const uint8_t *p0 = (const uint8_t *)w + (size_t)(r / PANEL) * panel;
-        const int two = r1 - r > PANEL;
-        const uint8_t *p1 = two ? p0 + panel : p0;
-        /* the two panels are adjacent, so each prefetches its twin in the
-         * next pair: for Gemma's o (4 super-blocks a panel) a fixed 4 KiB
-         * ahead lands in the pair being read, and token time went 0.62x */
-        for (int c = 0; c < m; c++)
-            pair_q4_K(p0, p1, nsb, &gx[c], y + (int64_t)c * ldy + r, two ? 0xFFFF : 0x00FF, c ? 0 : 2 * panel);
+    const uint8_t *w0 = (const uint8_t *)w + (size_t)(r0 / PANEL) * panel;
+    int64_t np;
+    for (int64_t i = 0, h = half_panels(r0, r1, &np); i < h; i++) {
+        const int64_t j = i + h < np ? i + h : i;
+        for (int c = 0; c < m; c++) {
+            float *yc = y + (int64_t)c * ldy + r0;
+            pair_q4_K(w0 + i * panel, w0 + j * panel, nsb, &gx[c], yc + PANEL * i, j != i ? yc + PANEL * j : NULL,
+                      c ? 0 : PACKED_PF);
+        }
     }
 }
 
@@ -159,9 +176,9 @@ static void prep_q4_K_packed(npl_gemv_x *gx, void *mem, const void *xq, int64_t 
  * steps (gemv_avx2_q4_1.c panel_q4_1) 16 rows wide, the block's exact
  * totals by dpbusd instead of maddubs + madd: plain C's bits. ---- */
 
-/* panels p0, p1 (p1 may repeat p0: lanes 8-15 then not stored) against M activation rows */
+/* panels p0, p1 (p1 may repeat p0: y1 NULL) against M activation rows, rows to y0 and y1 */
 INLINE void pair_q4_1(const uint8_t *p0, const uint8_t *p1, int64_t nb, const npl_gemv_x *gx, const int M, int m,
-                      float *y, int64_t ldy, __mmask16 keep) {
+                      float *y0, float *y1, int64_t ldy) {
     if (M) m = M;
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     __m512 acc[MAXM];
@@ -188,22 +205,24 @@ INLINE void pair_q4_1(const uint8_t *p0, const uint8_t *p1, int64_t nb, const np
             acc[c] = _mm512_add_ps(acc[c], _mm512_add_ps(pd, pm));
         }
     }
-    for (int c = 0; c < m; c++) _mm512_mask_storeu_ps(y + (int64_t)c * ldy, keep, acc[c]);
+    for (int c = 0; c < m; c++) store_pair(y0 + (int64_t)c * ldy, y1 ? y1 + (int64_t)c * ldy : NULL, acc[c]);
 }
 
 /* Rows [r0, r1) of packed q5_0 (Q41 = 0) or q4_1 as pairs of panels (blocks of 32 for both) */
 INLINE void rows_pairs(const int Q41, const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
                        float *y, int64_t ldy) {
     const int64_t nb = gx[0].k / 32;
-    for (int64_t r = r0; r < r1; r += 2 * PANEL) {
-        const uint8_t *p0 = (const uint8_t *)w + (size_t)r * w_row;
-        const int two = r1 - r > PANEL;
-        const uint8_t *p1 = two ? p0 + PANEL * w_row : p0;
-        const __mmask16 keep = two ? 0xFFFF : 0x00FF;
-        if (Q41 && m == 1) pair_q4_1(p0, p1, nb, gx, 1, 1, y + r, ldy, keep);
-        else if (Q41) pair_q4_1(p0, p1, nb, gx, 0, m, y + r, ldy, keep);
-        else if (m == 1) pair(p0, p1, nb, gx, 1, 1, y + r, ldy, keep);
-        else pair(p0, p1, nb, gx, 0, m, y + r, ldy, keep);
+    const uint8_t *w0 = (const uint8_t *)w + (size_t)r0 * w_row;
+    const size_t panel = PANEL * w_row;
+    int64_t np;
+    for (int64_t i = 0, h = half_panels(r0, r1, &np); i < h; i++) {
+        const int64_t j = i + h < np ? i + h : i;
+        const uint8_t *p0 = w0 + i * panel, *p1 = w0 + j * panel;
+        float *y0 = y + r0 + PANEL * i, *y1 = j != i ? y + r0 + PANEL * j : NULL;
+        if (Q41 && m == 1) pair_q4_1(p0, p1, nb, gx, 1, 1, y0, y1, ldy);
+        else if (Q41) pair_q4_1(p0, p1, nb, gx, 0, m, y0, y1, ldy);
+        else if (m == 1) pair(p0, p1, nb, gx, 1, 1, y0, y1, ldy);
+        else pair(p0, p1, nb, gx, 0, m, y0, y1, ldy);
     }
 }
 static void rows_q5_0_packed(const void *w, size_t w_row, int64_t r0, int64_t r1, const npl_gemv_x *gx, int m,
