@@ -140,6 +140,17 @@ static void check_matmul(const prob *p, npl_isa isa, npl_pool *pool, int m) {
     CHECK(!memcmp(y0, y1, sizeof(float) * (size_t)p->n * m));
     npl_wpack_free(&tab);
     CHECK(tab.n == 0 && tab.bytes == 0);
+    /* the copy in a reserved (2 MiB page) arena: there, and the same bits */
+    const size_t bytes = npl_wpack_bytes(p->t, p->k, p->n);
+    CHECK_EQ_INT(npl_wpack_reserve(&tab, bytes), 0);
+    CHECK_EQ_INT(npl_wpack_add(&tab, p->t, p->wq, p->k, p->n, 0), 0);
+    const char *dst = npl_wpack_find(&tab, p->wq);
+    CHECK(dst && dst >= tab.arena && dst + bytes <= tab.arena + tab.arena_len && tab.arena_used >= bytes);
+    memset(y1, 0, sizeof(float) * (size_t)p->n * m);
+    CHECK_EQ_INT(npl_cpu_matmul(&cc, pool, &w, &x, &t1, scratch, err, sizeof err), 0);
+    CHECK(!memcmp(y0, y1, sizeof(float) * (size_t)p->n * m));
+    npl_wpack_free(&tab);
+    CHECK(tab.n == 0 && tab.arena == NULL);
     free(scratch), free(y0), free(y1);
 }
 

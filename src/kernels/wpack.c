@@ -266,7 +266,13 @@ int npl_wpack_add(npl_wpack_table *tab, npl_type t, const void *src, int64_t k, 
         tab->cap = cap;
     }
     void *dst = NULL;
-    if (posix_memalign(&dst, 64, bytes)) return -1;
+    const size_t room = (bytes + 63) & ~(size_t)63;
+    if (tab->arena && tab->arena_len - tab->arena_used >= room) {
+        dst = tab->arena + tab->arena_used;
+        tab->arena_used += room;
+    } else if (posix_memalign(&dst, 64, bytes)) {
+        return -1;
+    }
     npl_wpack_pack(t, src, dst, k, n);
     memmove(&tab->e[i + 1], &tab->e[i], (size_t)(tab->n - i) * sizeof *tab->e);
     tab->e[i] = (npl_wpack_entry){src, dst, bytes};
@@ -282,8 +288,30 @@ int npl_wpack_add(npl_wpack_table *tab, npl_type t, const void *src, int64_t k, 
     return 0;
 }
 
+static int in_arena(const npl_wpack_table *tab, const void *p) {
+    return tab->arena && (const char *)p >= tab->arena && (const char *)p < tab->arena + tab->arena_len;
+}
+
+int npl_wpack_reserve(npl_wpack_table *tab, size_t bytes) {
+    const size_t huge = (size_t)2 << 20, len = (bytes + huge - 1) & ~(huge - 1);
+    if (tab->arena || !len || len + huge < len) return -1;
+    void *m = mmap(NULL, len + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return -1;
+    tab->arena_map = m;
+    tab->arena_map_len = len + huge;
+    tab->arena = (char *)(((uintptr_t)m + huge - 1) & ~(uintptr_t)(huge - 1));
+    tab->arena_len = len;
+    tab->arena_used = 0;
+#ifdef MADV_HUGEPAGE
+    madvise(tab->arena, len, MADV_HUGEPAGE); /* advice: without it, 4 KiB pages */
+#endif
+    return 0;
+}
+
 void npl_wpack_free(npl_wpack_table *tab) {
-    for (int i = 0; i < tab->n; i++) free(tab->e[i].dst);
+    for (int i = 0; i < tab->n; i++)
+        if (!in_arena(tab, tab->e[i].dst)) free(tab->e[i].dst);
+    if (tab->arena_map) munmap(tab->arena_map, tab->arena_map_len);
     free(tab->e);
     *tab = (npl_wpack_table){0};
 }
