@@ -69,8 +69,8 @@ INLINE void pair(const uint8_t *p0, const uint8_t *p1, int64_t nb, const npl_gem
  * last of an odd count alone). A zmm holds two panels' block; taking them
  * from the two halves makes two streams far apart, each front to back,
  * where two adjacent panels side by side read 2-3 times slower from DRAM
- * on AMD Zen 4 (one thread, 256 MB: 10-13 against 24 GB/s, the same loads
- * with no arithmetic). */
+ * on AMD Zen 4 (bench/panel_walk.c, one core: 12-15 against 27-29 GB/s,
+ * the same loads with no arithmetic). */
 INLINE int64_t half_panels(int64_t r0, int64_t r1, int64_t *np) {
     *np = (r1 - r0) / PANEL;
     return (*np + 1) / 2;
