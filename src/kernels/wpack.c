@@ -295,11 +295,13 @@ static int in_arena(const npl_wpack_table *tab, const void *p) {
 int npl_wpack_reserve(npl_wpack_table *tab, size_t bytes) {
     const size_t huge = (size_t)2 << 20, len = (bytes + huge - 1) & ~(huge - 1);
     if (tab->arena || !len || len + huge < len) return -1;
-    void *m = mmap(NULL, len + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    char *m = mmap(NULL, len + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) return -1;
-    tab->arena_map = m;
-    tab->arena_map_len = len + huge;
-    tab->arena = (char *)(((uintptr_t)m + huge - 1) & ~(uintptr_t)(huge - 1));
+    /* keep the 2 MiB aligned len bytes inside, unmap the rest */
+    char *a = (char *)(((uintptr_t)m + huge - 1) & ~(uintptr_t)(huge - 1));
+    if (a > m) munmap(m, (size_t)(a - m));
+    if (m + len + huge > a + len) munmap(a + len, (size_t)(m + len + huge - (a + len)));
+    tab->arena = a;
     tab->arena_len = len;
     tab->arena_used = 0;
 #ifdef MADV_HUGEPAGE
@@ -311,7 +313,7 @@ int npl_wpack_reserve(npl_wpack_table *tab, size_t bytes) {
 void npl_wpack_free(npl_wpack_table *tab) {
     for (int i = 0; i < tab->n; i++)
         if (!in_arena(tab, tab->e[i].dst)) free(tab->e[i].dst);
-    if (tab->arena_map) munmap(tab->arena_map, tab->arena_map_len);
+    if (tab->arena) munmap(tab->arena, tab->arena_len);
     free(tab->e);
     *tab = (npl_wpack_table){0};
 }

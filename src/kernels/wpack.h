@@ -112,16 +112,14 @@ typedef struct npl_wpack_table {
     size_t bytes;               /* all packed copies */
     char *arena;                /* npl_wpack_reserve's mapping (2 MiB aligned), or NULL */
     size_t arena_len, arena_used;
-    void *arena_map;            /* what to munmap */
-    size_t arena_map_len;
 } npl_wpack_table;
 
 /* Room for `bytes` of packed copies in one anonymous mapping advised for
  * 2 MiB pages (MADV_HUGEPAGE), which npl_wpack_add then fills before
  * anything else: decode streams every copy once a token, and on 4 KiB
  * pages each page costs a TLB walk (AMD EPYC Zen 4, Gemma 3 270M's packed
- * layer matmuls 1.12x faster on 2 MiB pages, 7 alternated op-profile
- * runs). Untouched pages cost nothing; where the kernel gives no huge
+ * layer matmuls 1.12x faster on 2 MiB pages: 7 alternated op-profile
+ * runs of a scratch build switching the advice). Untouched pages cost nothing; where the kernel gives no huge
  * pages the mapping is just memory. 0, or -1 when it cannot be mapped
  * (copies are then allocated one by one). */
 int npl_wpack_reserve(npl_wpack_table *tab, size_t bytes);

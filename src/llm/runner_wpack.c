@@ -10,14 +10,14 @@
 
 int npl_runner_wpack_build(npl_wpack_table *tab, const npl_gguf *f, const npl_hparams *hp, npl_isa isa, size_t budget,
                            char *err, size_t errlen) {
-    size_t any = 0; /* bytes of the tensors of types this family reads packed */
+    size_t wanted = 0; /* bytes of the tensors of types this family reads packed */
     for (int64_t i = 0; i < npl_gguf_n_tensors(f); i++) {
         const npl_gguf_tensor *t = npl_gguf_tensor_at(f, i);
         if (t->n_dims == 2 && npl_wpack_wanted(isa, (npl_type)t->type, t->ne[0], t->ne[1]))
-            any += npl_wpack_bytes((npl_type)t->type, t->ne[0], t->ne[1]);
+            wanted += npl_wpack_bytes((npl_type)t->type, t->ne[0], t->ne[1]);
     }
-    if (!any) return 0;
-    npl_wpack_reserve(tab, any < budget ? any : budget); /* or, failing, one allocation per copy */
+    if (!wanted) return 0;
+    npl_wpack_reserve(tab, wanted < budget ? wanted : budget); /* or, failing, one allocation per copy */
     npl_model_graph mg;
     /* the weights do not depend on the context length: the smallest graph */
     if (npl_model_build(f, hp, 1, &mg, err, errlen)) return -1;
